@@ -1,0 +1,99 @@
+"""The ``lostmid`` command line: one entry point, one subcommand per capability.
+
+Thin by design: each command parses options, calls one ``run_*`` function of a
+capability package, and prints its summary. A :class:`UserError` becomes one line on
+stderr and exit code 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from lostmid.errors import UserError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="lostmid: compute, measure and compare the position bias of transformers.",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+OutOpt = Annotated[Path, typer.Option("--out", help="Directory for results.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed.")]
+OverwriteOpt = Annotated[
+    bool, typer.Option("--overwrite", help="Replace existing results in --out.")
+]
+
+
+@app.command()
+def theory(
+    layers: Annotated[int, typer.Option("--layers", "-H", help="Depth H (layers).")] = 24,
+    length: Annotated[int, typer.Option("--length", "-L", help="Sequence length L.")] = 2048,
+    alpha: Annotated[
+        float, typer.Option("--alpha", "-a", help="Residual strength a in [0, 1].")
+    ] = 0.1,
+    mask: Annotated[
+        str, typer.Option(help="causal | bidirectional | sliding:W | prefix:P")
+    ] = "causal",
+    kernel: Annotated[str, typer.Option(help="rollout | jacobian")] = "rollout",
+    alpha_schedule: Annotated[
+        str | None,
+        typer.Option(help="constant | power:BETA (a_l = a/(l+1)^BETA) | list:a1,a2,..."),
+    ] = None,
+    target: Annotated[
+        int | None, typer.Option(help="Target position t, 1-indexed (default L).")
+    ] = None,
+    log_domain: Annotated[
+        str, typer.Option(help="auto | on | off: compute in the log domain.")
+    ] = "auto",
+    out: OutOpt = Path("results/theory"),
+    seed: SeedOpt = 0,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Exact theory: the influence of every position on the target after H layers."""
+    from lostmid.theory.run import TheoryConfig, run_theory
+
+    config = TheoryConfig(
+        layers=layers,
+        length=length,
+        alpha=alpha,
+        mask=mask,
+        kernel=kernel,
+        alpha_schedule=alpha_schedule,
+        target=target,
+        log_domain=log_domain,
+    )
+    run_theory(config, out=out, overwrite=overwrite, seed=seed, console=console)
+
+
+# Further subcommands (measure, compare, reproduce, train) register below.
+
+
+def main() -> None:
+    """Entry point: run the app; user errors become one line and exit code 2."""
+    try:
+        app(standalone_mode=False)
+    except UserError as err:
+        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except Exception as err:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(err, click.exceptions.ClickException):
+            err.show()
+            sys.exit(err.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Provenance for every run: resolved config, seed, versions, timings; safe JSON writes."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, is_dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lostmid.errors import UserError
+
+_PACKAGES = ("lostmid", "numpy", "scipy", "torch", "transformers", "matplotlib")
+
+
+def versions() -> dict[str, str | None]:
+    """Installed versions of Python and the libraries that shape a result."""
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def run_metadata(
+    command: str, config: Mapping[str, Any], seed: int | None, timings: Mapping[str, float]
+) -> dict[str, Any]:
+    """The block every result file carries so the run can be traced and repeated."""
+    return {
+        "command": command,
+        "argv": sys.argv,
+        "config": dict(config),
+        "seed": seed,
+        "versions": versions(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "timings_s": {k: round(v, 6) for k, v in timings.items()},
+        "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+class Timer:
+    """Named wall-clock timings: ``with timer("forward"): ...``; ``timer.seconds``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Numpy arrays, dataclasses and non-finite floats made JSON-safe (inf/nan -> None)."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return to_jsonable(asdict(obj))
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    """Write ``obj`` as JSON atomically (temp file, then rename): never a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(to_jsonable(obj), indent=1, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_json(path: Path) -> Any:
+    """Read a result file, with a one-line error if it is missing or not JSON."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file; pass the path of a result JSON written by lostmid")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise UserError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+
+
+def prepare_out(out: Path, files: list[str], overwrite: bool) -> Path:
+    """Create ``out``; refuse to replace any of ``files`` there unless ``overwrite``."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a directory")
+    existing = [name for name in files if (out / name).exists()]
+    if existing and not overwrite:
+        raise UserError(
+            f"{out / existing[0]} already exists; pass --overwrite or choose another --out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    return out
