@@ -1,0 +1,53 @@
+"""Exact theory of position bias at initialisation (pure numpy).
+
+Layers N_l = (1 - a_l) I + a_l A with A uniform attention under a mask; the influence of
+input j on output t is row t of N_H ... N_1. See :mod:`lostmid.theory.exact`.
+
+>>> from lostmid.theory import influence_row
+>>> row = influence_row(length=2048, layers=24, alpha=0.1)
+>>> round(float(row.sum()), 12)
+1.0
+"""
+
+from lostmid.theory.exact import (
+    KERNELS,
+    PathDecomposition,
+    influence_matrix,
+    influence_row,
+    jacobian_path_weights,
+    log_influence_row,
+    path_decomposition,
+    path_weights,
+)
+from lostmid.theory.masks import (
+    Bidirectional,
+    Causal,
+    Mask,
+    PrefixLM,
+    SlidingWindow,
+    parse_mask,
+)
+from lostmid.theory.schedules import parse_schedule, power_schedule, resolve_alphas
+from lostmid.theory.summary import ProfileSummary, summarize_profile
+
+__all__ = [
+    "KERNELS",
+    "Bidirectional",
+    "Causal",
+    "Mask",
+    "PathDecomposition",
+    "PrefixLM",
+    "ProfileSummary",
+    "SlidingWindow",
+    "influence_matrix",
+    "influence_row",
+    "jacobian_path_weights",
+    "log_influence_row",
+    "parse_mask",
+    "parse_schedule",
+    "path_decomposition",
+    "path_weights",
+    "power_schedule",
+    "resolve_alphas",
+    "summarize_profile",
+]
