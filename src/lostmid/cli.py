@@ -23,6 +23,13 @@ app = typer.Typer(
     help="lostmid: compute, measure and compare the position bias of transformers.",
 )
 console = Console()
+
+
+@app.callback()
+def _root() -> None:
+    """lostmid: compute, measure and compare the position bias of transformers."""
+
+
 err_console = Console(stderr=True)
 
 OutOpt = Annotated[Path, typer.Option("--out", help="Directory for results.")]
@@ -77,22 +84,15 @@ def theory(
 
 
 def main() -> None:
-    """Entry point: run the app; user errors become one line and exit code 2."""
+    """Entry point: run the app; a :class:`UserError` becomes one line and exit code 2.
+
+    Usage errors (unknown option, bad type) are click's own: also exit code 2.
+    """
     try:
-        app(standalone_mode=False)
+        app()
     except UserError as err:
         err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(2)
-    except typer.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
-    except Exception as err:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(err, click.exceptions.ClickException):
-            err.show()
-            sys.exit(err.exit_code)
-        raise
 
 
 if __name__ == "__main__":

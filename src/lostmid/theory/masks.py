@@ -26,6 +26,7 @@ class Mask(ABC):
 
     def validate(self, length: int) -> None:
         """Raise :class:`UserError` if this mask makes no sense at ``length``."""
+        return None  # every length is fine unless a mask says otherwise
 
     @abstractmethod
     def left_multiply(self, w: np.ndarray, ops: Ops = LinearOps) -> np.ndarray:
@@ -205,8 +206,6 @@ def parse_mask(spec: str | Mask) -> Mask:
         try:
             value = int(arg)
         except ValueError:
-            raise UserError(
-                f"mask '{spec}' needs an integer after ':', e.g. {name}:128"
-            ) from None
+            raise UserError(f"mask '{spec}' needs an integer after ':', e.g. {name}:128") from None
         return SlidingWindow(value) if name == "sliding" else PrefixLM(value)
     raise UserError(f"unknown mask '{spec}'; use one of: {MASK_HELP}")

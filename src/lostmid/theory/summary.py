@@ -71,6 +71,7 @@ def summarize_profile(
         with np.errstate(divide="ignore"):
             log10 = np.log10(values)
     else:
+        values = None
         log10 = np.asarray(log10_influence, dtype=np.float64)
     if log10.ndim != 1 or log10.size == 0:
         raise UserError("an influence profile is a non-empty 1-D array")
@@ -89,9 +90,13 @@ def summarize_profile(
     peak_i = int(idx[np.argmax(log10[idx])])
 
     def lin(x: float) -> float:
-        return float(10.0**x)
+        """10**x, saturating to inf beyond float range (the log10 fields stay exact)."""
+        return float(np.power(10.0, x)) if x < 308 else float("inf")
 
-    valley_i = valley = log10_valley = ptv = dead = None
+    def at(i: int) -> float:
+        return float(values[i]) if values is not None else lin(log10[i])
+
+    valley_i = log10_valley = ptv = dead = None
     if others.size:
         valley_i = int(others[np.argmin(log10[others])])
         log10_valley = float(log10[valley_i])
@@ -105,11 +110,11 @@ def summarize_profile(
     return ProfileSummary(
         target=t,
         support=(lo, hi),
-        primacy=lin(log10[primacy_i]),
-        recency=lin(log10[t - 1]),
-        valley=None if log10_valley is None else lin(log10_valley),
+        primacy=at(primacy_i),
+        recency=at(t - 1),
+        valley=None if valley_i is None else at(valley_i),
         valley_position=None if valley_i is None else valley_i + 1,
-        peak=lin(log10[peak_i]),
+        peak=at(peak_i),
         peak_position=peak_i + 1,
         peak_to_valley=None if ptv is None else lin(ptv),
         log10_peak_to_valley=ptv,

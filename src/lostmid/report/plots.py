@@ -1,0 +1,78 @@
+"""Figures. Each function takes arrays, returns a matplotlib Figure and never computes
+theory or measurements itself. The Agg backend keeps everything headless."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` as PNG (150 dpi) and close it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def plot_theory(
+    log10_influence: np.ndarray,
+    *,
+    target: int,
+    title: str,
+    continuum: np.ndarray | None = None,
+    above_uniform_until: int | None = None,
+    valley_position: int | None = None,
+) -> Figure:
+    """The U-curve on a log scale with the three regions marked and the continuum.
+
+    Regions: primacy tail (positions 1..``above_uniform_until``, above a fair share 1/t),
+    the dead zone (middle half), the recency anchor (the target t).
+    """
+    positions = np.arange(1, log10_influence.size + 1)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    finite = np.isfinite(log10_influence)
+    c = None
+    if continuum is not None:
+        with np.errstate(divide="ignore"):
+            c = np.log10(continuum)
+    for ax, xscale in zip(axes, ("linear", "log"), strict=True):
+        ax.plot(positions[finite], log10_influence[finite], lw=1.6, label="exact (discrete)")
+        if c is not None:
+            ok = np.isfinite(c)
+            ax.plot(positions[ok], c[ok], "--", lw=1.2, color="tab:orange", label="continuum")
+        ax.axhline(np.log10(1.0 / target), color="grey", lw=0.8, ls=":", label="uniform 1/t")
+        if above_uniform_until:
+            ax.axvspan(
+                1,
+                max(above_uniform_until, 1.5),
+                color="tab:green",
+                alpha=0.12,
+                label="primacy tail (> 1/t)",
+            )
+        lo, hi = 1 + 0.25 * (target - 1), 1 + 0.75 * (target - 1)
+        ax.axvspan(lo, hi, color="tab:red", alpha=0.08, label="dead zone (middle half)")
+        ax.plot(
+            [target], [log10_influence[target - 1]], "o", color="tab:purple", label="recency anchor"
+        )
+        if valley_position:
+            ax.plot(
+                [valley_position],
+                [log10_influence[valley_position - 1]],
+                "v",
+                color="k",
+                label=f"valley (j={valley_position})",
+            )
+        ax.set_xscale(xscale)
+        ax.set_xlabel(f"input position j ({xscale} scale)")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("log10 influence on target")
+    axes[1].legend(fontsize=7, loc="lower left")
+    fig.suptitle(title, fontsize=10)
+    return fig

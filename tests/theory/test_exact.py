@@ -1,0 +1,177 @@
+"""Exact rows against brute force, closed forms and invariants."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+from math import comb
+
+import numpy as np
+import pytest
+
+from lostmid.errors import UserError
+from lostmid.theory import (
+    influence_matrix,
+    influence_row,
+    jacobian_path_weights,
+    log_influence_row,
+    path_decomposition,
+    path_weights,
+    resolve_alphas,
+)
+
+# -- brute force, written from the definitions, independent of the package ------------
+
+
+def dense_attention(mask: str, n: int) -> np.ndarray:
+    """A[i, j] = 1/|allowed(i)| over the allowed positions (1-indexed i, j)."""
+    allowed = np.zeros((n, n), dtype=bool)
+    for i in range(1, n + 1):
+        for j in range(1, n + 1):
+            if mask == "causal":
+                ok = j <= i
+            elif mask == "bidirectional":
+                ok = True
+            elif mask.startswith("sliding:"):
+                w = int(mask.split(":")[1])
+                ok = i - w < j <= i
+            else:
+                p = int(mask.split(":")[1])
+                ok = (i <= p and j <= p) or (i > p and j <= i)
+            allowed[i - 1, j - 1] = ok
+    return allowed / allowed.sum(axis=1, keepdims=True)
+
+
+def brute_rollout(mask: str, n: int, alphas: np.ndarray, target: int) -> np.ndarray:
+    """Row t of N_H ... N_1 by dense products."""
+    a_mat = dense_attention(mask, n)
+    prod = np.eye(n)
+    for a in alphas:
+        prod = ((1 - a) * np.eye(n) + a * a_mat) @ prod
+    return prod[target - 1]
+
+
+def brute_jacobian(mask: str, n: int, alphas: np.ndarray, target: int) -> np.ndarray:
+    """sqrt(sum over layer subsets S of c_S^2 (A^|S|)[t, :]^2), enumerating every S."""
+    a_mat = dense_attention(mask, n)
+    total = np.zeros(n)
+    layers = len(alphas)
+    for chosen in itertools.product([0, 1], repeat=layers):
+        c = np.prod([a if s else 1 - a for a, s in zip(alphas, chosen, strict=True)])
+        row = np.linalg.matrix_power(a_mat, sum(chosen))[target - 1]
+        total += c**2 * row**2
+    return np.sqrt(total)
+
+
+MASKS = ["causal", "bidirectional", "sliding:1", "sliding:3", "sliding:7", "prefix:1", "prefix:5"]
+SCHEDULES = [0.3, 1.0, [0.9, 0.1, 0.5, 0.0, 0.7]]
+
+
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("alpha", SCHEDULES, ids=["const", "pure-attn", "per-layer"])
+@pytest.mark.parametrize("kernel", ["rollout", "jacobian"])
+def test_rows_match_brute_force(mask: str, alpha: object, kernel: str) -> None:
+    n, layers = 23, 5
+    alphas = resolve_alphas(alpha, layers)
+    brute = brute_rollout if kernel == "rollout" else brute_jacobian
+    for target in (1, 9, n):
+        expected = brute(mask, n, alphas, target)
+        got = influence_row(n, layers, alphas, mask=mask, kernel=kernel, target=target)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-300)
+        got_log = np.exp(log_influence_row(n, layers, alphas, mask, kernel, target))
+        np.testing.assert_allclose(got_log, expected, rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("mask", MASKS)
+def test_influence_matrix_matches_brute_force(mask: str) -> None:
+    n, alphas = 17, resolve_alphas([0.2, 0.8, 0.5], 3)
+    for kernel, brute in (("rollout", brute_rollout), ("jacobian", brute_jacobian)):
+        mat = influence_matrix(n, 3, alphas, mask=mask, kernel=kernel)
+        expected = np.stack([brute(mask, n, alphas, t) for t in range(1, n + 1)])
+        np.testing.assert_allclose(mat, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_long_row_matches_brute_force_at_64() -> None:
+    alphas = resolve_alphas(0.37, 12)
+    np.testing.assert_allclose(
+        influence_row(64, 12, alphas), brute_rollout("causal", 64, alphas, 64), rtol=1e-12
+    )
+
+
+@pytest.mark.parametrize("mask", MASKS)
+def test_rollout_rows_sum_to_one(mask: str) -> None:
+    for target in (1, 10, 40):
+        row = influence_row(40, 9, 0.45, mask=mask, target=target)
+        assert row.sum() == pytest.approx(1.0, abs=1e-13)
+        assert np.all(row >= 0)
+
+
+def test_second_power_is_harmonic_difference() -> None:
+    """(M^2)[L, j] = (H_L - H_{j-1}) / L."""
+    n = 50
+    harmonic = [Fraction(0)]
+    for i in range(1, n + 1):
+        harmonic.append(harmonic[-1] + Fraction(1, i))
+    expected = [float((harmonic[n] - harmonic[j - 1]) / n) for j in range(1, n + 1)]
+    np.testing.assert_allclose(influence_row(n, 2, 1.0), expected, rtol=1e-13)
+
+
+def test_alpha_zero_is_identity() -> None:
+    row = influence_row(30, 7, 0.0, target=12)
+    assert row[11] == 1.0 and np.count_nonzero(row) == 1
+
+
+def test_causal_entries_beyond_target_are_exactly_zero() -> None:
+    for kernel in ("rollout", "jacobian"):
+        row = influence_row(100, 6, 0.6, kernel=kernel, target=37)
+        assert np.all(row[37:] == 0.0)
+        assert np.all(row[:37] > 0)
+        assert np.all(np.isneginf(log_influence_row(100, 6, 0.6, "causal", kernel, 37)[37:]))
+
+
+def test_path_weights_are_binomial_for_constant_alpha() -> None:
+    h, a = 11, 0.23
+    expected = [comb(h, k) * a**k * (1 - a) ** (h - k) for k in range(h + 1)]
+    np.testing.assert_allclose(path_weights(a, h), expected, rtol=1e-13)
+    np.testing.assert_allclose(
+        jacobian_path_weights(a, h),
+        [comb(h, k) * a ** (2 * k) * (1 - a) ** (2 * (h - k)) for k in range(h + 1)],
+        rtol=1e-13,
+    )
+
+
+def test_path_decomposition_reassembles_both_kernels() -> None:
+    for kernel in ("rollout", "jacobian"):
+        d = path_decomposition(40, 6, [0.1, 0.9, 0.4, 0.6, 0.2, 0.5], kernel=kernel)
+        total = d.contributions.sum(axis=0)
+        row = influence_row(40, 6, [0.1, 0.9, 0.4, 0.6, 0.2, 0.5], kernel=kernel)
+        np.testing.assert_allclose(total if kernel == "rollout" else np.sqrt(total), row)
+        np.testing.assert_allclose(d.rows[2], influence_row(40, 2, 1.0), rtol=1e-13)
+
+
+def test_log_domain_keeps_values_far_below_float_range() -> None:
+    """(M^k)[L, L] = L^-k exactly; for k = 120, L = 1000 that is 1e-360."""
+    log_row = log_influence_row(1000, 120, 1.0)
+    assert log_row[-1] == pytest.approx(-120 * np.log(1000), rel=1e-13)
+    assert influence_row(1000, 120, 1.0)[-1] == 0.0  # float64 underflows, as documented
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"length": 0}, "length must be an integer >= 1"),
+        ({"layers": -1}, "number of layers must be an integer >= 0"),
+        ({"alpha": 1.5}, "alpha must lie in [0, 1]"),
+        ({"alpha": [0.1, 0.2]}, "schedule has 2 values but there are 4 layers"),
+        ({"mask": "sliding:0"}, "sliding window width must be >= 1"),
+        ({"mask": "sliding:11"}, "exceeds the length 10"),
+        ({"mask": "prefix:11"}, "prefix length 11 exceeds the length 10"),
+        ({"mask": "diagonal"}, "unknown mask 'diagonal'"),
+        ({"target": 11}, "target position must be in 1..10"),
+        ({"kernel": "ntk"}, "unknown kernel 'ntk'"),
+    ],
+)
+def test_bad_input_raises_user_error(kwargs: dict, message: str) -> None:
+    args = {"length": 10, "layers": 4, "alpha": 0.5} | kwargs
+    with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        influence_row(**args)
