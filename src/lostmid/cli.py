@@ -83,6 +83,37 @@ def theory(
 # Further subcommands (measure, compare, reproduce, train) register below.
 
 
+@app.command()
+def compare(
+    measured: Annotated[
+        Path, typer.Option("--measured", help="measure.json written by lostmid measure.")
+    ],
+    theory: Annotated[
+        Path | None, typer.Option("--theory", help="theory.json written by lostmid theory.")
+    ] = None,
+    predict: Annotated[
+        bool, typer.Option("--predict", help="Also predict the theory from measured a_l.")
+    ] = False,
+    kernel: Annotated[str, typer.Option(help="rollout | jacobian | both")] = "both",
+    out: OutOpt = Path("results/compare"),
+    seed: SeedOpt = 0,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Theory (given, predicted, fitted) and naive baselines against a measured profile."""
+    from lostmid.compare.run import run_compare
+
+    run_compare(
+        theory_path=theory,
+        measured_path=measured,
+        predict=predict,
+        kernel=kernel,
+        out=out,
+        overwrite=overwrite,
+        console=console,
+        seed=seed,
+    )
+
+
 def main() -> None:
     """Entry point: run the app; a :class:`UserError` becomes one line and exit code 2.
 

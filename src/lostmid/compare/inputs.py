@@ -1,0 +1,155 @@
+"""Reading the two inputs of a comparison: a measured profile and a theory profile.
+
+measure.json (written by ``lostmid measure``): ``influence`` (L floats, positions 1..L),
+``stderr`` (L floats, optional), ``residual_strength`` (H floats, one per layer, first
+layer first; needed only to predict the theory) and ``config`` with at least
+``length``, ``layers`` and ``target`` (1-indexed, null meaning L), optionally ``mask``.
+
+theory.json (written by ``lostmid theory``): ``influence`` (L floats) or
+``log10_influence`` (L floats, null meaning -inf) and ``params`` with ``length``,
+``layers``, ``alphas``, ``mask``, ``kernel`` and ``target``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lostmid.compare.metrics import validate_profile
+from lostmid.errors import UserError
+from lostmid.runinfo import read_json
+
+
+@dataclass(frozen=True)
+class MeasuredProfile:
+    """A measured influence profile and what the theory needs to predict it.
+
+    Attributes:
+        influence: (L,) mean measured influence of positions 1..L on the target.
+        stderr: (L,) its standard error across inputs/seeds, or None.
+        residual_strength: (H,) measured a_l per layer, or None.
+        layers: depth H of the measured model.
+        target: 1-indexed target position t.
+        mask: attention mask spec of the model (``causal`` for decoders).
+        source: where it was read from, for provenance.
+    """
+
+    influence: np.ndarray
+    stderr: np.ndarray | None
+    residual_strength: np.ndarray | None
+    layers: int
+    target: int
+    mask: str = "causal"
+    source: str | None = None
+
+    @property
+    def length(self) -> int:
+        return int(self.influence.size)
+
+
+@dataclass(frozen=True)
+class TheoryProfile:
+    """A theory row from a file, with the parameters it was computed with."""
+
+    influence: np.ndarray
+    target: int
+    kernel: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+
+    @property
+    def length(self) -> int:
+        return int(self.influence.size)
+
+
+def load_measured(path: Path) -> MeasuredProfile:
+    """Read and check a measure.json (see the module docstring)."""
+    data = _object(read_json(path), path)
+    config = _object(data.get("config"), path, "config")
+    influence = validate_profile(_floats(data, "influence", path), f"{path}: influence")
+    length = influence.size
+    if "length" in config and int(config["length"]) != length:
+        raise UserError(
+            f"{path}: config.length is {config['length']} but influence has {length} values"
+        )
+    stderr = None
+    if data.get("stderr") is not None:
+        stderr = _floats(data, "stderr", path)
+        if stderr.size != length or np.any(~np.isfinite(stderr)) or np.any(stderr < 0):
+            raise UserError(
+                f"{path}: stderr must be {length} finite non-negative values, one per position"
+            )
+    residual = None
+    if data.get("residual_strength") is not None:
+        residual = _floats(data, "residual_strength", path)
+    layers = config.get("layers", None if residual is None else residual.size)
+    if layers is None:
+        raise UserError(f"{path}: config.layers is missing; the theory needs the depth H")
+    layers = int(layers)
+    if residual is not None and residual.size != layers:
+        raise UserError(
+            f"{path}: residual_strength has {residual.size} values but config.layers is "
+            f"{layers}; give one value per layer"
+        )
+    return MeasuredProfile(
+        influence=influence,
+        stderr=stderr,
+        residual_strength=residual,
+        layers=layers,
+        target=_target(config.get("target"), length, path),
+        mask=str(config.get("mask", "causal")),
+        source=str(path),
+    )
+
+
+def load_theory(path: Path) -> TheoryProfile:
+    """Read and check a theory.json (see the module docstring)."""
+    data = _object(read_json(path), path)
+    params = data.get("params") or {}
+    if not isinstance(params, dict):
+        raise UserError(f"{path}: params must be a JSON object")
+    if data.get("influence") is not None:
+        influence = _floats(data, "influence", path)
+    elif data.get("log10_influence") is not None:
+        log10 = np.array(
+            [-np.inf if v is None else float(v) for v in data["log10_influence"]], dtype=float
+        )
+        influence = 10.0**log10
+    else:
+        raise UserError(f"{path}: no 'influence' or 'log10_influence'; is this a theory.json?")
+    influence = validate_profile(influence, f"{path}: influence")
+    kernel = params.get("kernel")
+    return TheoryProfile(
+        influence=influence,
+        target=_target(params.get("target"), influence.size, path),
+        kernel=None if kernel is None else str(kernel),
+        params=params,
+        source=str(path),
+    )
+
+
+def _object(data: Any, path: Path, key: str | None = None) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        where = f"'{key}'" if key else "the file"
+        raise UserError(f"{path}: {where} must be a JSON object")
+    return data
+
+
+def _floats(data: dict[str, Any], key: str, path: Path) -> np.ndarray:
+    values = data.get(key)
+    if not isinstance(values, list) or not values:
+        raise UserError(f"{path}: '{key}' must be a non-empty list of numbers")
+    try:
+        return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise UserError(f"{path}: '{key}' has an entry that is not a number") from None
+
+
+def _target(target: Any, length: int, path: Path) -> int:
+    t = length if target is None else target
+    if isinstance(t, bool) or not isinstance(t, int | float) or int(t) != t or not 1 <= t <= length:
+        raise UserError(f"{path}: target must be a position in 1..{length}, got {target}")
+    return int(t)

@@ -1,0 +1,283 @@
+"""Agreement between a theory profile and a measured profile over positions 1..L.
+
+Every metric takes two non-negative profiles of the same length L >= 2 (entry j-1 is
+the influence of 1-indexed position j) and is invariant to a positive rescaling of
+either profile, so a rollout row (sums to 1), a Jacobian RMS norm and a measured
+gradient norm can be compared directly. Conventions:
+
+* p, q: the two profiles normalised to sum 1, p_j = a_j / sum_i a_i.
+* x_j = (j - 1) / (L - 1): positions scaled to [0, 1].
+* t: the target position (the recency anchor), default L.
+
+:func:`compare_profiles` bundles all metrics in one :class:`ProfileComparison`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lostmid.errors import UserError
+from lostmid.theory import summarize_profile
+
+
+def validate_profile(profile: np.ndarray, name: str = "profile") -> np.ndarray:
+    """A profile as a 1-D float64 array, checked: finite, non-negative, not all zero.
+
+    >>> validate_profile([1, 2, 3]).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    values = np.asarray(profile, dtype=np.float64)
+    if values.ndim != 1 or values.size < 2:
+        raise UserError(
+            f"{name} must be a 1-D array of at least 2 positions, got shape {values.shape}"
+        )
+    if not np.all(np.isfinite(values)):
+        raise UserError(f"{name} has non-finite values (nan or inf); check the input file")
+    if np.any(values < 0):
+        j = int(np.flatnonzero(values < 0)[0]) + 1
+        raise UserError(f"{name} has a negative value at position {j}; influence is >= 0")
+    if not np.any(values > 0):
+        raise UserError(f"{name} is all zeros; there is no profile to compare")
+    return values
+
+
+def _pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a = validate_profile(a, "first profile")
+    b = validate_profile(b, "second profile")
+    if a.size != b.size:
+        raise UserError(
+            f"profiles have different lengths ({a.size} and {b.size}); "
+            "compare profiles over the same positions 1..L"
+        )
+    return a, b
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties given the average of the ranks they span."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    # Group equal values; each group's rank is the mean of its positions in the order.
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = np.r_[starts[1:], ordered.size]
+    group_rank = (starts + ends + 1) / 2.0  # mean of (start+1 .. end)
+    ranks = np.empty(values.size)
+    ranks[order] = np.repeat(group_rank, ends - starts)
+    return ranks
+
+
+def _pearson(u: np.ndarray, v: np.ndarray) -> float:
+    du, dv = u - u.mean(), v - v.mean()
+    denom = np.sqrt(np.dot(du, du) * np.dot(dv, dv))
+    if denom == 0.0:
+        return float("nan")
+    return float(np.clip(np.dot(du, dv) / denom, -1.0, 1.0))
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman rank correlation of two profiles over positions 1..L.
+
+    rho = Pearson(rank(a), rank(b)), with tied values given the average of their
+    ranks. rho is nan when either profile is constant (its ranks have no variance).
+
+    >>> spearman([1.0, 2.0, 3.0], [10.0, 20.0, 35.0])
+    1.0
+    >>> spearman([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
+    -1.0
+    """
+    a, b = _pair(a, b)
+    return _pearson(_ranks(a), _ranks(b))
+
+
+def wasserstein1(a: np.ndarray, b: np.ndarray) -> float:
+    """Wasserstein-1 distance between the normalised profiles on positions in [0, 1].
+
+    With p, q normalised to sum 1 and placed at x_j = (j-1)/(L-1),
+
+        W1 = sum_{j=1}^{L-1} |P_j - Q_j| / (L - 1),   P_j = p_1 + ... + p_j,
+
+    the area between the two CDFs. 0 for equal shapes; 1 for point masses at the two
+    ends; in general the distance between two point masses is |x_i - x_j|.
+
+    >>> wasserstein1([1.0, 0.0, 0.0], [0.0, 0.0, 1.0])
+    1.0
+    >>> wasserstein1([1.0, 0.0, 0.0], [0.0, 5.0, 0.0])
+    0.5
+    """
+    a, b = _pair(a, b)
+    cdf_gap = np.cumsum(a / a.sum())[:-1] - np.cumsum(b / b.sum())[:-1]
+    return float(np.abs(cdf_gap).sum() / (a.size - 1))
+
+
+def log_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation of log10 profiles over the positions where both are > 0.
+
+    r = Pearson(log10 a_j, log10 b_j) for j in {j : a_j > 0 and b_j > 0}. Sensitive to
+    the shape over orders of magnitude (the primacy tail, the valley depth), unlike
+    Spearman. nan when fewer than 2 such positions exist or one side is constant there.
+
+    >>> round(log_correlation([1.0, 10.0, 100.0], [2.0, 20.0, 200.0]), 12)
+    1.0
+    """
+    a, b = _pair(a, b)
+    both = (a > 0) & (b > 0)
+    if both.sum() < 2:
+        return float("nan")
+    return _pearson(np.log10(a[both]), np.log10(b[both]))
+
+
+@dataclass(frozen=True)
+class PeakToValley:
+    """Peak-to-valley ratios of two profiles side by side (see
+    :func:`lostmid.theory.summarize_profile`: peak = largest value over the support,
+    valley = smallest value excluding the target). None where a ratio is undefined
+    (a zero valley or a one-position support).
+
+    Attributes:
+        log10_first, log10_second: log10(peak / valley) of each profile.
+        log10_difference: log10_first - log10_second (decades; > 0: first is deeper).
+    """
+
+    first: float | None
+    second: float | None
+    log10_first: float | None
+    log10_second: float | None
+    log10_difference: float | None
+
+
+def peak_to_valley(a: np.ndarray, b: np.ndarray, target: int | None = None) -> PeakToValley:
+    """Peak-to-valley ratio (peak / valley) of each profile, and their log10 difference.
+
+    >>> ptv = peak_to_valley([100.0, 1.0, 50.0], [10.0, 1.0, 5.0])
+    >>> (ptv.first, ptv.second, ptv.log10_difference)
+    (100.0, 10.0, 1.0)
+    """
+    a, b = _pair(a, b)
+    sa = summarize_profile(a, target=target)
+    sb = summarize_profile(b, target=target)
+    diff = None
+    if sa.log10_peak_to_valley is not None and sb.log10_peak_to_valley is not None:
+        diff = sa.log10_peak_to_valley - sb.log10_peak_to_valley
+    return PeakToValley(
+        first=sa.peak_to_valley,
+        second=sb.peak_to_valley,
+        log10_first=sa.log10_peak_to_valley,
+        log10_second=sb.log10_peak_to_valley,
+        log10_difference=diff,
+    )
+
+
+@dataclass(frozen=True)
+class AnchorError:
+    """Relative errors of a theory at the two anchors of the U-shape, after normalising
+    theory and measurement to sum 1: (p_j - q_j) / q_j with p the theory, q the
+    measurement. Signed: > 0 where the theory puts too much weight. nan where the
+    measured value is 0.
+
+    Attributes:
+        recency: error at the target t (the recency anchor).
+        primacy: error at the primacy peak, position 1.
+        recency_position, primacy_position: the 1-indexed positions used.
+    """
+
+    recency: float
+    primacy: float
+    recency_position: int
+    primacy_position: int
+
+
+def anchor_error(
+    theory: np.ndarray, measured: np.ndarray, target: int | None = None
+) -> AnchorError:
+    """Relative error of ``theory`` against ``measured`` at the recency anchor and at
+    position 1, both profiles normalised to sum 1.
+
+        err_j = p_j / q_j - 1,  p = theory / sum(theory), q = measured / sum(measured)
+
+    >>> e = anchor_error([2.0, 1.0, 1.0], [1.0, 1.0, 2.0])
+    >>> (e.primacy, e.recency)
+    (1.0, -0.5)
+    """
+    p, q = _pair(theory, measured)
+    t = _target(target, p.size)
+    p, q = p / p.sum(), q / q.sum()
+
+    def rel(j: int) -> float:
+        return float(p[j - 1] / q[j - 1] - 1.0) if q[j - 1] > 0 else float("nan")
+
+    return AnchorError(recency=rel(t), primacy=rel(1), recency_position=t, primacy_position=1)
+
+
+@dataclass(frozen=True)
+class ProfileComparison:
+    """All agreement metrics of one candidate profile against the measurement.
+
+    Attributes:
+        spearman: :func:`spearman` (1 is perfect; weak evidence alone).
+        wasserstein1: :func:`wasserstein1` (0 is perfect, 1 is the worst).
+        log_correlation: :func:`log_correlation` (1 is perfect).
+        log10_peak_to_valley: log10 peak/valley of the candidate.
+        log10_peak_to_valley_measured: log10 peak/valley of the measurement.
+        recency_error, primacy_error: :func:`anchor_error` at t and at position 1.
+        log10_rmse: root mean square of log10(p_j / q_j) over positions where both
+            are > 0, with the shared scale removed (the residual of a log fit):
+            sqrt(mean_j (d_j - mean(d))^2), d_j = log10 p_j - log10 q_j.
+    """
+
+    spearman: float
+    wasserstein1: float
+    log_correlation: float
+    log10_peak_to_valley: float | None
+    log10_peak_to_valley_measured: float | None
+    recency_error: float
+    primacy_error: float
+    log10_rmse: float
+
+
+def log10_rmse(a: np.ndarray, b: np.ndarray) -> float:
+    """RMS of log10(a_j/b_j) about its mean over positions where both are > 0.
+
+    >>> round(log10_rmse([1.0, 10.0], [2.0, 20.0]), 12)  # a constant ratio: no shape error
+    0.0
+    >>> log10_rmse([1.0, 10.0], [10.0, 10.0])  # log10 ratios -1 and 0, about their mean
+    0.5
+    """
+    a, b = _pair(a, b)
+    both = (a > 0) & (b > 0)
+    if not both.any():
+        return float("nan")
+    d = np.log10(a[both]) - np.log10(b[both])
+    return float(np.sqrt(np.mean((d - d.mean()) ** 2)))
+
+
+def compare_profiles(
+    theory: np.ndarray, measured: np.ndarray, target: int | None = None
+) -> ProfileComparison:
+    """Every metric of this module for one candidate profile against the measurement.
+
+    >>> c = compare_profiles([0.5, 0.2, 0.3], [5.0, 2.0, 3.0])
+    >>> (c.spearman, c.wasserstein1, c.recency_error)
+    (1.0, 0.0, 0.0)
+    """
+    theory, measured = _pair(theory, measured)
+    t = _target(target, theory.size)
+    ptv = peak_to_valley(theory, measured, target=t)
+    anchors = anchor_error(theory, measured, target=t)
+    return ProfileComparison(
+        spearman=spearman(theory, measured),
+        wasserstein1=wasserstein1(theory, measured),
+        log_correlation=log_correlation(theory, measured),
+        log10_peak_to_valley=ptv.log10_first,
+        log10_peak_to_valley_measured=ptv.log10_second,
+        recency_error=anchors.recency,
+        primacy_error=anchors.primacy,
+        log10_rmse=log10_rmse(theory, measured),
+    )
+
+
+def _target(target: int | None, length: int) -> int:
+    t = length if target is None else target
+    if isinstance(t, bool) or int(t) != t or not 1 <= t <= length:
+        raise UserError(f"target position must be in 1..{length} (1-indexed), got {target}")
+    return int(t)

@@ -1,0 +1,201 @@
+"""Metric definitions against hand-computed cases, invariants and bad input."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from lostmid.compare.metrics import (
+    ProfileComparison,
+    anchor_error,
+    compare_profiles,
+    log10_rmse,
+    log_correlation,
+    peak_to_valley,
+    spearman,
+    wasserstein1,
+)
+from lostmid.errors import UserError
+from lostmid.theory import influence_row
+
+RNG = np.random.default_rng(1234)
+
+
+def point_mass(n: int, j: int) -> np.ndarray:
+    """All mass at 1-indexed position j."""
+    v = np.zeros(n)
+    v[j - 1] = 1.0
+    return v
+
+
+# -- Spearman -----------------------------------------------------------------------------
+
+
+def test_spearman_known_orders() -> None:
+    a = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert spearman(a, a) == 1.0
+    assert spearman(a, a[::-1]) == -1.0
+    # Only ranks matter: any increasing transform scores 1.
+    assert spearman(a, np.exp(a) + 7.0) == 1.0
+    # One swapped pair among 4: 1 - 6 * sum d^2 / (n (n^2 - 1)) = 1 - 6*2/60 = 0.8.
+    assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+
+
+def test_spearman_ties_use_average_ranks() -> None:
+    # Ranks of a with ties: [1.5, 1.5, 3, 4]; hand-computed Pearson with [1, 2, 3, 4].
+    a, b = [1.0, 1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0]
+    ra, rb = np.array([1.5, 1.5, 3, 4]), np.array([1, 2, 3, 4.0])
+    expected = np.corrcoef(ra, rb)[0, 1]
+    assert spearman(a, b) == pytest.approx(expected, abs=1e-12)
+    # And against scipy on random data with many ties.
+    x = RNG.integers(0, 5, size=200).astype(float)
+    y = x + RNG.integers(0, 3, size=200)
+    assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+
+
+def test_spearman_constant_profile_is_nan() -> None:
+    assert math.isnan(spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]))
+
+
+# -- Wasserstein-1 ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("i", "j"), [(1, 11), (1, 2), (3, 8), (11, 4)])
+def test_w1_of_point_masses_is_their_distance(i: int, j: int) -> None:
+    n = 11
+    assert wasserstein1(point_mass(n, i), point_mass(n, j)) == pytest.approx(abs(i - j) / 10)
+
+
+def test_w1_matches_scipy_and_is_scale_invariant_and_symmetric() -> None:
+    n = 50
+    a, b = RNG.random(n), RNG.random(n)
+    x = np.arange(n) / (n - 1)
+    expected = stats.wasserstein_distance(x, x, a, b)
+    assert wasserstein1(a, b) == pytest.approx(expected, abs=1e-12)
+    assert wasserstein1(3.0 * a, 0.01 * b) == pytest.approx(expected, abs=1e-12)
+    assert wasserstein1(b, a) == pytest.approx(expected, abs=1e-12)
+    assert wasserstein1(a, 5.0 * a) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_w1_half_mass_moved() -> None:
+    # Half the mass moves from position 1 to position 3 of 3 (distance 1): W1 = 0.5.
+    assert wasserstein1([1.0, 0.0, 1.0], [0.0, 0.0, 2.0]) == pytest.approx(0.5)
+
+
+# -- log correlation ----------------------------------------------------------------------
+
+
+def test_log_correlation_power_relation_and_reversal() -> None:
+    a = np.array([1.0, 10.0, 100.0, 1000.0])
+    assert log_correlation(a, 3.0 * a**2) == pytest.approx(1.0)
+    assert log_correlation(a, 1.0 / a) == pytest.approx(-1.0)
+    # A profile right at the top but off by decades elsewhere: log correlation sees it.
+    b = np.array([1e-3, 1e-3, 1e-3, 1000.0])
+    assert np.corrcoef(a, b)[0, 1] > 0.94
+    assert log_correlation(a, b) < 0.8
+
+
+def test_log_correlation_skips_zeros_and_needs_two_positions() -> None:
+    a = np.array([1.0, 0.0, 10.0, 100.0])
+    b = np.array([2.0, 5.0, 20.0, 200.0])
+    assert log_correlation(a, b) == pytest.approx(1.0)
+    assert math.isnan(log_correlation([1.0, 0.0, 0.0], [0.0, 1.0, 1.0]))
+
+
+# -- peak to valley and anchors -----------------------------------------------------------
+
+
+def test_peak_to_valley_side_by_side() -> None:
+    # Target is the last position; the valley excludes it.
+    ptv = peak_to_valley([100.0, 1.0, 50.0], [10.0, 2.0, 20.0])
+    assert ptv.first == pytest.approx(100.0)
+    assert ptv.second == pytest.approx(10.0)  # peak 20 (the target) over valley 2
+    assert ptv.log10_first == pytest.approx(2.0)
+    assert ptv.log10_difference == pytest.approx(1.0)
+
+
+def test_peak_to_valley_of_theory_row_matches_summary_definition() -> None:
+    row = influence_row(64, 4, 0.3)
+    ptv = peak_to_valley(row, row)
+    # Causal rollout: peak at the target, valley at t-1.
+    assert ptv.first == pytest.approx(row[-1] / row[-2])
+    assert ptv.log10_difference == 0.0
+
+
+def test_anchor_error_hand_case_and_scale_invariance() -> None:
+    e = anchor_error([2.0, 1.0, 1.0], [1.0, 1.0, 2.0])
+    assert (e.primacy, e.recency) == (pytest.approx(1.0), pytest.approx(-0.5))
+    e2 = anchor_error([20.0, 10.0, 10.0], [0.1, 0.1, 0.2])
+    assert (e2.primacy, e2.recency) == (pytest.approx(1.0), pytest.approx(-0.5))
+    # A target inside the sequence.
+    e3 = anchor_error([1.0, 3.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], target=2)
+    assert e3.recency_position == 2
+    assert e3.recency == pytest.approx(1.0)  # 3/6 against 1/4: twice the weight
+
+
+def test_anchor_error_nan_where_measured_is_zero() -> None:
+    e = anchor_error([1.0, 1.0, 1.0], [0.0, 1.0, 1.0])
+    assert math.isnan(e.primacy) and e.recency == pytest.approx(-1 / 3)
+
+
+# -- bundle -------------------------------------------------------------------------------
+
+
+def test_compare_profiles_perfect_shape() -> None:
+    row = influence_row(100, 6, 0.4, kernel="jacobian")
+    c = compare_profiles(row, 42.0 * row)
+    assert isinstance(c, ProfileComparison)
+    assert c.spearman == pytest.approx(1.0)
+    assert c.wasserstein1 == pytest.approx(0.0, abs=1e-15)
+    assert c.log_correlation == pytest.approx(1.0)
+    assert c.log10_peak_to_valley == pytest.approx(c.log10_peak_to_valley_measured)
+    assert c.recency_error == pytest.approx(0.0, abs=1e-12)
+    assert c.primacy_error == pytest.approx(0.0, abs=1e-12)
+    assert c.log10_rmse == pytest.approx(0.0, abs=1e-12)
+
+
+def test_compare_profiles_ranks_a_wrong_shape_worse() -> None:
+    true = influence_row(100, 6, 0.4)
+    good = compare_profiles(influence_row(100, 6, 0.42), true)
+    bad = compare_profiles(influence_row(100, 6, 0.9), true)
+    assert good.wasserstein1 < bad.wasserstein1
+    assert good.log10_rmse < bad.log10_rmse
+
+
+def test_log10_rmse_removes_the_shared_scale() -> None:
+    assert log10_rmse([1.0, 10.0], [10.0, 10.0]) == pytest.approx(0.5)
+
+
+# -- bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "message"),
+    [
+        ([1.0, 2.0, 3.0], [1.0, 2.0], "different lengths (3 and 2)"),
+        ([1.0, -2.0, 3.0], [1.0, 2.0, 3.0], "negative value at position 2"),
+        ([0.0, 0.0, 0.0], [1.0, 2.0, 3.0], "all zeros"),
+        ([1.0, np.nan, 3.0], [1.0, 2.0, 3.0], "non-finite"),
+        ([1.0], [1.0], "at least 2 positions"),
+        ([[1.0, 2.0]], [[1.0, 2.0]], "1-D array"),
+    ],
+)
+@pytest.mark.parametrize(
+    "metric",
+    [spearman, wasserstein1, log_correlation, peak_to_valley, anchor_error, compare_profiles],
+)
+def test_bad_input_is_a_user_error(
+    a: list, b: list, message: str, metric: Callable[..., object]
+) -> None:
+    with pytest.raises(UserError, match=f"^.*{re.escape(message)}"):
+        metric(a, b)
+
+
+def test_target_out_of_range() -> None:
+    with pytest.raises(UserError, match=r"target position must be in 1\.\.3"):
+        compare_profiles([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], target=4)
