@@ -84,6 +84,73 @@ def theory(
 
 
 @app.command()
+def measure(
+    model: Annotated[
+        str, typer.Option("--model", help="Preset name, local directory or cached hub id.")
+    ] = "qwen2-0.5b",
+    init: Annotated[str, typer.Option(help="random | pretrained | auto (weights if any).")] = (
+        "random"
+    ),
+    length: Annotated[int, typer.Option("--length", "-L", help="Sequence length L.")] = 1024,
+    samples: Annotated[int, typer.Option(help="Input samples (sequences).")] = 8,
+    probes: Annotated[int, typer.Option(help="Random probe vectors per sample.")] = 4,
+    no_rope: Annotated[bool, typer.Option("--no-rope", help="Rotary embeddings off.")] = False,
+    no_pos_emb: Annotated[
+        bool, typer.Option("--no-pos-emb", help="Learned position embeddings off.")
+    ] = False,
+    per_layer: Annotated[
+        bool, typer.Option("--per-layer", help="Also profile the residual after each layer.")
+    ] = False,
+    output: Annotated[str, typer.Option(help="hidden | residual | logits | top1-prob")] = (
+        "hidden"
+    ),
+    target: Annotated[
+        int | None, typer.Option(help="Target position t, 1-indexed (default L).")
+    ] = None,
+    exact: Annotated[
+        bool, typer.Option("--exact", help="Exact norms over all output dims (small models).")
+    ] = False,
+    checkpointing: Annotated[
+        bool, typer.Option("--checkpointing", help="Gradient checkpointing (long contexts).")
+    ] = False,
+    device: Annotated[str, typer.Option(help="cpu | cuda[:N]")] = "cpu",
+    dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 | float64")] = (
+        "float32"
+    ),
+    corpus: Annotated[
+        Path | None, typer.Option(help="Text file or directory of .txt (default: random ids).")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Samples per forward pass.")] = 1,
+    out: OutOpt = Path("results/measure"),
+    seed: SeedOpt = 0,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Measure the influence profile ||d h_t / d x_j||_F of a real transformer."""
+    from lostmid.influence.run import MeasureConfig, run_measure
+
+    config = MeasureConfig(
+        model=model,
+        init=init,
+        length=length,
+        samples=samples,
+        probes=probes,
+        seed=seed,
+        no_rope=no_rope,
+        no_pos_emb=no_pos_emb,
+        per_layer=per_layer,
+        output=output,
+        target=target,
+        exact=exact,
+        checkpointing=checkpointing,
+        device=device,
+        dtype=dtype,
+        corpus=corpus,
+        batch_size=batch_size,
+    )
+    run_measure(config, out=out, overwrite=overwrite, console=console)
+
+
+@app.command()
 def compare(
     measured: Annotated[
         Path, typer.Option("--measured", help="measure.json written by lostmid measure.")

@@ -1,0 +1,512 @@
+"""Influence profile of a causal LM: Frobenius norms of input-output Jacobians.
+
+Quantity. For an input sequence with embeddings x_1..x_L (the token embeddings, before
+any learned position embedding is added) and an output h_t at the target position t,
+
+    J_j = d h_t / d x_j            (d_out x d)      influence_j = ||J_j||_F.
+
+Outputs (``output``): ``hidden`` the final hidden state after the final norm (the
+paper's choice, default); ``residual`` the residual stream before the final norm;
+``logits`` the next-token logits at t; ``top1-prob`` the probability of the top-1 next
+token at t (the peer project's measure; d_out = 1, the norm is the gradient's L2 norm).
+
+Estimator. For a probe v with E[v v^T] = I (Rademacher by default),
+
+    z_j = ||v^T J_j||^2            E_v[z_j] = ||J_j||_F^2,
+
+so one vector-Jacobian product gives an unbiased estimate of the squared norm at every
+position j at once. With S input samples and P probes per sample, z_{s,p,j} is averaged
+into m_j = mean_{s,p} z_{s,p,j}, an unbiased estimate of E_s ||J_{s,j}||_F^2 (the
+mean over inputs of the squared norm). The reported profile is
+
+    influence_j = sqrt(m_j)        (root-mean-square Frobenius norm over inputs),
+
+because the squared norm is what the estimator gets unbiasedly (the sqrt of an
+unbiased estimate is biased low by O(var / m^2), negligible at the reported error).
+Its standard error uses the delta method, se(sqrt m) = se(m) / (2 sqrt m), with se(m)
+from the spread of the per-sample means m_s = mean_p z_{s,p} (valid for any P):
+se(m)^2 = var_s(m_s) / S. With one sample, only the probe part is known:
+se(m)^2 = var_probe / P (said in ``stderr_basis``).
+
+Variance split (per position, units of the squared norm): with the nested design
+z_{s,p} = mu + (M_s - mu) + (z_{s,p} - M_s),
+
+    var_probe  = E_s Var_v(z | s)  (estimated by the mean within-sample variance),
+    var_sample = Var_s(M_s)        (estimated by var_s(m_s) - var_probe / P),
+    Var(m) = var_sample / S + var_probe / (S P).
+
+At a fixed budget, the best number of probes per sample is
+P* = sqrt((var_probe / var_sample) (c_sample / c_probe)), with c the cost of one
+forward (per sample) and of one extra VJP (per probe).
+
+Batching. A sample's probes share ONE forward pass: the VJPs reuse its saved
+activations (``strategy="loop"``: one backward per probe with the graph retained;
+``strategy="vmap"``: all probes in one vectorised backward, ``is_grads_batched``).
+Parameters are frozen, so backward passes compute input gradients only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from lostmid.errors import UserError
+from lostmid.models import LoadedModel
+
+OUTPUTS = ("hidden", "residual", "logits", "top1-prob")
+STRATEGIES = ("loop", "vmap")
+PROBE_KINDS = ("rademacher", "gaussian")
+
+
+class NonFiniteError(UserError):
+    """Gradients or activations stopped being finite; the message names the layer."""
+
+
+@dataclass(frozen=True)
+class InfluenceProfile:
+    """A measured influence profile; arrays are indexed by position j-1 (j = 1..L).
+
+    Attributes:
+        influence: (L,) sqrt of the mean over samples and probes of ||v^T J_j||^2.
+        stderr: (L,) standard error of ``influence`` (delta method).
+        mean_sq: (L,) the unbiased estimate m_j of E ||J_j||_F^2.
+        stderr_sq: (L,) standard error of ``mean_sq``.
+        per_layer: (H, L) influence on the residual stream after each layer
+            l = 1..H (row l-1), or None.
+        var_probe: (L,) within-sample (probe) variance of z; 0 in exact mode or for
+            ``top1-prob``; NaN when P = 1.
+        var_sample: (L,) between-sample variance of the per-sample squared norm; NaN
+            when S = 1.
+        target: the target position t, 1-indexed.
+    """
+
+    influence: np.ndarray
+    stderr: np.ndarray
+    mean_sq: np.ndarray
+    stderr_sq: np.ndarray
+    per_layer: np.ndarray | None
+    var_probe: np.ndarray
+    var_sample: np.ndarray
+    samples: int
+    probes: int
+    output: str
+    target: int
+    exact: bool
+    probe_kind: str
+    stderr_basis: str
+
+    @property
+    def relative_stderr(self) -> np.ndarray:
+        """(L,) stderr / influence, NaN where the influence is 0 (causally masked)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.influence > 0, self.stderr / self.influence, np.nan)
+
+    def best_probes_per_sample(self, cost_ratio: float = 1.0) -> float | None:
+        """P* = sqrt(median(var_probe / var_sample) * cost_ratio), cost_ratio = c_sample/c_probe."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = self.var_probe / self.var_sample
+        ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
+        if ratio.size == 0:
+            return None
+        return float(np.sqrt(np.median(ratio) * cost_ratio))
+
+
+class _Capture:
+    """Forward hooks that keep the residual stream before the final norm and after each block."""
+
+    def __init__(self, loaded: LoadedModel, residual: bool, layers: bool) -> None:
+        self.loaded, self.want_residual, self.want_layers = loaded, residual, layers
+        self.residual: torch.Tensor | None = None
+        self.layers: list[torch.Tensor] = []
+        self._handles: list[Any] = []
+
+    def __enter__(self) -> _Capture:
+        model, adapter = self.loaded.model, self.loaded.adapter
+        if self.want_residual:
+            self._handles.append(
+                adapter.final_norm(model).register_forward_pre_hook(self._keep_residual)
+            )
+        if self.want_layers:
+            for block in adapter.blocks(model):
+                self._handles.append(block.register_forward_hook(self._keep_layer))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+    def reset(self) -> None:
+        self.residual, self.layers = None, []
+
+    def _keep_residual(self, module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        self.residual = args[0]  # (B, L, d) residual stream after the last block
+
+    def _keep_layer(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        self.layers.append(output[0] if isinstance(output, tuple) else output)  # (B, L, d)
+
+
+@contextmanager
+def checkpointed_blocks(loaded: LoadedModel) -> Iterator[None]:
+    """Gradient checkpointing per block: keep block inputs, recompute the rest in backward.
+
+    Works in eval mode (unlike ``gradient_checkpointing_enable``, which needs
+    ``model.train()`` and would switch dropout on).
+    """
+    blocks = loaded.adapter.blocks(loaded.model)
+    originals = [block.forward for block in blocks]
+
+    def run(forward: Any, *args: Any, **kwargs: Any) -> Any:
+        return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+
+    try:
+        for block, forward in zip(blocks, originals, strict=True):
+            block.forward = partial(run, forward)
+        yield
+    finally:
+        for block, forward in zip(blocks, originals, strict=True):
+            block.forward = forward
+
+
+def _target_output(
+    loaded: LoadedModel, x: torch.Tensor, output: str, t: int, cap: _Capture
+) -> torch.Tensor:
+    """The output at target t (1-indexed) as (B, d_out), from input embeddings x (B, L, d)."""
+    adapter, model = loaded.adapter, loaded.model
+    cap.reset()
+    out = adapter.base(model)(inputs_embeds=x, use_cache=False)
+    hidden = out.last_hidden_state  # (B, L, d) after the final norm
+    if output == "hidden":
+        return hidden[:, t - 1]
+    if output == "residual":
+        assert cap.residual is not None
+        return cap.residual[:, t - 1]
+    logits = adapter.lm_head(model)(hidden[:, t - 1])  # (B, V)
+    if output == "logits":
+        return logits
+    # top1-prob: the argmax is locally constant, so d p_top1 = d softmax(...)[argmax].
+    return logits.float().softmax(-1).max(-1, keepdim=True).values  # (B, 1)
+
+
+def _probes(kind: str, count: int, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    """(count, *shape) probe vectors with E[v v^T] = I, float32 on CPU."""
+    if kind == "rademacher":
+        return torch.randint(0, 2, (count, *shape), generator=gen).float() * 2 - 1
+    return torch.randn((count, *shape), generator=gen)
+
+
+def _basis_chunks(d_out: int, batch: int, chunk: int) -> Iterator[torch.Tensor]:
+    """Standard basis cotangents e_k, k = 0..d_out-1, in chunks of (k, B, d_out)."""
+    for lo in range(0, d_out, chunk):
+        hi = min(lo + chunk, d_out)
+        eye = torch.zeros(hi - lo, batch, d_out)
+        eye[torch.arange(hi - lo), :, torch.arange(lo, hi)] = 1.0
+        yield eye
+
+
+def _at_least_float32(t: torch.Tensor) -> torch.Tensor:
+    """Accumulate squares in float32 (bfloat16/float16 models) or float64 (float64 models)."""
+    return t.to(torch.promote_types(t.dtype, torch.float32))
+
+
+@contextmanager
+def _no_batching_rule_warning() -> Iterator[None]:
+    """Silence torch's notice that a vmapped op (CPU SDPA backward) falls back to a loop.
+
+    The result is exact either way; only speed differs (``eager`` attention batches).
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="There is a performance drop because we have not yet implemented"
+        )
+        yield
+
+
+def _sq_norms(
+    y: torch.Tensor, x: torch.Tensor, cotangents: torch.Tensor, strategy: str
+) -> torch.Tensor:
+    """||c_k^T dy/dx_j||^2 for K cotangents c_k (K, B, d_out): returns (K, B, L) float32."""
+    cot = cotangents.to(device=y.device, dtype=y.dtype)
+    if strategy == "vmap" and cot.shape[0] > 1:
+        with _no_batching_rule_warning():
+            (grads,) = torch.autograd.grad(y, x, cot, is_grads_batched=True, retain_graph=True)
+        return _at_least_float32(grads).pow(2).sum(-1)  # (K, B, L)
+    rows = []
+    for c in cot:
+        (grad,) = torch.autograd.grad(y, x, c, retain_graph=True)  # (B, L, d)
+        rows.append(_at_least_float32(grad).pow(2).sum(-1))  # (B, L)
+    return torch.stack(rows)
+
+
+def _first_nonfinite_layer(
+    loaded: LoadedModel, x: torch.Tensor, output: str, t: int, cotangent: torch.Tensor
+) -> str:
+    """Where non-finite values first appear: forward from layer 1 up, then backward from the top."""
+    try:
+        blocks = loaded.adapter.blocks(loaded.model)
+    except UserError:
+        return "no adapter for this family, so the layer cannot be named"
+    x = x.detach().requires_grad_(True)
+    with _Capture(loaded, residual=output == "residual", layers=True) as cap:
+        y = _target_output(loaded, x, output, t, cap)
+        layers = list(cap.layers)
+    if not torch.isfinite(x).all():
+        return "in the input embeddings"
+    for index, h in enumerate(layers, start=1):
+        if not torch.isfinite(h).all():
+            return f"in the forward activations of layer {index} of {len(blocks)}"
+    if not torch.isfinite(y).all():
+        return "in the forward pass after the last layer (final norm or head)"
+    grads = torch.autograd.grad(y, [*layers, x], cotangent.to(y.device, y.dtype), allow_unused=True)
+    finite = [g is None or bool(torch.isfinite(g).all()) for g in grads]
+    # finite[l-1]: gradient at the output of layer l (l = 1..H); finite[H]: at the input.
+    if not finite[len(layers) - 1]:
+        return "in the gradient of the final norm or head"
+    for layer in range(len(layers), 0, -1):
+        below = finite[layer - 2] if layer > 1 else finite[-1]  # gradient at layer's input
+        if not below:
+            return f"in the gradients flowing back through layer {layer} of {len(blocks)}"
+    return "at an unidentified place (not reproducible in a single-probe pass)"
+
+
+def _check_request(
+    loaded: LoadedModel,
+    input_ids: torch.Tensor,
+    probes: int,
+    output: str,
+    target: int | None,
+    strategy: str,
+    probe_kind: str,
+) -> int:
+    if output not in OUTPUTS:
+        raise UserError(f"--output {output!r} unknown; choose one of {', '.join(OUTPUTS)}")
+    if strategy not in STRATEGIES:
+        raise UserError(f"strategy {strategy!r} unknown; choose one of {', '.join(STRATEGIES)}")
+    if probe_kind not in PROBE_KINDS:
+        raise UserError(f"probe kind {probe_kind!r} unknown; choose {', '.join(PROBE_KINDS)}")
+    if input_ids.ndim != 2 or input_ids.dtype != torch.long:
+        raise UserError("input_ids must be a (samples, length) tensor of token ids (int64)")
+    samples, length = input_ids.shape
+    if samples < 1:
+        raise UserError(f"--samples must be >= 1, got {samples}")
+    if probes < 1:
+        raise UserError(f"--probes must be >= 1, got {probes}")
+    if length < 1:
+        raise UserError(f"--length must be >= 1, got {length}")
+    if length > loaded.max_length:
+        raise UserError(
+            f"--length {length} exceeds the maximum {loaded.max_length} of {loaded.spec}; "
+            f"use --length {loaded.max_length} or less"
+        )
+    if int(input_ids.min()) < 0 or int(input_ids.max()) >= loaded.vocab_size:
+        raise UserError(f"token ids must lie in 0..{loaded.vocab_size - 1} for {loaded.spec}")
+    t = length if target is None else int(target)
+    if not 1 <= t <= length:
+        raise UserError(f"--target must be a position in 1..{length} (1-indexed), got {target}")
+    return t
+
+
+def influence_profile(
+    loaded: LoadedModel,
+    input_ids: torch.LongTensor,
+    *,
+    probes: int = 4,
+    output: str = "hidden",
+    target: int | None = None,
+    seed: int = 0,
+    per_layer: bool = False,
+    exact: bool = False,
+    checkpointing: bool = False,
+    progress: bool = False,
+    batch_size: int = 1,
+    strategy: str = "loop",
+    probe_kind: str = "rademacher",
+    exact_chunk: int = 64,
+    console: Any = None,
+) -> InfluenceProfile:
+    """Influence ||d h_t / d x_j||_F of every position j on the output at target t.
+
+    Args:
+        loaded: a model from :func:`lostmid.models.load_model`.
+        input_ids: (samples, L) token ids; each row is one input sample.
+        probes: probe vectors per sample (ignored when ``exact``).
+        output: ``hidden`` | ``residual`` | ``logits`` | ``top1-prob``.
+        target: target position t, 1-indexed (default L).
+        seed: seeds the probes (inputs are the caller's).
+        per_layer: also measure the influence on the residual stream after each layer.
+        exact: all output dimensions as cotangents (the exact ||J_j||_F^2 per sample).
+        checkpointing: recompute block activations in backward (long contexts).
+        batch_size: samples per forward pass.
+        strategy: ``loop`` (one retained-graph backward per probe) or ``vmap``
+            (one vectorised backward for all probes).
+        probe_kind: ``rademacher`` (default) or ``gaussian``.
+
+    Returns:
+        An :class:`InfluenceProfile`; its formulas are in the module docstring.
+
+    >>> from lostmid.models import load_model
+    >>> from lostmid.influence import random_token_ids
+    >>> m = load_model("tiny-qwen2")
+    >>> p = influence_profile(m, random_token_ids(256, 2, 8, seed=0), probes=2, target=5)
+    >>> p.influence.shape, bool(p.influence[5:].max() == 0)
+    ((8,), True)
+    """
+    t = _check_request(loaded, input_ids, probes, output, target, strategy, probe_kind)
+    if batch_size < 1:
+        raise UserError(f"batch size must be >= 1, got {batch_size}")
+    samples, length = input_ids.shape
+    model, adapter = loaded.model, loaded.adapter
+    device = next(model.parameters()).device
+    embed = adapter.token_embedding(model)
+    gen = torch.Generator().manual_seed(seed)
+    layers_h = loaded.num_layers if per_layer else 0
+    sample_means: list[np.ndarray] = []  # per batch (B, L): m_s = mean_p z
+    sample_vars: list[np.ndarray] = []  # per batch (B, L): within-sample variance of z
+    layer_sums = np.zeros((layers_h, length))
+    n_probes = 1 if exact else probes
+
+    bar: Any = nullcontext()
+    if progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+        bar = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+    with ExitStack() as stack:
+        bar_obj = stack.enter_context(bar)
+        task = bar_obj.add_task("samples", total=samples) if progress else None
+        stack.enter_context(torch.enable_grad())
+        if checkpointing:
+            stack.enter_context(checkpointed_blocks(loaded))
+        cap = stack.enter_context(_Capture(loaded, residual=output == "residual", layers=per_layer))
+        for lo in range(0, samples, batch_size):
+            ids = input_ids[lo : lo + batch_size].to(device)  # (B, L)
+            x = embed(ids).detach().requires_grad_(True)  # (B, L, d)
+            y = _target_output(loaded, x, output, t, cap)  # (B, d_out)
+            bsz, d_out = y.shape
+            if exact:
+                z = sum(
+                    _sq_norms(y, x, eye, "vmap").sum(0, keepdim=True)
+                    for eye in _basis_chunks(d_out, bsz, exact_chunk)
+                )  # (1, B, L)
+            else:
+                cot = _probes(probe_kind, n_probes, (bsz, d_out), gen)  # (P, B, d_out)
+                z = _sq_norms(y, x, cot, strategy)  # (P, B, L)
+            if not torch.isfinite(z).all():
+                first = cot[0] if not exact else torch.ones(bsz, d_out)
+                where = _first_nonfinite_layer(loaded, x, output, t, first)
+                raise NonFiniteError(
+                    f"non-finite values first appear {where} (sample {lo + 1}); "
+                    "try --dtype float32 or a model with finite weights"
+                )
+            z64 = z.double().cpu().numpy()  # (P, B, L)
+            sample_means.append(z64.mean(0))
+            if n_probes > 1:
+                sample_vars.append(z64.var(0, ddof=1))
+            for index in range(layers_h):
+                h_l = cap.layers[index][:, t - 1]  # (B, d) residual after layer index+1
+                if exact:
+                    zl = sum(
+                        _sq_norms(h_l, x, eye, "vmap").sum(0, keepdim=True)
+                        for eye in _basis_chunks(h_l.shape[-1], bsz, exact_chunk)
+                    )
+                else:
+                    cot_l = _probes(probe_kind, n_probes, tuple(h_l.shape), gen)
+                    zl = _sq_norms(h_l, x, cot_l, strategy)
+                layer_sums[index] += zl.double().cpu().numpy().mean(0).sum(0)
+            del x, y, z
+            if task is not None:
+                bar_obj.advance(task, bsz)
+    return _summarise(
+        np.concatenate(sample_means),
+        np.concatenate(sample_vars) if sample_vars else None,
+        layer_sums / samples if per_layer else None,
+        probes=probes,
+        output=output,
+        target=t,
+        exact=exact or output == "top1-prob",
+        probe_kind=probe_kind,
+    )
+
+
+def _summarise(
+    means: np.ndarray,
+    within: np.ndarray | None,
+    layer_means: np.ndarray | None,
+    *,
+    probes: int,
+    output: str,
+    target: int,
+    exact: bool,
+    probe_kind: str,
+) -> InfluenceProfile:
+    """Pool per-sample statistics (S, L) into the profile, its error and the variance split."""
+    samples, length = means.shape
+    mean_sq = means.mean(0)  # (L,)
+    if exact:
+        var_probe = np.zeros(length)
+    elif within is not None:
+        var_probe = within.mean(0)
+    else:
+        var_probe = np.full(length, np.nan)
+    p_eff = 1 if exact else probes
+    if samples > 1:
+        between = means.var(0, ddof=1)  # var_s(m_s): Var(m) = between / S
+        var_sample = np.maximum(between - np.nan_to_num(var_probe) / p_eff, 0.0)
+        stderr_sq = np.sqrt(between / samples)
+        basis = "samples"
+    else:
+        var_sample = np.full(length, np.nan)
+        stderr_sq = np.sqrt(var_probe / p_eff) if np.all(np.isfinite(var_probe)) else var_probe
+        basis = "probes only (one sample: input-to-input variance unknown)"
+    influence = np.sqrt(mean_sq)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stderr = np.where(influence > 0, stderr_sq / (2 * influence), 0.0)
+    return InfluenceProfile(
+        influence=influence,
+        stderr=stderr,
+        mean_sq=mean_sq,
+        stderr_sq=stderr_sq,
+        per_layer=None if layer_means is None else np.sqrt(layer_means),
+        var_probe=var_probe,
+        var_sample=var_sample,
+        samples=samples,
+        probes=probes,
+        output=output,
+        target=target,
+        exact=exact,
+        probe_kind=probe_kind,
+        stderr_basis=basis,
+    )
+
+
+def exact_jacobian_norms(
+    loaded: LoadedModel, input_ids: Sequence[int] | torch.Tensor, output: str = "hidden"
+) -> np.ndarray:
+    """Brute force ||d h_L / d x_j||_F^2 for one sample via ``torch.func.jacrev``; (L,).
+
+    For tests and small models only: builds the full (d_out, L, d) Jacobian.
+    """
+    ids = torch.as_tensor(input_ids).reshape(1, -1)
+    x0 = loaded.adapter.token_embedding(loaded.model)(ids).detach()  # (1, L, d)
+    length = ids.shape[1]
+    with _Capture(loaded, residual=output == "residual", layers=False) as cap:
+
+        def f(x: torch.Tensor) -> torch.Tensor:
+            return _target_output(loaded, x, output, length, cap)[0]  # (d_out,)
+
+        with torch.enable_grad(), _no_batching_rule_warning():
+            jac = torch.func.jacrev(f)(x0)  # (d_out, 1, L, d)
+    return jac.double().pow(2).sum(dim=(0, 1, 3)).cpu().numpy()

@@ -1,0 +1,37 @@
+"""Figure of a measured influence profile (matplotlib, Agg canvas: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from lostmid.influence.estimator import InfluenceProfile
+
+
+def plot_influence(profile: InfluenceProfile, path: Path, title: str = "") -> Path:
+    """Influence vs position (1-indexed), log y, band = +/- 1 standard error; per-layer faint."""
+    fig = Figure(figsize=(7, 4), dpi=120)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    pos = np.arange(1, profile.influence.size + 1)
+    keep = profile.influence > 0  # zeros (after the target) cannot sit on a log axis
+    if profile.per_layer is not None:
+        depth = profile.per_layer.shape[0]
+        for index, row in enumerate(profile.per_layer):
+            ok = row > 0
+            ax.plot(pos[ok], row[ok], color="0.6", lw=0.6, alpha=0.25 + 0.5 * (index + 1) / depth)
+    lo = np.maximum(profile.influence - profile.stderr, profile.influence * 1e-3)
+    hi = profile.influence + profile.stderr
+    ax.fill_between(pos[keep], lo[keep], hi[keep], color="C0", alpha=0.3, lw=0, label="± 1 s.e.")
+    ax.plot(pos[keep], profile.influence[keep], color="C0", lw=1.2, label=f"{profile.output}")
+    ax.set_yscale("log")
+    ax.set_xlabel("input position j (1-indexed)")
+    ax.set_ylabel(f"||d h_{profile.target} / d x_j||_F")
+    ax.set_title(title or f"influence on position {profile.target}")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    return path

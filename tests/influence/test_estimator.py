@@ -1,0 +1,131 @@
+"""The influence estimator against brute force, and its invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lostmid.errors import UserError
+from lostmid.influence import (
+    NonFiniteError,
+    exact_jacobian_norms,
+    influence_profile,
+    random_token_ids,
+)
+from lostmid.models import load_model
+
+L = 12
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return load_model("tiny-qwen2", seed=0, dtype="float64", attn_implementation="eager")
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    return load_model("tiny-gpt2", seed=0, dtype="float64", attn_implementation="eager")
+
+
+@pytest.fixture(scope="module")
+def ids() -> torch.Tensor:
+    return random_token_ids(256, 3, L, seed=0)
+
+
+@pytest.mark.parametrize("family", ["qwen", "gpt2"])
+@pytest.mark.parametrize("output", ["hidden", "residual", "logits", "top1-prob"])
+def test_exact_mode_equals_jacrev(family, output, request, ids) -> None:
+    loaded = request.getfixturevalue(family)
+    exact = influence_profile(loaded, ids[:1], exact=True, output=output)
+    brute = exact_jacobian_norms(loaded, ids[0], output=output)  # ||J_j||_F^2, (L,)
+    np.testing.assert_allclose(exact.mean_sq, brute, rtol=1e-10)
+    np.testing.assert_allclose(exact.influence, np.sqrt(brute), rtol=1e-10)
+
+
+@pytest.mark.parametrize("probe_kind", ["rademacher", "gaussian"])
+def test_estimator_is_unbiased_within_its_standard_error(qwen, ids, probe_kind) -> None:
+    exact = influence_profile(qwen, ids, exact=True)
+    est = influence_profile(qwen, ids, probes=48, seed=3, probe_kind=probe_kind, strategy="vmap")
+    # Same inputs, so only probe noise separates the two: Var = var_probe / (S P).
+    probe_se = np.sqrt(est.var_probe / (est.samples * est.probes))
+    z = (est.mean_sq - exact.mean_sq) / probe_se  # O(1) at every position if unbiased
+    assert np.abs(z).max() < 4.5
+    # Its error bars are honest: not a thousand times too wide either.
+    assert np.abs(est.mean_sq / exact.mean_sq - 1).max() < 0.5
+
+
+def test_causal_zeros_after_the_target_are_exact(qwen, gpt2, ids) -> None:
+    for loaded in (qwen, gpt2):
+        for output in ("hidden", "logits", "top1-prob"):
+            prof = influence_profile(loaded, ids[:2], probes=2, target=7, output=output)
+            assert np.all(prof.influence[7:] == 0.0)
+            assert np.all(prof.influence[:7] > 0.0)
+            assert prof.target == 7
+
+
+def test_per_layer_last_row_is_the_residual_profile(qwen, ids) -> None:
+    prof = influence_profile(qwen, ids[:2], exact=True, per_layer=True)
+    residual = influence_profile(qwen, ids[:2], exact=True, output="residual")
+    assert prof.per_layer.shape == (qwen.num_layers, L)
+    np.testing.assert_allclose(prof.per_layer[-1], residual.influence, rtol=1e-10)
+    # After layer 1 a position has travelled at most one attention hop: all > 0 up to t.
+    assert np.all(prof.per_layer[0] > 0)
+
+
+def test_same_seed_same_profile_and_strategies_agree(qwen, ids) -> None:
+    a = influence_profile(qwen, ids, probes=3, seed=5)
+    b = influence_profile(qwen, ids, probes=3, seed=5)
+    c = influence_profile(qwen, ids, probes=3, seed=6)
+    v = influence_profile(qwen, ids, probes=3, seed=5, strategy="vmap")
+    np.testing.assert_array_equal(a.influence, b.influence)
+    assert not np.array_equal(a.influence, c.influence)
+    np.testing.assert_allclose(v.influence, a.influence, rtol=1e-12)
+
+
+def test_checkpointing_and_batching_do_not_change_the_answer(gpt2, ids) -> None:
+    plain = influence_profile(gpt2, ids, probes=2, seed=1)
+    ckpt = influence_profile(gpt2, ids, probes=2, seed=1, checkpointing=True)
+    np.testing.assert_allclose(ckpt.influence, plain.influence, rtol=1e-12)
+    exact1 = influence_profile(gpt2, ids, exact=True, batch_size=1)
+    exact3 = influence_profile(gpt2, ids, exact=True, batch_size=3)
+    np.testing.assert_allclose(exact3.influence, exact1.influence, rtol=1e-10)
+
+
+def test_variance_split_and_error_bars(qwen, ids) -> None:
+    prof = influence_profile(qwen, ids, probes=4, seed=0)
+    assert np.all(prof.var_probe[:L] > 0) and np.all(prof.var_sample >= 0)
+    assert prof.stderr_basis == "samples"
+    assert np.all(prof.stderr > 0)
+    # Exact mode and the scalar top-1 output have no probe noise.
+    assert np.all(influence_profile(qwen, ids, exact=True).var_probe == 0)
+    assert np.all(influence_profile(qwen, ids, probes=2, output="top1-prob").var_probe == 0)
+    one = influence_profile(qwen, ids[:1], probes=1)
+    assert np.all(np.isnan(one.var_probe)) and np.all(np.isnan(one.var_sample))
+
+
+def test_non_finite_values_name_the_layer(ids) -> None:
+    loaded = load_model("tiny-qwen2", seed=0)
+    with torch.no_grad():
+        loaded.model.model.layers[1].mlp.down_proj.weight[0, 0] = float("inf")
+    with pytest.raises(NonFiniteError, match="layer 2 of 2"):
+        influence_profile(loaded, ids[:1], probes=2)
+
+
+def test_bad_requests_are_one_line_errors(qwen, ids) -> None:
+    cases = [
+        ({"probes": 0}, "--probes must be >= 1, got 0"),
+        ({"target": 13}, r"--target must be a position in 1..12 \(1-indexed\), got 13"),
+        ({"output": "attention"}, "--output 'attention' unknown"),
+        ({"strategy": "magic"}, "strategy 'magic' unknown"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(UserError, match=message):
+            influence_profile(qwen, ids, **kwargs)
+    with pytest.raises(UserError, match="--samples must be >= 1, got 0"):
+        influence_profile(qwen, ids[:0])
+    too_long = random_token_ids(256, 1, 300, seed=0)
+    with pytest.raises(UserError, match="--length 300 exceeds the maximum 256 of tiny-qwen2"):
+        influence_profile(qwen, too_long)
+    with pytest.raises(UserError, match=r"token ids must lie in 0..255"):
+        influence_profile(qwen, ids + 1000)

@@ -1,0 +1,127 @@
+"""Loading models: presets, directories, hub ids, seeds and every user-facing error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from lostmid.errors import UserError
+from lostmid.models import PRESETS, load_model
+from lostmid.models.load import _preset_config
+
+
+def test_required_presets_have_the_paper_shapes() -> None:
+    assert {"qwen2-0.5b", "gpt2", "gpt2-medium", "tiny-qwen2", "tiny-gpt2"} <= set(PRESETS)
+    qwen = _preset_config("qwen2-0.5b")
+    assert (qwen.num_hidden_layers, qwen.hidden_size, qwen.intermediate_size) == (24, 896, 4864)
+    assert (qwen.num_attention_heads, qwen.num_key_value_heads) == (14, 2)
+    assert qwen.rope_parameters["rope_theta"] == 1e6
+    gpt2, medium = _preset_config("gpt2"), _preset_config("gpt2-medium")
+    assert (gpt2.num_hidden_layers, gpt2.hidden_size, gpt2.max_position_embeddings) == (
+        12,
+        768,
+        1024,
+    )
+    assert (medium.num_hidden_layers, medium.hidden_size) == (24, 1024)
+
+
+@pytest.mark.parametrize(
+    ("spec", "family", "adapter"),
+    [
+        ("tiny-qwen2", "qwen2", "qwen2"),
+        ("tiny-gpt2", "gpt2", "gpt2"),
+        ("tiny-llama", "llama", "qwen2"),
+    ],
+)
+def test_tiny_presets_load_frozen_in_eval_mode(spec: str, family: str, adapter: str) -> None:
+    loaded = load_model(spec)
+    assert (loaded.family, loaded.adapter.name, loaded.num_layers, loaded.hidden_size) == (
+        family,
+        adapter,
+        2,
+        32,
+    )
+    assert not loaded.model.training
+    assert not any(p.requires_grad for p in loaded.model.parameters())
+    assert len(loaded.adapter.blocks(loaded.model)) == loaded.num_layers
+
+
+def test_seed_determines_the_random_init() -> None:
+    def weights(seed: int) -> torch.Tensor:
+        return load_model("tiny-qwen2", seed=seed).model.model.layers[0].mlp.up_proj.weight
+
+    assert torch.equal(weights(3), weights(3))
+    assert not torch.equal(weights(3), weights(4))
+
+
+def test_config_overrides_change_the_shape_and_reject_unknown_fields() -> None:
+    assert load_model("tiny-qwen2", config_overrides={"num_hidden_layers": 3}).num_layers == 3
+    with pytest.raises(UserError, match="'not_a_field' is not a field of the qwen2 config"):
+        load_model("tiny-qwen2", config_overrides={"not_a_field": 1})
+
+
+def test_directory_with_config_only_builds_untrained(tmp_path) -> None:
+    config = {k: v for k, v in PRESETS["tiny-gpt2"].items() if not k.startswith("_")}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    loaded = load_model(str(tmp_path), seed=1)
+    assert (loaded.source, loaded.init, loaded.family) == ("directory", "random", "gpt2")
+    with pytest.raises(UserError, match="no weights found; use --init random"):
+        load_model(str(tmp_path), init="pretrained")
+
+
+def test_directory_with_weights_loads_them(tmp_path) -> None:
+    original = load_model("tiny-qwen2", seed=7).model
+    original.save_pretrained(tmp_path)
+    loaded = load_model(str(tmp_path), init="auto", seed=0)
+    assert loaded.init == "pretrained"
+    w0 = original.model.layers[1].self_attn.q_proj.weight
+    assert torch.equal(loaded.model.model.layers[1].self_attn.q_proj.weight, w0)
+    # --init random ignores the weights: a fresh model under the seed.
+    fresh = load_model(str(tmp_path), init="random", seed=0)
+    assert not torch.equal(fresh.model.model.layers[1].self_attn.q_proj.weight, w0)
+
+
+def test_unknown_preset_lists_the_presets() -> None:
+    with pytest.raises(UserError, match="unknown model preset 'qwen9'; presets: .*tiny-qwen2"):
+        load_model("qwen9")
+
+
+def test_missing_path_is_named(tmp_path) -> None:
+    with pytest.raises(UserError, match="no such directory"):
+        load_model(str(tmp_path / "absent") + "/")
+    with pytest.raises(UserError, match="no config.json in that directory"):
+        load_model(str(tmp_path))
+
+
+def test_uncached_hub_id_offline_says_so(monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", "/nonexistent-lostmid-cache")
+    with pytest.raises(
+        UserError, match="not in the local Hugging Face cache and the hub is offline"
+    ):
+        load_model("lostmid-test/absent-model")
+
+
+def test_bad_options_are_one_line_errors() -> None:
+    with pytest.raises(UserError, match="--init 'trained' unknown"):
+        load_model("tiny-qwen2", init="trained")
+    with pytest.raises(UserError, match="--dtype 'int8' unknown"):
+        load_model("tiny-qwen2", dtype="int8")
+    with pytest.raises(UserError, match="a preset holds only the architecture"):
+        load_model("tiny-qwen2", init="pretrained")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on CPU-only machines")
+def test_cuda_unavailable_is_a_clear_error() -> None:
+    with pytest.raises(UserError, match="CUDA is not available on this machine; use --device cpu"):
+        load_model("tiny-qwen2", device="cuda")
+
+
+def test_float64_and_bfloat16_dtypes() -> None:
+    assert (
+        load_model("tiny-gpt2", dtype="float64").model.transformer.h[0].attn.c_attn.weight.dtype
+        == torch.float64
+    )
+    assert load_model("tiny-gpt2", dtype="bfloat16").model.lm_head.weight.dtype == torch.bfloat16
