@@ -151,6 +151,36 @@ def measure(
 
 
 @app.command()
+def train(
+    preset: Annotated[
+        str, typer.Option("--preset", help="Model and training preset: tiny | small | micro.")
+    ] = "tiny",
+    steps: Annotated[
+        int | None, typer.Option("--steps", help="Optimizer steps (default: the preset's).")
+    ] = None,
+    corpus: Annotated[
+        Path | None,
+        typer.Option("--corpus", help="Text file or directory (default: Python's stdlib)."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="JSON training config (on top of --preset).")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue from --out/resume.pt.")
+    ] = False,
+    out: OutOpt = Path("results/train"),
+    seed: Annotated[int | None, typer.Option("--seed", help="Random seed.")] = None,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Train a small causal LM and measure its position bias at log-spaced checkpoints."""
+    from lostmid.train.config import resolve_cli_config
+    from lostmid.train.run import run_training
+
+    resolved = resolve_cli_config(preset, config, steps=steps, seed=seed, corpus=corpus)
+    run_training(resolved, out, overwrite, console, resume=resume)
+
+
+@app.command()
 def compare(
     measured: Annotated[
         Path, typer.Option("--measured", help="measure.json written by lostmid measure.")

@@ -1,0 +1,95 @@
+"""Figures of a training run (matplotlib, Agg): thin shells over ``dynamics.json``.
+
+* ``profiles.png``: influence profiles at every checkpoint on one log-scale axis
+  (each normalised to sum 1, colour = step), with the theory of the last checkpoint;
+* ``peak_to_valley.png``: peak-to-valley of the influence profile against step, with
+  the held-out loss on a second axis;
+* ``learning_signal.png``: the learning signal eta_j (normalised to sum 1) at every
+  checkpoint against rho_H's cell masses at the last checkpoint's mean residual strength.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _normalised(values: Any) -> np.ndarray:
+    v = np.clip(np.asarray(values, dtype=np.float64), 1e-300, None)
+    return v / v.sum()
+
+
+def _step_x(steps: list[int]) -> np.ndarray:
+    """Steps on a log axis: step 0 is drawn at 1/3 of the first non-zero step (or 1)."""
+    nonzero = [s for s in steps if s > 0]
+    zero_at = (min(nonzero) / 3) if nonzero else 1.0
+    return np.array([s if s > 0 else zero_at for s in steps], dtype=np.float64)
+
+
+def plot_dynamics(dynamics: dict[str, Any], out: Path) -> list[Path]:
+    """Write the three figures into ``out``; returns their paths."""
+    records = [r for r in dynamics["records"] if "influence" in r]
+    if not records:
+        return []
+    steps = [r["step"] for r in records]
+    colours = plt.get_cmap("viridis")(np.linspace(0, 1, len(records)))
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for r, c in zip(records, colours, strict=True):
+        p = _normalised(r["influence"]["profile"])
+        ax.plot(np.arange(1, p.size + 1), p, color=c, lw=1.2, label=f"step {r['step']}")
+    last = records[-1]
+    for kernel, style in (("rollout", "--"), ("jacobian", ":")):
+        t = _normalised(last["theory"][kernel])
+        ax.plot(np.arange(1, t.size + 1), t, "k" + style, lw=1, label=f"theory ({kernel}), last")
+    ax.set_yscale("log")
+    ax.set_xlabel("position j (1-indexed; target = last)")
+    ax.set_ylabel("influence on the last position (normalised)")
+    ax.set_title("Influence profile over training")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    paths.append(out / "profiles.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    x = _step_x(steps)
+    ptv = [r["peak_to_valley"] if r["peak_to_valley"] is not None else np.nan for r in records]
+    ax.plot(x, ptv, "o-", color="C0", label="peak / valley (influence)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training step (step 0 drawn at the far left)")
+    ax.set_ylabel("peak-to-valley ratio", color="C0")
+    twin = ax.twinx()
+    twin.plot(x, [r["heldout_loss"] for r in records], "s--", color="C3", label="held-out loss")
+    twin.set_ylabel("held-out loss (nats/byte)", color="C3")
+    ax.set_title("Does training deepen the valley?")
+    fig.tight_layout()
+    paths.append(out / "peak_to_valley.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for r, c in zip(records, colours, strict=True):
+        eta = _normalised(r["learning_signal"]["profile"])
+        ax.plot(np.arange(1, eta.size + 1), eta, color=c, lw=1.2, label=f"eta, step {r['step']}")
+    rho = _normalised(last["learning_signal"]["rho"])
+    a = last["learning_signal"]["alpha_mean"]
+    ax.plot(np.arange(1, rho.size + 1), rho, "k--", lw=1.2, label=f"rho_H cells, a={a:.2f}")
+    ax.set_yscale("log")
+    ax.set_xlabel("position j (1-indexed)")
+    ax.set_ylabel("learning signal (normalised)")
+    ax.set_title("Learning signal eta(x) against the theory rho_H(x)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    paths.append(out / "learning_signal.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths

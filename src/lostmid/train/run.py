@@ -1,0 +1,248 @@
+"""The ``lostmid train`` job: train, checkpoint, measure the dynamics, write files.
+
+Files under ``--out``:
+
+* ``checkpoints/step_NNNNNN/``: the model at each checkpoint step (``save_pretrained``:
+  ``config.json`` + ``model.safetensors``), loadable by ``transformers`` and lostmid.
+* ``resume.pt``: model, optimizer and counters of the latest saved step (written at
+  every checkpoint, every ``resume_every`` steps and on Ctrl-C); ``--resume`` continues
+  from it and gives the same result as an uninterrupted run.
+* ``dynamics.json``: one record per checkpoint (:mod:`lostmid.train.dynamics`), the
+  resolved config, the corpus split and the run metadata; rewritten atomically after
+  every checkpoint, so it is complete up to the last checkpoint even after a crash.
+* ``profiles.png``, ``peak_to_valley.png``, ``learning_signal.png``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from lostmid.errors import UserError
+from lostmid.runinfo import Timer, prepare_out, read_json, run_metadata, write_json
+from lostmid.train.config import TrainConfig
+from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
+from lostmid.train.dynamics import measure_checkpoint
+from lostmid.train.loop import Interventions, Trainer, checkpoint_steps, learning_rate
+from lostmid.train.model import build_model, parameter_count, resolve_device, save_checkpoint
+
+SCHEMA = "lostmid.train.dynamics/1"
+DYNAMICS = "dynamics.json"
+RESUME = "resume.pt"
+CHECKPOINTS = "checkpoints"
+PLOTS = ("profiles.png", "peak_to_valley.png", "learning_signal.png")
+
+
+def checkpoint_dir(out: Path, step: int) -> Path:
+    """Where the model of checkpoint ``step`` is saved."""
+    return out / CHECKPOINTS / f"step_{step:06d}"
+
+
+def run_training(
+    config: TrainConfig,
+    out: Path,
+    overwrite: bool = False,
+    console: Console | None = None,
+    *,
+    resume: bool = False,
+    interventions: Interventions | None = None,
+    make_plots: bool = True,
+) -> dict[str, Any]:
+    """Train ``config``, measure at every checkpoint, write everything under ``out``.
+
+    Returns the dynamics dict that was written to ``out/dynamics.json``.
+
+    Raises:
+        UserError: bad config or corpus; results already in ``out`` without
+            ``overwrite``; ``resume`` without a saved state or with another config.
+    """
+    config.validate()
+    interventions = interventions or Interventions()
+    timer = Timer()
+    wall = time.perf_counter()
+    if resume and overwrite:
+        raise UserError("--resume and --overwrite contradict each other; pass one")
+    if resume:
+        if not (out / RESUME).is_file():
+            raise UserError(f"cannot resume: {out / RESUME} does not exist; run without --resume")
+    else:
+        prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite)
+        if overwrite:  # only what this command writes
+            shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+            (out / RESUME).unlink(missing_ok=True)
+
+    context = config.model.context
+    with timer("corpus"):
+        corpus = load_corpus(
+            config.corpus,
+            seed=config.seed,
+            heldout_fraction=config.heldout_fraction,
+            min_bytes=context + 2,
+        )
+    device = resolve_device(config.device)
+    with timer("build"):
+        model = build_model(config.model, config.seed, interventions.variant)
+        sampler = interventions.sampler or RandomWindows(
+            corpus.train, config.batch_size, context, config.seed
+        )
+        heldout = heldout_windows(
+            corpus.heldout, config.measure.heldout_windows, context, config.seed
+        )
+        trainer = Trainer(model, config, sampler, interventions.loss_weight, device)
+
+    records: list[dict[str, Any]] = []
+    if resume:
+        trainer.load(out / RESUME)
+        if (out / DYNAMICS).is_file():
+            records = [r for r in read_json(out / DYNAMICS)["records"] if r["step"] <= trainer.step]
+    dynamics: dict[str, Any] = {
+        "schema": SCHEMA,
+        "config": config.to_dict(),
+        "interventions": interventions.name,
+        "model": {
+            "family": config.model.family,
+            "layers": config.model.layers,
+            "hidden": config.model.hidden,
+            "context": context,
+            "parameters": parameter_count(model),
+        },
+        "corpus": corpus.describe(),
+        "checkpoint_steps": checkpoint_steps(config.steps),
+        "complete": False,
+        "records": records,
+    }
+    done = {r["step"] for r in records}
+    wanted = set(dynamics["checkpoint_steps"])
+    start_step = trainer.step
+    train_seconds = 0.0
+
+    def checkpoint() -> None:
+        step = trainer.step
+        with timer("checkpoint_io"):
+            save_checkpoint(trainer.model, checkpoint_dir(out, step))
+        running = trainer.pop_losses()
+        with timer("measure"):
+            if config.measure.enabled:
+                batches = [sampler.batch(step + i) for i in range(config.measure.signal_batches)]
+                record = measure_checkpoint(
+                    trainer.model,
+                    step=step,
+                    tokens_seen=trainer.tokens_seen,
+                    lr=learning_rate(step, config),
+                    running_losses=running,
+                    signal_batches=batches,
+                    heldout=heldout,
+                    config=config,
+                )
+            else:
+                record = {
+                    "step": step,
+                    "tokens_seen": trainer.tokens_seen,
+                    "lr": learning_rate(step, config),
+                    "train_loss_running": sum(running) / len(running) if running else None,
+                }
+        records.append(record)
+        done.add(step)
+        with timer("checkpoint_io"):
+            write_json(out / DYNAMICS, dynamics)
+            trainer.save(out / RESUME)
+
+    progress = Progress(
+        TextColumn("[bold]train[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("{task.fields[tps]} tok/s"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=console is None,
+        transient=True,
+    )
+    try:
+        with progress:
+            task = progress.add_task(
+                "train", total=config.steps, completed=start_step, loss="-", tps="-"
+            )
+            while True:
+                step = trainer.step
+                if step in wanted and step not in done:
+                    checkpoint()
+                elif step > start_step and step % config.resume_every == 0:
+                    with timer("checkpoint_io"):
+                        trainer.save(out / RESUME)
+                if step >= config.steps:
+                    break
+                begin = time.perf_counter()
+                loss = trainer.train_step()
+                train_seconds += time.perf_counter() - begin
+                tokens = (trainer.step - start_step) * config.batch_size * context
+                progress.update(
+                    task, advance=1, loss=f"{loss:.3f}", tps=f"{tokens / train_seconds:,.0f}"
+                )
+    except KeyboardInterrupt:
+        trainer.save(out / RESUME)
+        if console is not None:
+            console.print(
+                f"interrupted at step {trainer.step}; state saved, continue with --resume"
+            )
+        raise
+
+    timer.seconds["train"] = train_seconds
+    if make_plots and config.measure.enabled:
+        from lostmid.train.plot import plot_dynamics
+
+        with timer("plots"):
+            plot_dynamics(dynamics, out)
+    timer.seconds["total"] = time.perf_counter() - wall
+    trained_tokens = (trainer.step - start_step) * config.batch_size * context
+    dynamics["complete"] = True
+    dynamics["tokens_per_second"] = trained_tokens / train_seconds if train_seconds else None
+    dynamics["metadata"] = run_metadata(
+        "train", config.to_dict() | {"resumed_from_step": start_step}, config.seed, timer.seconds
+    )
+    write_json(out / DYNAMICS, dynamics)
+    if console is not None:
+        console.print(summary_table(dynamics))
+        console.print(f"wrote {out / DYNAMICS}, {out / CHECKPOINTS}/ and plots in {out}")
+    return dynamics
+
+
+def summary_table(dynamics: dict[str, Any]) -> Table:
+    """One row per checkpoint: losses, peak-to-valley, agreement with the theory."""
+    table = Table(title="lostmid train: dynamics", header_style="bold")
+    for name in (
+        "step",
+        "tokens",
+        "train loss",
+        "held-out loss",
+        "peak/valley",
+        "infl~theory S",
+        "eta~rho S",
+        "eta~rho W1",
+    ):
+        table.add_column(name, justify="right")
+    for r in dynamics["records"]:
+        dist = r.get("distances", {})
+        theory = dist.get("influence_vs_theory", {}).get("rollout", {})
+        eta = dist.get("learning_signal_vs_rho", {})
+        table.add_row(
+            str(r["step"]),
+            f"{r['tokens_seen']:,}",
+            _fmt(r.get("train_loss", r.get("train_loss_running"))),
+            _fmt(r.get("heldout_loss")),
+            _fmt(r.get("peak_to_valley"), "{:.3g}"),
+            _fmt(theory.get("spearman")),
+            _fmt(eta.get("spearman")),
+            _fmt(eta.get("w1")),
+        )
+    return table
+
+
+def _fmt(value: float | None, spec: str = "{:.3f}") -> str:
+    return "-" if value is None else spec.format(value)

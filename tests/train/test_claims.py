@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from lostmid.train import training_claims
+
+
+def _record(step: int, ptv: float, loss: float, s: float, w1: float, flat: float) -> dict:
+    return {
+        "step": step,
+        "peak_to_valley": ptv,
+        "heldout_loss": loss,
+        "influence": {},
+        "learning_signal": {"alpha_mean": 0.3},
+        "distances": {"learning_signal_vs_rho": {"spearman": s, "w1": w1, "w1_uniform": flat}},
+    }
+
+
+def _dynamics(*records: dict) -> dict:
+    return {"records": list(records)}
+
+
+def test_valley_deepens_verdicts() -> None:
+    deep = training_claims(
+        _dynamics(_record(0, 100, 5.5, 0.9, 0.1, 0.3), _record(100, 1000, 2.0, 0.9, 0.1, 0.3))
+    )
+    assert deep[0]["verdict"] == "reproduced"
+    assert "x10.00" in deep[0]["ours"]
+    little = training_claims(
+        _dynamics(_record(0, 100, 5.5, 0.9, 0.1, 0.3), _record(100, 150, 2.0, 0.9, 0.1, 0.3))
+    )
+    assert little[0]["verdict"] == "partly"
+    flatter = training_claims(
+        _dynamics(_record(0, 100, 5.5, 0.9, 0.1, 0.3), _record(100, 50, 2.0, 0.9, 0.1, 0.3))
+    )
+    assert flatter[0]["verdict"] == "not reproduced"
+    no_learning = training_claims(
+        _dynamics(_record(0, 100, 5.5, 0.9, 0.1, 0.3), _record(100, 1000, 5.4, 0.9, 0.1, 0.3))
+    )
+    assert no_learning[0]["verdict"] == "not reproduced"
+
+
+def test_learning_signal_verdicts() -> None:
+    def verdict(s: float, w1: float, flat: float) -> str:
+        d = _dynamics(_record(0, 10, 5, 0.0, 0.2, 0.2), _record(10, 10, 4, s, w1, flat))
+        return training_claims(d)[1]["verdict"]
+
+    assert verdict(0.95, 0.05, 0.3) == "reproduced"
+    assert verdict(0.95, 0.2, 0.3) == "partly"  # ranks agree but W1 not well below flat
+    assert verdict(0.6, 0.1, 0.3) == "partly"
+    assert verdict(0.3, 0.01, 0.3) == "not reproduced"
+    assert verdict(0.95, 0.35, 0.3) == "not reproduced"  # worse than a flat profile
+
+
+def test_claims_keys_and_empty() -> None:
+    claims = training_claims({"records": []})
+    assert [c["verdict"] for c in claims] == ["not reproduced", "not reproduced"]
+    for c in claims:
+        assert {"claim", "paper", "ours", "verdict", "rule", "numbers"} <= set(c)

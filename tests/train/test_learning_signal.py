@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lostmid.theory.continuum import continuum_row
+from lostmid.train import ModelSpec, build_model, learning_signal, rho_cell_masses
+from lostmid.train.learning_signal import CausalMeanModel, rho_density
+
+
+def test_closed_form_causal_mean_model() -> None:
+    """eta_j = ||W^T (softmax(logits_T) - onehot)|| / T for every j (hand-computed)."""
+    torch.manual_seed(0)
+    model = CausalMeanModel(vocab=11, dim=5, seed=1)
+    batch = torch.randint(0, 11, (3, 9))  # T = 8
+    eta, _ = learning_signal(model, [batch])
+    inputs, targets = batch[:, :-1], batch[:, 1:]
+    with torch.no_grad():
+        e = model.embed(inputs)  # (B, T, d)
+        p = torch.softmax(model.out(e.mean(dim=1)), dim=-1)  # (B, V) logits at t = T
+        y = F.one_hot(targets[:, -1], 11).float()
+        expected = ((p - y) @ model.out.weight).norm(dim=-1).mean() / 8
+    assert eta.shape == (8,)
+    np.testing.assert_allclose(eta, expected.item(), rtol=1e-5)
+
+
+def test_matches_per_sample_jacobian_on_a_transformer() -> None:
+    """The batched gradient equals autograd on each window alone, one at a time."""
+    spec = ModelSpec(layers=2, hidden=32, heads=2, kv_heads=1, intermediate=64, context=12)
+    model = build_model(spec, seed=0)
+    batches = [
+        torch.randint(0, 256, (2, 13), generator=torch.Generator().manual_seed(s)) for s in (1, 2)
+    ]
+    eta, loss = learning_signal(model, batches)
+
+    def last_loss(emb: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        logits = model(inputs_embeds=emb[None]).logits[0, -1]
+        return F.cross_entropy(logits[None], target[None])
+
+    norms, losses = [], []
+    for batch in batches:
+        for row in batch:
+            emb = model.get_input_embeddings()(row[:-1]).detach().requires_grad_(True)
+            (grad,) = torch.autograd.grad(last_loss(emb, row[-1]), emb)  # (T, d)
+            norms.append(grad.norm(dim=-1))
+            with torch.no_grad():
+                logits = model(input_ids=row[None, :-1]).logits[0]
+                losses.append(F.cross_entropy(logits, row[1:]))
+    np.testing.assert_allclose(eta, torch.stack(norms).mean(0).numpy(), rtol=1e-4, atol=1e-7)
+    assert loss == pytest.approx(torch.stack(losses).mean().item(), rel=1e-5)
+    assert all(p.grad is None for p in model.parameters())  # weights untouched
+
+
+def test_rho_cell_masses() -> None:
+    m = rho_cell_masses(64, 6, 0.4)
+    assert m.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(m, continuum_row(64, 6, 0.4), atol=1e-15)
+    # cell mass ~ density at the cell centre times the cell width, away from x = 0
+    j = np.arange(20, 63)
+    np.testing.assert_allclose(m[j - 1], rho_density((j - 0.5) / 64, 6, 0.4) / 64, rtol=0.02)
+    # recency delta (1-a)^H sits on the last position
+    assert m[-1] > 0.6**6
