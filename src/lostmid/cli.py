@@ -211,6 +211,52 @@ def compare(
     )
 
 
+@app.command()
+def reproduce(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Short contexts, fewer seeds: <= 3 min on 2 CPUs.")
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="The paper's scale (L = 2048): a GPU or patience.")
+    ] = False,
+    models: Annotated[
+        str, typer.Option(help="Comma-separated model specs (presets, directories, hub ids).")
+    ] = "qwen2-0.5b,gpt2",
+    length: Annotated[int | None, typer.Option(help="Override the scale's length.")] = None,
+    seeds: Annotated[int | None, typer.Option(help="Override the number of seeds.")] = None,
+    samples: Annotated[int | None, typer.Option(help="Override samples per seed.")] = None,
+    probes: Annotated[int | None, typer.Option(help="Override probes per sample.")] = None,
+    train_steps: Annotated[
+        int | None, typer.Option(help="Training steps (0 skips the training section).")
+    ] = None,
+    train_preset: Annotated[
+        str | None, typer.Option(help="Training preset (default: tiny; small for --full).")
+    ] = None,
+    out: OutOpt = Path("results/reproduce"),
+    seed: SeedOpt = 0,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Recompute every stage instead of resuming.")
+    ] = False,
+) -> None:
+    """Main job: the paper's core experiments end to end -> report.html, claims.json."""
+    from lostmid.reproduce import ReproduceConfig, run_reproduce
+
+    if quick and full:
+        raise UserError("choose at most one of --quick and --full")
+    config = ReproduceConfig(
+        scale="quick" if quick else "full" if full else "default",
+        models=tuple(m.strip() for m in models.split(",") if m.strip()),
+        length=length,
+        seeds=seeds,
+        samples=samples,
+        probes=probes,
+        train_steps=train_steps,
+        train_preset=train_preset,
+        seed=seed,
+    )
+    run_reproduce(config, out=out, overwrite=overwrite, console=console)
+
+
 def main() -> None:
     """Entry point: run the app; a :class:`UserError` becomes one line and exit code 2.
 

@@ -76,3 +76,71 @@ def plot_theory(
     axes[1].legend(fontsize=7, loc="lower left")
     fig.suptitle(title, fontsize=10)
     return fig
+
+
+def plot_profiles(
+    profiles: dict[str, np.ndarray],
+    *,
+    title: str,
+    stderr: dict[str, np.ndarray] | None = None,
+    normalise: bool = True,
+) -> Figure:
+    """Several profiles on one log-scale axis (each normalised to sum 1 by default),
+    positions linear and log side by side, with +- stderr bands where given."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, xscale in zip(axes, ("linear", "log"), strict=True):
+        for name, values in profiles.items():
+            v = np.asarray(values, dtype=np.float64)
+            scale = v.sum() if normalise and v.sum() > 0 else 1.0
+            positions = np.arange(1, v.size + 1)
+            (line,) = ax.plot(positions, v / scale, lw=1.4, label=name)
+            if stderr is not None and name in stderr:
+                se = np.asarray(stderr[name]) / scale
+                lo = np.maximum(v / scale - se, (v / scale)[v > 0].min() * 0.5)
+                ax.fill_between(
+                    positions, lo, v / scale + se, color=line.get_color(), alpha=0.2, lw=0
+                )
+        ax.set_yscale("log")
+        ax.set_xscale(xscale)
+        ax.set_xlabel(f"input position j ({xscale} scale)")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("influence (normalised to sum 1)" if normalise else "influence")
+    axes[1].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def plot_depth_growth(
+    per_layer: np.ndarray,
+    theory_rows: np.ndarray,
+    agreement: list[dict[str, float]],
+    *,
+    title: str,
+) -> Figure:
+    """Left: measured per-layer profiles (solid) and the theory at H = l (dashed), each
+    normalised to sum 1, for a few layers. Right: Spearman and W1 against the layer."""
+    layers = per_layer.shape[0]
+    shown = sorted({1, max(1, layers // 4), max(1, layers // 2), layers})
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    cmap = plt.get_cmap("viridis")
+    positions = np.arange(1, per_layer.shape[1] + 1)
+    for i, layer in enumerate(shown):
+        color = cmap(i / max(len(shown) - 1, 1))
+        m, t = per_layer[layer - 1], theory_rows[layer - 1]
+        ax.plot(positions, m / m.sum(), color=color, lw=1.4, label=f"measured, layer {layer}")
+        ax.plot(positions, t / t.sum(), color=color, lw=1.0, ls="--")
+    ax.set_yscale("log")
+    ax.set_xlabel("input position j")
+    ax.set_ylabel("influence (normalised); dashed: theory at H = l")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, which="both")
+    ls = [r["layer"] for r in agreement]
+    ax2.plot(ls, [r["spearman"] for r in agreement], "o-", label="Spearman")
+    ax2.set_xlabel("layer l")
+    ax2.set_ylabel("Spearman (measured vs theory at H = l)")
+    ax3 = ax2.twinx()
+    ax3.plot(ls, [r["wasserstein1"] for r in agreement], "s--", color="tab:red", label="W1")
+    ax3.set_ylabel("W1", color="tab:red")
+    ax2.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    return fig

@@ -1,0 +1,194 @@
+"""`lostmid reproduce` on tiny stand-in models: files, claims, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lostmid.reproduce as rp
+
+TINY = [
+    "--models",
+    "tiny-qwen2,tiny-gpt2",
+    "--length",
+    "24",
+    "--seeds",
+    "2",
+    "--samples",
+    "1",
+    "--probes",
+    "2",
+    "--train-steps",
+    "0",
+]
+
+
+class _Checker(HTMLParser):
+    VOID = {"meta", "img", "br", "hr", "link", "input", "col"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.images: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs)["src"])
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-3:])
+        self.stack.pop()
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory) -> Path:
+    from typer.testing import CliRunner
+
+    from lostmid.cli import app
+
+    out = tmp_path_factory.mktemp("reproduce")
+    result = CliRunner().invoke(app, ["reproduce", "--quick", *TINY, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
+    claims = json.loads((quick_run / "claims.json").read_text())
+    assert len(claims) == 10  # five per model
+    for c in claims:
+        assert set(c) >= {"claim", "paper", "ours", "verdict", "rule"}
+        assert c["verdict"] in ("reproduced", "partly", "not reproduced")
+    checker = _Checker()
+    checker.feed((quick_run / "report.html").read_text())
+    assert checker.stack == []
+    assert len(checker.images) >= 4 and all(
+        s.startswith("data:image/png;base64,") for s in checker.images
+    )
+    assert sorted(p.name for p in (quick_run / "stages").iterdir()) == [
+        "measure-tiny-gpt2-seed0.json",
+        "measure-tiny-gpt2-seed1.json",
+        "measure-tiny-qwen2-seed0.json",
+        "measure-tiny-qwen2-seed1.json",
+    ]
+    measure = json.loads((quick_run / "tiny-qwen2" / "measure.json").read_text())
+    assert len(measure["influence"]) == 24 and len(measure["residual_strength"]) == 2
+
+
+def test_verdicts_follow_from_the_saved_numbers(quick_run: Path) -> None:
+    record = json.loads((quick_run / "reproduce.json").read_text())
+    claims = {c["claim"]: c for c in record["claims"]}
+    for model, a in record["models"].items():
+        sp = a["per_seed_prediction"]["rollout"]["spearman"]
+        row = next(
+            c
+            for name, c in claims.items()
+            if name.startswith(f"{model} at step 0") and "Spearman" in name
+        )
+        expected = (
+            "reproduced"
+            if sp["mean"] - sp["sd"] >= 0.98 - 1e-9
+            else "partly"
+            if sp["mean"] + sp["sd"] >= 0.97 - 1e-9
+            else "not reproduced"
+        )
+        assert row["verdict"] == expected
+
+
+def test_resume_reuses_finished_stages(quick_run: Path, run_cli, monkeypatch) -> None:
+    before = json.loads((quick_run / "claims.json").read_text())
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a finished stage was recomputed")
+
+    monkeypatch.setattr(rp, "measure_stage", fail)
+    code, _, err = run_cli("reproduce", "--quick", *TINY, "--out", quick_run)
+    assert code == 0, err
+    assert json.loads((quick_run / "claims.json").read_text()) == before
+    record = json.loads((quick_run / "reproduce.json").read_text())
+    assert record["metadata"]["stages_computed"] == []
+    assert len(record["metadata"]["stages_reused"]) == 4
+
+
+def test_interrupted_run_keeps_what_it_finished(tmp_path: Path, run_cli, monkeypatch) -> None:
+    real = rp.measure_stage
+    calls: list[tuple] = []
+
+    def interrupt_on_third(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rp, "measure_stage", interrupt_on_third)
+    code, out, _ = run_cli("reproduce", *TINY, "--out", tmp_path)
+    assert code != 0 and "run the same command again to resume" in " ".join(out.split())
+    assert len(list((tmp_path / "stages").iterdir())) == 2
+    monkeypatch.setattr(rp, "measure_stage", real)
+    code, _, err = run_cli("reproduce", *TINY, "--out", tmp_path)
+    assert code == 0, err
+    record = json.loads((tmp_path / "reproduce.json").read_text())
+    assert len(record["metadata"]["stages_reused"]) == 2
+    assert len(record["metadata"]["stages_computed"]) == 2
+
+
+def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
+    args = [
+        "--models",
+        "tiny-gpt2",
+        "--length",
+        "16",
+        "--seeds",
+        "1",
+        "--samples",
+        "1",
+        "--probes",
+        "1",
+        "--train-preset",
+        "micro",
+        "--train-steps",
+        "12",
+    ]
+    code, _, err = run_cli("reproduce", *args, "--out", tmp_path)
+    assert code == 0, err
+    record = json.loads((tmp_path / "reproduce.json").read_text())
+    steps = [row["step"] for row in record["training"]["table"]]
+    assert steps[0] == 0 and steps[-1] == 12
+    claims = [c["claim"] for c in record["claims"]]
+    assert any("valley" in c.lower() for c in claims[-2:])
+    dynamics = json.loads((tmp_path / "train" / "dynamics.json").read_text())
+    assert dynamics["complete"] is True
+    assert "Training dynamics" in (tmp_path / "report.html").read_text()
+
+
+def test_seed_average_is_root_mean_square() -> None:
+    runs = [
+        {"mean_sq": [4.0, 1.0], "stderr": [0.1, 0.1], "residual_strength": [0.2]},
+        {"mean_sq": [16.0, 9.0], "stderr": [0.1, 0.1], "residual_strength": [0.4]},
+    ]
+    avg = rp.seed_average(runs)
+    np.testing.assert_allclose(avg["influence"], np.sqrt([10.0, 5.0]))
+    np.testing.assert_allclose(avg["residual_strength"], [0.3])
+    # s.e. of the mean of squares: sd/sqrt(2) = |a-b|/2; delta method: / (2 sqrt(mean))
+    np.testing.assert_allclose(avg["stderr"], np.array([6.0, 4.0]) / (2 * np.sqrt([10.0, 5.0])))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--quick", "--full"], "at most one of --quick and --full"),
+        (["--seeds", "0"], "--seeds must be >= 1"),
+        (["--models", " , "], "--models is empty"),
+        (["--models", "no-such-model", "--train-steps", "0"], "no-such-model"),
+    ],
+)
+def test_bad_input_is_one_line(run_cli, tmp_path, args, message) -> None:
+    code, _, err = run_cli("reproduce", *args, "--out", tmp_path)
+    assert code == 2
+    assert message in err.replace("\n", " ")
+    assert "Traceback" not in err
