@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from lostmid.train import TrainConfig, preset
 
@@ -41,3 +42,13 @@ def corpus_dir(tmp_path: Path) -> Path:
 def micro(corpus_dir: Path) -> TrainConfig:
     """2 layers x 32 wide, context 32, 30 steps, on the repetitive corpus."""
     return replace(preset("micro"), corpus=str(corpus_dir), heldout_fraction=0.3)
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Micro models gain nothing from threads, and on a shared machine oversubscribed
+    OpenMP threads make them many times slower; restored after each test."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

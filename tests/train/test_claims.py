@@ -3,12 +3,14 @@ from __future__ import annotations
 from lostmid.train import training_claims
 
 
-def _record(step: int, ptv: float, loss: float, s: float, w1: float, flat: float) -> dict:
+def _record(
+    step: int, ptv: float, loss: float, s: float, w1: float, flat: float, mid: float = 10.0
+) -> dict:
     return {
         "step": step,
         "peak_to_valley": ptv,
         "heldout_loss": loss,
-        "influence": {},
+        "influence": {"summary": {"peak_to_dead_zone": mid + step}},
         "learning_signal": {"alpha_mean": 0.3},
         "distances": {"learning_signal_vs_rho": {"spearman": s, "w1": w1, "w1_uniform": flat}},
     }
@@ -36,6 +38,14 @@ def test_valley_deepens_verdicts() -> None:
         _dynamics(_record(0, 100, 5.5, 0.9, 0.1, 0.3), _record(100, 1000, 5.4, 0.9, 0.1, 0.3))
     )
     assert no_learning[0]["verdict"] == "not reproduced"
+    # the minimum deepened but the middle did not: only partly
+    noisy = training_claims(
+        _dynamics(
+            _record(0, 100, 5.5, 0.9, 0.1, 0.3, mid=50),
+            _record(100, 1000, 2.0, 0.9, 0.1, 0.3, mid=-80),
+        )
+    )
+    assert noisy[0]["verdict"] == "partly"
 
 
 def test_learning_signal_verdicts() -> None:

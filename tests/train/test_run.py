@@ -7,10 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from safetensors.torch import load_file
 
 from lostmid.errors import UserError
-from lostmid.train import Interventions, RandomWindows, TrainConfig, preset, run_training
+from lostmid.train import (
+    Interventions,
+    ModelVariant,
+    RandomWindows,
+    TrainConfig,
+    preset,
+    run_training,
+)
 from lostmid.train.corpus import load_corpus
 from lostmid.train.run import checkpoint_dir
 
@@ -41,7 +49,12 @@ def finished(
     corpus = corpus_writer(root / "corpus")
     config = replace(preset("micro"), corpus=str(corpus), heldout_fraction=0.3)
     out = root / "out"
-    run_training(config, out)
+    threads = torch.get_num_threads()  # module-scoped: set up before the autouse fixture
+    torch.set_num_threads(1)
+    try:
+        run_training(config, out)
+    finally:
+        torch.set_num_threads(threads)
     return out, json.loads((out / "dynamics.json").read_text()), config
 
 
@@ -190,3 +203,23 @@ def test_cli_runs_micro(run_cli, corpus_dir: Path, tmp_path: Path) -> None:
     assert dynamics["model"]["family"] == "gpt2"
     assert [r["step"] for r in dynamics["records"]] == [0, 3]
     assert "lostmid train: dynamics" in out
+
+
+def test_model_variant_is_applied(micro: TrainConfig, tmp_path: Path) -> None:
+    """A variant that freezes the (tied) embeddings: they must not change in training."""
+
+    def freeze_embeddings(model):
+        model.get_input_embeddings().weight.requires_grad_(False)
+        return model
+
+    variant = ModelVariant("frozen-embeddings", freeze_embeddings)
+    config = replace(micro, steps=10, measure=replace(micro.measure, enabled=False))
+    run_training(config, tmp_path, interventions=Interventions(variant=variant, name="frozen"))
+    before = load_file(checkpoint_dir(tmp_path, 0) / "model.safetensors")
+    after = load_file(checkpoint_dir(tmp_path, 10) / "model.safetensors")
+    key = "model.embed_tokens.weight"
+    assert np.array_equal(before[key].numpy(), after[key].numpy())
+    changed = [k for k in before if not np.array_equal(before[k].numpy(), after[k].numpy())]
+    assert changed  # everything else trains
+    dynamics = json.loads((tmp_path / "dynamics.json").read_text())
+    assert dynamics["interventions"] == "frozen"

@@ -78,10 +78,10 @@ class MeasureConfig:
     enabled: False trains the bare loop (checkpoints are still written).
     """
 
-    influence_samples: int = 4
-    influence_probes: int = 4
-    signal_batches: int = 2
-    heldout_windows: int = 32
+    influence_samples: int = 8
+    influence_probes: int = 8
+    signal_batches: int = 4
+    heldout_windows: int = 64
     enabled: bool = True
 
     def validate(self) -> None:
@@ -158,7 +158,7 @@ PRESETS: dict[str, TrainConfig] = {
         warmup_steps=300,
         resume_every=1000,
         device="auto",
-        measure=MeasureConfig(influence_samples=8, influence_probes=8, signal_batches=4),
+        measure=MeasureConfig(influence_samples=16, influence_probes=8, heldout_windows=128),
     ),
     # 2 layers x 32: for tests and smoke runs, seconds on a CPU.
     "micro": TrainConfig(

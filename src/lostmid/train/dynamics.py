@@ -71,12 +71,16 @@ def distances(measured: np.ndarray, theory: np.ndarray) -> dict[str, float | Non
 
 
 def _summary(profile: np.ndarray) -> dict[str, Any]:
+    """Peak-to-valley and friends (:func:`lostmid.theory.summarize_profile`), target = T."""
     s = summarize_profile(np.clip(profile, 0.0, None))
     keep = ("peak_to_valley", "log10_peak_to_valley", "valley_position", "peak_position")
+    dead = s.dead_zone_level
     return {k: v for k, v in asdict(s).items() if k in keep} | {
         "primacy": s.primacy,
         "recency": s.recency,
-        "dead_zone_level": s.dead_zone_level,
+        "dead_zone_level": dead,
+        # peak / median of the middle half: a valley depth that one noisy minimum cannot set
+        "peak_to_dead_zone": s.peak / dead if dead else None,
     }
 
 

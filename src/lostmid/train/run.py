@@ -126,7 +126,7 @@ def run_training(
         step = trainer.step
         with timer("checkpoint_io"):
             save_checkpoint(trainer.model, checkpoint_dir(out, step))
-        running = trainer.pop_losses()
+        running = list(trainer.recent_losses)  # cleared only once the record is kept
         with timer("measure"):
             if config.measure.enabled:
                 batches = [sampler.batch(step + i) for i in range(config.measure.signal_batches)]
@@ -148,6 +148,7 @@ def run_training(
                     "train_loss_running": sum(running) / len(running) if running else None,
                 }
         records.append(record)
+        trainer.pop_losses()
         done.add(step)
         with timer("checkpoint_io"):
             write_json(out / DYNAMICS, dynamics)
