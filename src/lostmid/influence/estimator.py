@@ -326,7 +326,7 @@ def influence_profile(
     checkpointing: bool = False,
     progress: bool = False,
     batch_size: int = 1,
-    strategy: str = "loop",
+    strategy: str = "vmap",
     probe_kind: str = "rademacher",
     exact_chunk: int = 64,
     console: Any = None,
@@ -344,8 +344,9 @@ def influence_profile(
         exact: all output dimensions as cotangents (the exact ||J_j||_F^2 per sample).
         checkpointing: recompute block activations in backward (long contexts).
         batch_size: samples per forward pass.
-        strategy: ``loop`` (one retained-graph backward per probe) or ``vmap``
-            (one vectorised backward for all probes).
+        strategy: ``vmap`` (default: one vectorised backward for all probes; 2.8x
+            the naive loop with SDPA, 3.8x with eager attention, docs/BENCHMARKS.md)
+            or ``loop`` (one retained-graph backward per probe, the lowest memory).
         probe_kind: ``rademacher`` (default) or ``gaussian``.
 
     Returns:

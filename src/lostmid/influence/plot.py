@@ -22,7 +22,9 @@ def plot_influence(profile: InfluenceProfile, path: Path, title: str = "") -> Pa
         depth = profile.per_layer.shape[0]
         for index, row in enumerate(profile.per_layer):
             ok = row > 0
-            ax.plot(pos[ok], row[ok], color="0.6", lw=0.6, alpha=0.25 + 0.5 * (index + 1) / depth)
+            label = f"residual after layers 1..{depth}" if index == 0 else None
+            shade = 0.25 + 0.5 * (index + 1) / depth
+            ax.plot(pos[ok], row[ok], color="0.6", lw=0.6, alpha=shade, label=label)
     lo = np.maximum(profile.influence - profile.stderr, profile.influence * 1e-3)
     hi = profile.influence + profile.stderr
     ax.fill_between(pos[keep], lo[keep], hi[keep], color="C0", alpha=0.3, lw=0, label="± 1 s.e.")

@@ -42,7 +42,8 @@ class MeasureConfig:
     dtype: str = "float32"
     corpus: Path | None = None
     batch_size: int = 1
-    strategy: str = "loop"
+    strategy: str = "vmap"
+    attention: str = "auto"
 
     def __post_init__(self) -> None:
         if self.samples < 1:
@@ -59,8 +60,21 @@ class MeasureConfig:
             raise UserError(
                 f"--target must be a position in 1..{self.length} (1-indexed), got {self.target}"
             )
+        if self.attention not in ("auto", "eager", "sdpa"):
+            raise UserError(f"attention {self.attention!r} unknown; choose auto, eager or sdpa")
         if self.corpus is not None and not Path(self.corpus).expanduser().exists():
             raise UserError(f"--corpus {self.corpus}: no such file or directory")
+
+
+EAGER_MAX_LENGTH = 1024
+
+
+def _attention(config: MeasureConfig) -> str:
+    """``auto``: eager attention up to L = 1024 (vmapped VJPs batch well: fastest), SDPA
+    beyond (no L x L matrix kept per layer, so long contexts fit in memory)."""
+    if config.attention != "auto":
+        return config.attention
+    return "eager" if config.length <= EAGER_MAX_LENGTH and not config.checkpointing else "sdpa"
 
 
 def _summary_table(result: dict[str, Any], console: Any) -> None:
@@ -109,6 +123,7 @@ def run_measure(
                 no_pos_emb=config.no_pos_emb,
                 dtype=config.dtype,
                 device=config.device,
+                attn_implementation=_attention(config),
             )
         if config.length > loaded.max_length:
             raise UserError(
@@ -168,6 +183,7 @@ def run_measure(
         "inputs": "random token ids" if config.corpus is None else "byte-level corpus windows",
         "batch_size": config.batch_size,
         "strategy": config.strategy,
+        "attention": _attention(config),
         "probe_kind": profile.probe_kind,
     }
     relative = profile.relative_stderr
