@@ -11,14 +11,20 @@ Verdicts use the vocabulary of :mod:`lostmid.compare.claims`: ``reproduced``,
    change are judged, not the absolute values.
    The valley is a minimum over noisy estimates, so we also track the peak over the
    median of the middle half of the positions (peak-to-dead-zone, g_mid = final/initial).
+   A deeper minimum is a deeper U only if both ends still stand above the middle, so we
+   report primacy / dead zone and recency / dead zone at both ends of the run.
    Rule: reproduced if the model learned, g >= 10^0.5 (at least half the paper's
-   decade) and g_mid > 1; partly if it learned and g > 1 (but not all of the above);
+   decade), g_mid > 1 and the final profile is still a U (primacy and recency above the
+   dead-zone level); partly if it learned and g > 1 (but not all of the above);
    otherwise not reproduced. "Learned" means the held-out loss fell by at least 10%.
 2. eta(x) follows rho_H(x). Ours: Spearman S and W1 between the learning signal and
-   rho_H's cell masses at the last checkpoint, and W1_flat, W1 between the learning
-   signal and a flat profile (the naive baseline; Spearman alone is weak evidence).
-   Rule: reproduced if S >= 0.9 and W1 <= W1_flat / 2; partly if S >= 0.5 and
-   W1 < W1_flat; otherwise not reproduced.
+   rho_H's cell masses at each checkpoint, and W1_flat, W1 between the learning signal
+   and a flat profile (the naive baseline; Spearman alone is weak evidence). The
+   agreement "holds" at a checkpoint when S >= 0.9 and W1 <= W1_flat / 2.
+   Rule: reproduced if it holds at step 0 and at the last checkpoint (the mechanism
+   acts throughout training); partly if it holds at step 0 or at the last checkpoint
+   but not both, or if at the last checkpoint S >= 0.5 and W1 < W1_flat; otherwise
+   not reproduced.
 """
 
 from __future__ import annotations
@@ -46,8 +52,9 @@ def valley_claim(dynamics: dict[str, Any]) -> dict[str, Any]:
     paper = "~1e2 at init -> ~1e3 after pretraining"
     rule = (
         f"reproduced if held-out loss fell >= {LEARNED_DROP:.0%}, peak-to-valley grew by "
-        f">= x{DEEPEN_FACTOR:.2f} (half a decade) and peak-to-dead-zone grew too; partly if "
-        "the model learned and peak-to-valley grew at all; otherwise not reproduced"
+        f">= x{DEEPEN_FACTOR:.2f} (half a decade), peak-to-dead-zone grew too and the final "
+        "profile is still a U (primacy and recency above the dead zone); partly if the "
+        "model learned and peak-to-valley grew at all; otherwise not reproduced"
     )
     if len(records) < 2 or records[0]["step"] != 0:
         return {
@@ -62,12 +69,14 @@ def valley_claim(dynamics: dict[str, Any]) -> dict[str, Any]:
     p0, p1 = first["peak_to_valley"], last["peak_to_valley"]
     l0, l1 = first["heldout_loss"], last["heldout_loss"]
     m0, m1 = _dead_zone_ratio(first), _dead_zone_ratio(last)
+    ends0, ends1 = _ends(first), _ends(last)
+    u_shaped = ends1 is not None and min(ends1) > 1
     learned = l1 <= (1 - LEARNED_DROP) * l0
     growth = p1 / p0 if p0 and p1 else None
     growth_mid = m1 / m0 if m0 and m1 else None
     if growth is None or not learned:
         verdict = NOT_REPRODUCED
-    elif growth >= DEEPEN_FACTOR and growth_mid is not None and growth_mid > 1:
+    elif growth >= DEEPEN_FACTOR and growth_mid is not None and growth_mid > 1 and u_shaped:
         verdict = REPRODUCED
     elif growth > 1:
         verdict = PARTLY
@@ -77,6 +86,8 @@ def valley_claim(dynamics: dict[str, Any]) -> dict[str, Any]:
         f"{_g(p0)} at step 0 -> {_g(p1)} at step {last['step']}"
         + (f" (x{growth:.2f})" if growth else "")
         + f"; peak-to-dead-zone {_g(m0)} -> {_g(m1)}"
+        + f"; primacy/dead zone {_g(ends0 and ends0[0])} -> {_g(ends1 and ends1[0])}"
+        + f", recency/dead zone {_g(ends0 and ends0[1])} -> {_g(ends1 and ends1[1])}"
         + f"; held-out loss {l0:.2f} -> {l1:.2f}"
     )
     return {
@@ -92,6 +103,8 @@ def valley_claim(dynamics: dict[str, Any]) -> dict[str, Any]:
             "peak_to_dead_zone": [_dead_zone_ratio(r) for r in records],
             "growth": growth,
             "growth_dead_zone": growth_mid,
+            "primacy_recency_to_dead_zone": [_ends(r) for r in records],
+            "u_shaped_at_end": u_shaped,
             "learned": learned,
         },
     }
@@ -103,8 +116,9 @@ def learning_signal_claim(dynamics: dict[str, Any]) -> dict[str, Any]:
     claim = "Effective learning rate eta(x) follows rho_H(x)"
     paper = "eta(x) ~ rho_H(x) (no number given)"
     rule = (
-        "at the final checkpoint: reproduced if Spearman >= 0.9 and W1 <= W1_flat/2; "
-        "partly if Spearman >= 0.5 and W1 < W1_flat; otherwise not reproduced"
+        "holds at a checkpoint if Spearman >= 0.9 and W1 <= W1_flat/2; reproduced if it "
+        "holds at step 0 and at the last checkpoint; partly if at only one of them, or if "
+        "at the last Spearman >= 0.5 and W1 < W1_flat; otherwise not reproduced"
     )
     if not records:
         return {
@@ -121,9 +135,11 @@ def learning_signal_claim(dynamics: dict[str, Any]) -> dict[str, Any]:
         first["distances"]["learning_signal_vs_rho"],
     )
     s, w, flat = d["spearman"], d["w1"], d["w1_uniform"]
-    if s is not None and s >= 0.9 and w <= flat / 2:
+    at_start = first["step"] == 0 and _holds(d0)
+    at_end = _holds(d)
+    if at_start and at_end:
         verdict = REPRODUCED
-    elif s is not None and s >= 0.5 and w < flat:
+    elif at_start or at_end or (s is not None and s >= 0.5 and w < flat):
         verdict = PARTLY
     else:
         verdict = NOT_REPRODUCED
@@ -167,6 +183,21 @@ def _dead_zone_ratio(record: dict[str, Any]) -> float | None:
         s = summarize_profile(np.clip(np.asarray(influence["profile"], dtype=float), 0, None))
         ratio = s.peak / s.dead_zone_level if s.dead_zone_level else None
     return ratio
+
+
+def _holds(distance: dict[str, Any]) -> bool:
+    """S >= 0.9 and W1 <= W1_flat / 2: the theory places the signal, not just ranks it."""
+    s = distance["spearman"]
+    return s is not None and s >= 0.9 and distance["w1"] <= distance["w1_uniform"] / 2
+
+
+def _ends(record: dict[str, Any]) -> tuple[float, float] | None:
+    """(primacy, recency) over the dead-zone level of the record's influence profile."""
+    summary = record.get("influence", {}).get("summary", {})
+    dead = summary.get("dead_zone_level")
+    if not dead or summary.get("primacy") is None or summary.get("recency") is None:
+        return None
+    return summary["primacy"] / dead, summary["recency"] / dead
 
 
 def _g(x: float | None) -> str:

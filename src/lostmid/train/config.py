@@ -148,7 +148,7 @@ PRESETS: dict[str, TrainConfig] = {
     # 8 layers x 96 wide, ~1.1M parameters; 2000 steps x 16 x 128 = 4.1M tokens,
     # about 6 minutes on 2 CPU cores with the measurements.
     "tiny": TrainConfig(preset="tiny"),
-    # 12 layers x 256 wide, ~9.5M parameters, context 512; meant for a GPU.
+    # 12 layers x 256 wide, ~11.9M parameters, context 512, 164M tokens; meant for a GPU.
     "small": TrainConfig(
         preset="small",
         model=ModelSpec(layers=12, hidden=256, heads=8, kv_heads=4, intermediate=1024, context=512),

@@ -234,7 +234,7 @@ def summary_table(dynamics: dict[str, Any]) -> Table:
         eta = dist.get("learning_signal_vs_rho", {})
         table.add_row(
             str(r["step"]),
-            f"{r['tokens_seen']:,}",
+            _tokens(r["tokens_seen"]),
             _fmt(r.get("train_loss", r.get("train_loss_running"))),
             _fmt(r.get("heldout_loss")),
             _fmt(r.get("peak_to_valley"), "{:.3g}"),
@@ -243,6 +243,10 @@ def summary_table(dynamics: dict[str, Any]) -> Table:
             _fmt(eta.get("w1")),
         )
     return table
+
+
+def _tokens(count: int) -> str:
+    return f"{count / 1e6:.2f}M" if count >= 1_000_000 else f"{count:,}"
 
 
 def _fmt(value: float | None, spec: str = "{:.3f}") -> str:
