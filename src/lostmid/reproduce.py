@@ -114,14 +114,19 @@ def measure_stage(model: str, seed: int, scale: Scale, per_layer: bool) -> dict[
     from lostmid.models import load_model
 
     start = time.perf_counter()
-    loaded = load_model(model, seed=seed, config_overrides=_overrides(scale))
+    # eager attention batches the probe VJPs well up to L ~ 1024; SDPA beyond keeps
+    # memory O(L) per layer (see lostmid.influence.run and docs/BENCHMARKS.md)
+    attention = "eager" if scale.length <= 1024 else "sdpa"
+    loaded = load_model(
+        model, seed=seed, config_overrides=_overrides(scale), attn_implementation=attention
+    )
     if scale.length > loaded.max_length:
         raise UserError(
             f"length {scale.length} exceeds the maximum {loaded.max_length} of {model}; "
             f"pass --length {loaded.max_length} or less"
         )
     ids = random_token_ids(loaded.vocab_size, scale.samples, scale.length, seed)
-    result: dict[str, Any] = {"model": loaded.describe()}
+    result: dict[str, Any] = {"model": loaded.describe(), "attention": attention}
     for positional in (True, False):
         if not positional:
             result["switch"] = _switch_off_positions(loaded)
