@@ -16,6 +16,7 @@ MODULES = [
     "lostmid.theory.continuum",
     "lostmid.theory.run",
     "lostmid.stages",
+    "lostmid.reproduce",
 ]
 
 

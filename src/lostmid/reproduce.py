@@ -50,11 +50,16 @@ class Scale:
     train_steps: int | None  # None: the preset's default; 0: skip training
     train_preset: str = "tiny"
     vocab_size: int | None = 512
+    depth_points: int | None = 6  # per-layer profiles at this many layers; None: all
 
 
 SCALES = {
-    "quick": Scale("quick", length=128, seeds=2, samples=1, probes=4, train_steps=150),
-    "default": Scale("default", length=256, seeds=3, samples=2, probes=4, train_steps=None),
+    "quick": Scale(
+        "quick", length=128, seeds=2, samples=1, probes=4, train_steps=150, depth_points=5
+    ),
+    "default": Scale(
+        "default", length=256, seeds=3, samples=1, probes=4, train_steps=None, depth_points=8
+    ),
     "full": Scale(
         "full",
         length=2048,
@@ -64,6 +69,7 @@ SCALES = {
         train_steps=None,
         train_preset="small",
         vocab_size=None,
+        depth_points=None,
     ),
 }
 
@@ -130,8 +136,13 @@ def measure_stage(model: str, seed: int, scale: Scale, per_layer: bool) -> dict[
     for positional in (True, False):
         if not positional:
             result["switch"] = _switch_off_positions(loaded)
+        layers = depth_layers(loaded.num_layers, scale.depth_points)
         profile = influence_profile(
-            loaded, ids, probes=scale.probes, seed=seed, per_layer=per_layer and positional
+            loaded,
+            ids,
+            probes=scale.probes,
+            seed=seed,
+            per_layer=layers if per_layer and positional else False,
         )
         result["on" if positional else "off"] = {
             "influence": profile.influence,
@@ -142,6 +153,19 @@ def measure_stage(model: str, seed: int, scale: Scale, per_layer: bool) -> dict[
         }
     result["seconds"] = time.perf_counter() - start
     return result
+
+
+def depth_layers(layers: int, points: int | None) -> list[int]:
+    """Roughly log-spaced layers 1..H, always including 1 and H (all when ``points`` is
+    None or >= H). Layer l costs a backward through l blocks, so few deep ones are cheap.
+
+    >>> depth_layers(24, 6)
+    [1, 2, 4, 7, 13, 24]
+    """
+    if points is None or points >= layers:
+        return list(range(1, layers + 1))
+    grid = np.unique(np.round(np.geomspace(1, layers, points)).astype(int))
+    return [int(x) for x in grid]
 
 
 def _overrides(scale: Scale) -> dict[str, Any] | None:
@@ -202,10 +226,12 @@ def depth_growth(run: dict[str, Any], kernel: str) -> list[dict[str, float]]:
     """Per-layer profile l against the theory at H = l with the first l measured a's."""
     from lostmid.theory import influence_row
 
-    per_layer = np.asarray(run["per_layer"])
+    per_layer = np.asarray(run["per_layer"], dtype=np.float64)  # (H, L), NaN: not measured
     alphas = np.asarray(run["residual_strength"])
     rows = []
     for layer in range(1, per_layer.shape[0] + 1):
+        if not np.all(np.isfinite(per_layer[layer - 1])):
+            continue
         theory = influence_row(per_layer.shape[1], layer, alphas[:layer], kernel=kernel)
         measured = per_layer[layer - 1]
         from lostmid.theory import summarize_profile
@@ -637,7 +663,7 @@ def make_figures(
         growth = a.get("depth_growth")
         per_layer = a["on"].get("per_layer")
         if growth and per_layer is not None:
-            per_layer = np.asarray(per_layer)
+            per_layer = np.asarray(per_layer, dtype=np.float64)
             alphas = np.asarray(a["on"]["residual_strength"])
             rows = np.stack(
                 [

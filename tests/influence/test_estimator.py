@@ -64,6 +64,15 @@ def test_causal_zeros_after_the_target_are_exact(qwen, gpt2, ids) -> None:
             assert prof.target == 7
 
 
+def test_per_layer_subset_matches_full_rows(qwen, ids) -> None:
+    full = influence_profile(qwen, ids[:2], exact=True, per_layer=True)
+    subset = influence_profile(qwen, ids[:2], exact=True, per_layer=[2])
+    assert np.all(np.isnan(subset.per_layer[0]))
+    np.testing.assert_allclose(subset.per_layer[1], full.per_layer[1], rtol=1e-12)
+    with pytest.raises(UserError, match=r"layers must be in 1..2"):
+        influence_profile(qwen, ids[:2], probes=1, per_layer=[3])
+
+
 def test_per_layer_last_row_is_the_residual_profile(qwen, ids) -> None:
     prof = influence_profile(qwen, ids[:2], exact=True, per_layer=True)
     residual = influence_profile(qwen, ids[:2], exact=True, output="residual")

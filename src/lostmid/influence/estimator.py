@@ -321,7 +321,7 @@ def influence_profile(
     output: str = "hidden",
     target: int | None = None,
     seed: int = 0,
-    per_layer: bool = False,
+    per_layer: bool | Sequence[int] = False,
     exact: bool = False,
     checkpointing: bool = False,
     progress: bool = False,
@@ -340,7 +340,10 @@ def influence_profile(
         output: ``hidden`` | ``residual`` | ``logits`` | ``top1-prob``.
         target: target position t, 1-indexed (default L).
         seed: seeds the probes (inputs are the caller's).
-        per_layer: also measure the influence on the residual stream after each layer.
+        per_layer: also measure the influence on the residual stream after each layer
+            (True), or after the given 1-indexed layers only (a sequence; the other rows
+            of ``per_layer`` are NaN). Layer l costs a backward pass through l blocks,
+            so all H layers cost about H/2 times the main profile.
         exact: all output dimensions as cotangents (the exact ||J_j||_F^2 per sample).
         checkpointing: recompute block activations in backward (long contexts).
         batch_size: samples per forward pass.
@@ -367,7 +370,15 @@ def influence_profile(
     device = next(model.parameters()).device
     embed = adapter.token_embedding(model)
     gen = torch.Generator().manual_seed(seed)
-    layers_h = loaded.num_layers if per_layer else 0
+    layers_h = loaded.num_layers if per_layer is not False else 0
+    if per_layer is True or per_layer is False:
+        wanted_layers = set(range(1, layers_h + 1))
+    else:
+        wanted_layers = {int(layer) for layer in per_layer}
+        if not wanted_layers or not wanted_layers <= set(range(1, layers_h + 1)):
+            raise UserError(
+                f"per-layer profiles: layers must be in 1..{layers_h}, got {sorted(wanted_layers)}"
+            )
     sample_means: list[np.ndarray] = []  # per batch (B, L): m_s = mean_p z
     sample_vars: list[np.ndarray] = []  # per batch (B, L): within-sample variance of z
     layer_sums = np.zeros((layers_h, length))
@@ -391,7 +402,9 @@ def influence_profile(
         stack.enter_context(torch.enable_grad())
         if checkpointing:
             stack.enter_context(checkpointed_blocks(loaded))
-        cap = stack.enter_context(_Capture(loaded, residual=output == "residual", layers=per_layer))
+        cap = stack.enter_context(
+            _Capture(loaded, residual=output == "residual", layers=bool(layers_h))
+        )
         for lo in range(0, samples, batch_size):
             ids = input_ids[lo : lo + batch_size].to(device)  # (B, L)
             x = embed(ids).detach().requires_grad_(True)  # (B, L, d)
@@ -417,6 +430,8 @@ def influence_profile(
             if n_probes > 1:
                 sample_vars.append(z64.var(0, ddof=1))
             for index in range(layers_h):
+                if index + 1 not in wanted_layers:
+                    continue
                 h_l = cap.layers[index][:, t - 1]  # (B, d) residual after layer index+1
                 if exact:
                     zl = sum(
@@ -433,7 +448,7 @@ def influence_profile(
     return _summarise(
         np.concatenate(sample_means),
         np.concatenate(sample_vars) if sample_vars else None,
-        layer_sums / samples if per_layer else None,
+        _only(layer_sums / samples, wanted_layers) if layers_h else None,
         probes=probes,
         output=output,
         target=t,
@@ -491,6 +506,14 @@ def _summarise(
         probe_kind=probe_kind,
         stderr_basis=basis,
     )
+
+
+def _only(layer_means: np.ndarray, wanted: set[int]) -> np.ndarray:
+    """Rows of layers that were not measured become NaN (layer l is row l-1)."""
+    out = np.full_like(layer_means, np.nan)
+    for layer in wanted:
+        out[layer - 1] = layer_means[layer - 1]
+    return out
 
 
 def exact_jacobian_norms(

@@ -119,8 +119,9 @@ def plot_depth_growth(
 ) -> Figure:
     """Left: measured per-layer profiles (solid) and the theory at H = l (dashed), each
     normalised to sum 1, for a few layers. Right: Spearman and W1 against the layer."""
-    layers = per_layer.shape[0]
-    shown = sorted({1, max(1, layers // 4), max(1, layers // 2), layers})
+    measured = [i + 1 for i in range(per_layer.shape[0]) if np.all(np.isfinite(per_layer[i]))]
+    picks = np.unique(np.round(np.linspace(0, len(measured) - 1, min(4, len(measured)))))
+    shown = [measured[int(i)] for i in picks]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     cmap = plt.get_cmap("viridis")
     positions = np.arange(1, per_layer.shape[1] + 1)
