@@ -301,18 +301,7 @@ def analyse_model(model: str, runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "switch": runs[0].get("switch"),
         "on": on,
         "off": off,
-        "candidates": {
-            name: {
-                "kind": c.kind,
-                "kernel": c.kernel,
-                "description": c.description,
-                "parameter_count": c.parameter_count,
-                "parameters": c.parameters,
-                "metrics": asdict(c.metrics),
-                "profile": c.profile,
-            }
-            for name, c in candidates.items()
-        },
+        "candidates": {name: c.record() for name, c in candidates.items()},
         "per_seed_prediction": per_seed,
         "positional_on_vs_off": {m: stat([p[m] for p in pe]) for m in ("spearman", "wasserstein1")},
         "seed_noise_floor": {m: stat([p[m] for p in floor]) for m in ("spearman", "wasserstein1")},

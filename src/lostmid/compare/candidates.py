@@ -4,7 +4,7 @@ the predicted and the fitted theory for each kernel, and the naive baselines."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,18 @@ class Candidate:
     parameter_count: int
     profile: np.ndarray
     metrics: ProfileComparison
+
+    def record(self) -> dict[str, Any]:
+        """The JSON layout of one candidate (compare.json, reproduce.json)."""
+        return {
+            "kind": self.kind,
+            "kernel": self.kernel,
+            "description": self.description,
+            "parameter_count": self.parameter_count,
+            "parameters": self.parameters,
+            "metrics": asdict(self.metrics),
+            "profile": self.profile,
+        }
 
 
 def parse_kernels(kernel: str) -> tuple[str, ...]:

@@ -6,7 +6,6 @@ the run's provenance) and ``OUT/compare.png`` (the overlay plot), and prints a t
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -120,18 +119,7 @@ def compare_json(
         },
         "theory_source": theory_source,
         "metric_definitions": METRIC_DEFINITIONS,
-        "candidates": {
-            name: {
-                "kind": c.kind,
-                "kernel": c.kernel,
-                "description": c.description,
-                "parameter_count": c.parameter_count,
-                "parameters": c.parameters,
-                "metrics": asdict(c.metrics),
-                "profile": c.profile,
-            }
-            for name, c in candidates.items()
-        },
+        "candidates": {name: c.record() for name, c in candidates.items()},
         "ranking": ranked,
         "files": {"plot": "compare.png"},
     }
