@@ -1,7 +1,8 @@
 """Figures of a training run (matplotlib, Agg): thin shells over ``dynamics.json``.
 
 * ``profiles.png``: influence profiles at every checkpoint on one log-scale axis
-  (each normalised to sum 1, colour = step), with the theory of the last checkpoint;
+  (each normalised to sum 1, colour = step), with the rollout theory from the residual
+  strengths measured at the first and at the last checkpoint;
 * ``peak_to_valley.png``: peak-to-valley of the influence profile against step, with
   the held-out loss on a second axis;
 * ``learning_signal.png``: the learning signal eta_j (normalised to sum 1) at every
@@ -45,10 +46,10 @@ def plot_dynamics(dynamics: dict[str, Any], out: Path) -> list[Path]:
     for r, c in zip(records, colours, strict=True):
         p = _normalised(r["influence"]["profile"])
         ax.plot(np.arange(1, p.size + 1), p, color=c, lw=1.2, label=f"step {r['step']}")
-    last = records[-1]
-    for kernel, style in (("rollout", "--"), ("jacobian", ":")):
-        t = _normalised(last["theory"][kernel])
-        ax.plot(np.arange(1, t.size + 1), t, "k" + style, lw=1, label=f"theory ({kernel}), last")
+    first, last = records[0], records[-1]
+    for r, style in ((first, ":"), (last, "--")):  # theory from that checkpoint's a_l
+        t = _normalised(r["theory"]["rollout"])
+        ax.plot(np.arange(1, t.size + 1), t, "k" + style, lw=1, label=f"theory, step {r['step']}")
     ax.set_yscale("log")
     ax.set_xlabel("position j (1-indexed; target = last)")
     ax.set_ylabel("influence on the last position (normalised)")
