@@ -55,10 +55,10 @@ class Scale:
 
 SCALES = {
     "quick": Scale(
-        "quick", length=128, seeds=2, samples=1, probes=4, train_steps=150, depth_points=5
+        "quick", length=128, seeds=3, samples=2, probes=2, train_steps=150, depth_points=5
     ),
     "default": Scale(
-        "default", length=256, seeds=3, samples=1, probes=4, train_steps=None, depth_points=8
+        "default", length=512, seeds=3, samples=2, probes=2, train_steps=None, depth_points=8
     ),
     "full": Scale(
         "full",
