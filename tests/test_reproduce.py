@@ -70,6 +70,13 @@ def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     assert len(checker.images) >= 4 and all(
         s.startswith("data:image/png;base64,") for s in checker.images
     )
+    figures = sorted(p.name for p in (quick_run / "figures").iterdir())
+    assert figures == sorted(
+        f"{kind}-{m}.png"
+        for kind in ("overlay", "positional", "depth")
+        for m in ("tiny-qwen2", "tiny-gpt2")
+    )
+    assert len(checker.images) == len(figures)
     assert sorted(p.name for p in (quick_run / "stages").iterdir()) == [
         "measure-tiny-gpt2-seed0.json",
         "measure-tiny-gpt2-seed1.json",

@@ -288,9 +288,13 @@ def analyse_model(model: str, runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
     floor = [profile_agreement(a["on"]["influence"], b["on"]["influence"]) for a, b in pairs]
     ptv = [summarize_profile(np.asarray(r["on"]["influence"])).log10_peak_to_valley for r in runs]
-    growth = None
+    growth = depth = None
     if runs[0]["on"].get("per_layer") is not None:
         growth = {k: depth_growth(runs[0]["on"], k) for k in KERNELS}
+        depth = {  # the run the growth was measured on (first seed)
+            "per_layer": runs[0]["on"]["per_layer"],
+            "residual_strength": runs[0]["on"]["residual_strength"],
+        }
     best_baseline = min(
         (c for c in candidates.values() if c.kind == "baseline"),
         key=lambda c: c.metrics.wasserstein1,
@@ -315,6 +319,7 @@ def analyse_model(model: str, runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "spearman": best_baseline.metrics.spearman,
         },
         "depth_growth": growth,
+        "depth_profiles": depth,
     }
 
 
@@ -649,11 +654,10 @@ def make_figures(
             title=f"{model}: influence with and without positional encoding (step 0)",
         )
         figures[f"positional-{slug}"] = save_figure(fig, folder / f"positional-{slug}.png")
-        growth = a.get("depth_growth")
-        per_layer = a["on"].get("per_layer")
-        if growth and per_layer is not None:
-            per_layer = np.asarray(per_layer, dtype=np.float64)
-            alphas = np.asarray(a["on"]["residual_strength"])
+        growth, depth = a.get("depth_growth"), a.get("depth_profiles")
+        if growth and depth:
+            per_layer = np.asarray(depth["per_layer"], dtype=np.float64)
+            alphas = np.asarray(depth["residual_strength"])
             rows = np.stack(
                 [
                     influence_row(per_layer.shape[1], h, alphas[:h], kernel="jacobian")
