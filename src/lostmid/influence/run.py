@@ -42,7 +42,7 @@ class MeasureConfig:
     dtype: str = "float32"
     corpus: Path | None = None
     batch_size: int = 1
-    strategy: str = "vmap"
+    strategy: str = "loop"
     attention: str = "auto"
 
     def __post_init__(self) -> None:
