@@ -191,7 +191,8 @@ def test_seed_average_is_root_mean_square() -> None:
         (["--quick", "--full"], "at most one of --quick and --full"),
         (["--seeds", "0"], "--seeds must be >= 1"),
         (["--models", " , "], "--models is empty"),
-        (["--models", "no-such-model", "--train-steps", "0"], "no-such-model"),
+        (["--models", "tiny-gpt2,no-such-model", "--train-steps", "0"], "no-such-model"),
+        (["--models", "tiny-gpt2", "--train-preset", "huge"], "unknown preset 'huge'"),
     ],
 )
 def test_bad_input_is_one_line(run_cli, tmp_path, args, message) -> None:
@@ -199,3 +200,4 @@ def test_bad_input_is_one_line(run_cli, tmp_path, args, message) -> None:
     assert code == 2
     assert message in err.replace("\n", " ")
     assert "Traceback" not in err
+    assert not list((tmp_path / "stages").glob("*.json"))  # refused before any work

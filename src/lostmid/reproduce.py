@@ -405,6 +405,7 @@ def run_reproduce(
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a directory")
     out.mkdir(parents=True, exist_ok=True)
+    _check_inputs(config.models, scale)  # fail in seconds, not after the first stages
     store = StageStore(out, fresh=overwrite)
     seeds = [config.seed + i for i in range(scale.seeds)]
     start = time.perf_counter()
@@ -499,6 +500,17 @@ def run_reproduce(
             f"{seconds:.0f} s; wrote {out / 'report.html'}, {out / 'claims.json'}"
         )
     return record
+
+
+def _check_inputs(models: Sequence[str], scale: Scale) -> None:
+    """Resolve every model spec and the training preset before any work starts."""
+    from lostmid.models.load import _resolve
+    from lostmid.train.config import preset
+
+    for model in models:
+        _resolve(model)
+    if scale.train_steps != 0:
+        preset(scale.train_preset)
 
 
 def training_stage(scale: Scale, seed: int, out: Path) -> dict[str, Any]:
