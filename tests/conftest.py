@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +29,22 @@ def run_cli(
         return code, out, err
 
     return run
+
+
+@pytest.fixture
+def unknown_family_dir(tmp_path: Path) -> Path:
+    """A directory with only the config.json of a tiny GPT-NeoX, a family no adapter
+    serves (so the generic adapter is used)."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.for_model(
+        "gpt_neox",
+        vocab_size=64,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
+    return tmp_path

@@ -54,21 +54,7 @@ def test_matches_a_hand_computation_on_layer_one() -> None:
     assert residual_strength(loaded, ids)[0] == pytest.approx(expected, rel=1e-12)
 
 
-def test_generic_family_says_it_needs_an_adapter(tmp_path) -> None:
-    import json
-
-    from transformers import AutoConfig
-
-    config = AutoConfig.for_model(
-        "gpt_neox",
-        vocab_size=64,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
-    loaded = load_model(str(tmp_path))
+def test_generic_family_says_it_needs_an_adapter(unknown_family_dir) -> None:
+    loaded = load_model(str(unknown_family_dir))
     with pytest.raises(UserError, match="needs a family adapter"):
         residual_strength(loaded, random_token_ids(64, 1, 8, seed=0))

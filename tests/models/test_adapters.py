@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
-from transformers import AutoConfig
 
 from lostmid.errors import UserError
 from lostmid.models import load_model
@@ -67,22 +64,12 @@ def test_removing_what_the_architecture_lacks_is_an_error() -> None:
         load_model("tiny-qwen2", no_pos_emb=True)
 
 
-def test_unknown_family_uses_the_generic_adapter(tmp_path) -> None:
-    config = AutoConfig.for_model(
-        "gpt_neox",
-        vocab_size=64,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
-    loaded = load_model(str(tmp_path))
+def test_unknown_family_uses_the_generic_adapter(unknown_family_dir) -> None:
+    loaded = load_model(str(unknown_family_dir))
     assert loaded.adapter.name == "generic"
     with pytest.raises(
         UserError, match="--no-rope needs a family adapter and model type 'gpt_neox'"
     ):
-        load_model(str(tmp_path), no_rope=True)
+        load_model(str(unknown_family_dir), no_rope=True)
     with pytest.raises(UserError, match="per-layer profiles.*needs a family adapter"):
         loaded.adapter.blocks(loaded.model)
