@@ -19,6 +19,7 @@ def test_stage_is_reused_only_with_the_same_config(tmp_path: Path) -> None:
     again = StageStore(tmp_path)  # a restarted run
     assert again.run("sq", {"x": 2}, lambda: compute(2)) == {"y": 4}
     assert calls == [2] and again.reused == ["sq"]
+    assert again.seconds["sq"] == store.seconds["sq"]  # its saved compute time
     assert again.run("sq", {"x": 3}, lambda: compute(3)) == {"y": 9}
     assert calls == [2, 3] and again.computed == ["sq"]
 

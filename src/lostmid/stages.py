@@ -35,7 +35,8 @@ class StageStore:
         self.fresh = fresh
         self.reused: list[str] = []
         self.computed: list[str] = []
-        self.seconds: dict[str, float] = {}
+        self.seconds: dict[str, float] = {}  # compute time per stage, reused ones too
+        self._saved_seconds: dict[str, float] = {}
 
     def path(self, name: str) -> Path:
         return self.dir / f"{name}.json"
@@ -51,6 +52,7 @@ class StageStore:
             return None  # a damaged file is recomputed, never trusted
         if saved.get("config") != to_jsonable(config):
             return None
+        self._saved_seconds[name] = saved.get("seconds", 0.0)
         return saved.get("result")
 
     def run(self, name: str, config: dict[str, Any], compute: Callable[[], Any]) -> Any:
@@ -58,6 +60,7 @@ class StageStore:
         saved = self.load(name, config)
         if saved is not None:
             self.reused.append(name)
+            self.seconds[name] = float(self._saved_seconds.get(name, 0.0))
             return saved
         start = time.perf_counter()
         result = to_jsonable(compute())

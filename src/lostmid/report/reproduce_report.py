@@ -31,7 +31,9 @@ def build_report(record: dict[str, Any], figures: dict[str, Path]) -> Report:
         subtitle=(
             f"lostmid reproduce, scale '{scale['name']}' (L = {scale['length']}, "
             f"{scale['seeds']} seeds x {scale['samples']} samples x {scale['probes']} probes), "
-            f"finished {meta['finished_utc']}, {meta['timings_s']['total']:.0f} s"
+            f"finished {meta['finished_utc']}; stages took {_stage_seconds(meta):.0f} s of "
+            f"compute ({len(meta['stages_reused'])} reused from an earlier run), this "
+            f"invocation {meta['timings_s']['total']:.0f} s"
         ),
     )
     claims = record["claims"]
@@ -166,6 +168,10 @@ def build_report(record: dict[str, Any], figures: dict[str, Path]) -> Report:
         ),
     )
     return report
+
+
+def _stage_seconds(meta: dict[str, Any]) -> float:
+    return sum(v for k, v in meta["timings_s"].items() if k.startswith("stage:"))
 
 
 def _s(stat: dict[str, Any]) -> str:
