@@ -121,6 +121,12 @@ def measure(
         Path | None, typer.Option(help="Text file or directory of .txt (default: random ids).")
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Samples per forward pass.")] = 1,
+    attention: Annotated[
+        str, typer.Option(help="auto (eager up to L = 1024, then sdpa) | eager | sdpa")
+    ] = "auto",
+    strategy: Annotated[
+        str, typer.Option(help="loop (one backward per probe) | vmap (one batched backward)")
+    ] = "loop",
     out: OutOpt = Path("results/measure"),
     seed: SeedOpt = 0,
     overwrite: OverwriteOpt = False,
@@ -146,6 +152,8 @@ def measure(
         dtype=dtype,
         corpus=corpus,
         batch_size=batch_size,
+        attention=attention,
+        strategy=strategy,
     )
     run_measure(config, out=out, overwrite=overwrite, console=console)
 

@@ -80,6 +80,8 @@ def test_cli_measure_runs_and_is_deterministic(tmp_path, monkeypatch, capsys) ->
         (["--model", "tiny-gpt2", "--no-rope"], "gpt2 has no rotary embeddings"),
         (["--model", "tiny-gpt2", "--corpus", "/no/such/corpus"], "no such file or directory"),
         (["--model", "tiny-gpt2", "--output", "bogus"], "--output 'bogus' unknown"),
+        (["--model", "tiny-gpt2", "--attention", "flash"], "--attention 'flash' unknown"),
+        (["--model", "tiny-gpt2", "--strategy", "magic"], "--strategy 'magic' unknown"),
     ],
 )
 def test_cli_errors_are_one_line_exit_2(tmp_path, monkeypatch, capsys, args, message) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.errors import UserError
-from lostmid.influence.estimator import OUTPUTS, influence_profile
+from lostmid.influence.estimator import OUTPUTS, STRATEGIES, influence_profile
 from lostmid.influence.inputs import corpus_token_ids, random_token_ids
 from lostmid.influence.residual import residual_strength
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
@@ -61,7 +61,11 @@ class MeasureConfig:
                 f"--target must be a position in 1..{self.length} (1-indexed), got {self.target}"
             )
         if self.attention not in ("auto", "eager", "sdpa"):
-            raise UserError(f"attention {self.attention!r} unknown; choose auto, eager or sdpa")
+            raise UserError(f"--attention {self.attention!r} unknown; choose auto, eager or sdpa")
+        if self.strategy not in STRATEGIES:
+            raise UserError(
+                f"--strategy {self.strategy!r} unknown; choose one of {', '.join(STRATEGIES)}"
+            )
         if self.corpus is not None and not Path(self.corpus).expanduser().exists():
             raise UserError(f"--corpus {self.corpus}: no such file or directory")
 
