@@ -193,6 +193,7 @@ def test_seed_average_is_root_mean_square() -> None:
         (["--models", " , "], "--models is empty"),
         (["--models", "tiny-gpt2,no-such-model", "--train-steps", "0"], "no-such-model"),
         (["--models", "tiny-gpt2", "--train-preset", "huge"], "unknown preset 'huge'"),
+        (["--models", "tiny-gpt2", "--device", "tpu"], "--device 'tpu' is not a device"),
     ],
 )
 def test_bad_input_is_one_line(run_cli, tmp_path, args, message) -> None:

@@ -240,6 +240,9 @@ def reproduce(
     train_preset: Annotated[
         str | None, typer.Option(help="Training preset (default: tiny; small for --full).")
     ] = None,
+    device: Annotated[
+        str, typer.Option(help="auto (cuda if available) | cpu | cuda[:N], for measurement.")
+    ] = "auto",
     out: OutOpt = Path("results/reproduce"),
     seed: SeedOpt = 0,
     overwrite: Annotated[
@@ -261,6 +264,7 @@ def reproduce(
         train_steps=train_steps,
         train_preset=train_preset,
         seed=seed,
+        device=device,
     )
     run_reproduce(config, out=out, overwrite=overwrite, console=console)
 

@@ -87,6 +87,7 @@ class ReproduceConfig:
     train_steps: int | None = None
     train_preset: str | None = None
     seed: int = 0
+    device: str = "auto"  # auto: cuda when available, else cpu (measurement stages)
 
     def resolved_scale(self) -> Scale:
         if self.scale not in SCALES:
@@ -112,7 +113,9 @@ class ReproduceConfig:
 # -- stage bodies (pure computations over models; results are JSON-able dicts) ----------
 
 
-def measure_stage(model: str, seed: int, scale: Scale, per_layer: bool) -> dict[str, Any]:
+def measure_stage(
+    model: str, seed: int, scale: Scale, per_layer: bool, device: str = "cpu"
+) -> dict[str, Any]:
     """One untrained model, one seed, measured twice on the same weights: with its
     positional encoding, then with it switched off (rotary -> identity, or learned
     position embeddings removed). Per-layer profiles with the encoding on."""
@@ -124,7 +127,11 @@ def measure_stage(model: str, seed: int, scale: Scale, per_layer: bool) -> dict[
     # memory O(L) per layer (see lostmid.influence.run and docs/BENCHMARKS.md)
     attention = "eager" if scale.length <= 1024 else "sdpa"
     loaded = load_model(
-        model, seed=seed, config_overrides=_overrides(scale), attn_implementation=attention
+        model,
+        seed=seed,
+        config_overrides=_overrides(scale),
+        attn_implementation=attention,
+        device=device,
     )
     if scale.length > loaded.max_length:
         raise UserError(
@@ -405,7 +412,8 @@ def run_reproduce(
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a directory")
     out.mkdir(parents=True, exist_ok=True)
-    _check_inputs(config.models, scale)  # fail in seconds, not after the first stages
+    device = resolve_device(config.device)
+    _check_inputs(config.models, scale, device)  # fail in seconds, not after a stage
     store = StageStore(out, fresh=overwrite)
     seeds = [config.seed + i for i in range(scale.seeds)]
     start = time.perf_counter()
@@ -420,12 +428,15 @@ def run_reproduce(
                 "probes": scale.probes,
                 "vocab_size": scale.vocab_size,
                 "per_layer": seed == seeds[0],
+                "device": device,
             }
             plan.append(
                 (
                     f"measure-{_slug(model)}-seed{seed}",
                     stage_config,
-                    lambda m=model, s=seed, pl=seed == seeds[0]: measure_stage(m, s, scale, pl),
+                    lambda m=model, s=seed, pl=seed == seeds[0]: measure_stage(
+                        m, s, scale, pl, device
+                    ),
                 )
             )
     if scale.train_steps != 0:
@@ -502,11 +513,22 @@ def run_reproduce(
     return record
 
 
-def _check_inputs(models: Sequence[str], scale: Scale) -> None:
-    """Resolve every model spec and the training preset before any work starts."""
-    from lostmid.models.load import _resolve
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; others pass through
+    (``lostmid.models.load_model`` checks them)."""
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _check_inputs(models: Sequence[str], scale: Scale, device: str) -> None:
+    """Resolve every model spec, the device and the training preset before any work."""
+    from lostmid.models.load import _check_device, _resolve
     from lostmid.train.config import preset
 
+    _check_device(device)
     for model in models:
         _resolve(model)
     if scale.train_steps != 0:
