@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 
 from lostmid.theory.continuum import continuum_row
+from lostmid.theory.continuum import density as rho_density
 from lostmid.train import ModelSpec, build_model, learning_signal, rho_cell_masses
-from lostmid.train.learning_signal import CausalMeanModel, rho_density
+from lostmid.train.learning_signal import CausalMeanModel
 
 
 def test_closed_form_causal_mean_model() -> None:

@@ -28,7 +28,7 @@ from lostmid.train.corpus import (
     heldout_windows,
     load_corpus,
 )
-from lostmid.train.learning_signal import learning_signal, rho_cell_masses, rho_density
+from lostmid.train.learning_signal import learning_signal, rho_cell_masses
 from lostmid.train.loop import (
     Interventions,
     PositionWeight,
@@ -65,7 +65,6 @@ __all__ = [
     "next_token_loss",
     "preset",
     "rho_cell_masses",
-    "rho_density",
     "run_training",
     "training_claims",
 ]

@@ -26,10 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lostmid.compare.metrics import spearman, wasserstein1
 from lostmid.theory import influence_row, summarize_profile
 from lostmid.train.config import TrainConfig
 from lostmid.train.learning_signal import learning_signal, rho_cell_masses
-from lostmid.train.metrics import spearman, wasserstein1
 
 THEORY_KERNELS = ("rollout", "jacobian")
 

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lostmid.errors import UserError
-from lostmid.theory.continuum import continuum_row, density
+from lostmid.theory.continuum import continuum_row
 
 
 def learning_signal(model: nn.Module, batches: Iterable[torch.Tensor]) -> tuple[np.ndarray, float]:
@@ -99,15 +99,6 @@ def rho_cell_masses(length: int, layers: int, alpha: float) -> np.ndarray:
             f"need length >= 1, layers >= 1, alpha in [0, 1]; got {length}, {layers}, {alpha}"
         )
     return continuum_row(length, layers, alpha, kernel="rollout")
-
-
-def rho_density(x: np.ndarray | float, layers: int, alpha: float) -> np.ndarray:
-    """The continuous part of rho_H(x), x in (0, 1] (the delta at x = 1 left out).
-
-    >>> float(rho_density(1.0, 3, 0.5))  # only k = 1 at x = 1: b_1 = 3/8
-    0.375
-    """
-    return density(x, layers, alpha)
 
 
 class CausalMeanModel(nn.Module):
