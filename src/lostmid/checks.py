@@ -1,0 +1,53 @@
+"""Shared input checks: one function and one message per kind of mistake.
+
+Every config validates in its constructor with these, so a user sees the same words
+for the same mistake whichever command they ran. Each raises :class:`UserError`.
+
+>>> check_choice("--kernel", "rollout", ("rollout", "jacobian"))
+'rollout'
+>>> check_position("--target", None, 8)
+8
+>>> check_position("--target", 9, 8)
+Traceback (most recent call last):
+...
+lostmid.errors.UserError: --target must be a position in 1..8 (1-indexed), got 9
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lostmid.errors import UserError
+
+
+def check_choice(name: str, value: str, options: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``options``, else one line naming them."""
+    options = tuple(options)
+    if value not in options:
+        raise UserError(f"{name} {value!r} unknown; choose one of {', '.join(options)}")
+    return value
+
+
+def check_position(name: str, position: int | None, length: int) -> int:
+    """A 1-indexed position in 1..length; ``None`` means the last one (``length``)."""
+    if position is None:
+        return length
+    if not 1 <= position <= length:
+        raise UserError(f"{name} must be a position in 1..{length} (1-indexed), got {position}")
+    return int(position)
+
+
+def check_positive(name: str, value: float, *, integer: bool = True) -> float:
+    """A value > 0 (an integer unless ``integer=False``)."""
+    if integer and int(value) != value:
+        raise UserError(f"{name} must be a whole number, got {value}")
+    if not value > 0:
+        raise UserError(f"{name} must be positive, got {value}")
+    return value
+
+
+def check_unit_interval(name: str, value: float) -> float:
+    """A value in [0, 1]."""
+    if not 0.0 <= value <= 1.0:
+        raise UserError(f"{name} must be in [0, 1], got {value}")
+    return float(value)
