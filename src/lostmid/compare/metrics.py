@@ -234,6 +234,10 @@ class ProfileComparison:
     primacy_error: float
     log10_rmse: float
 
+    def record(self) -> dict[str, float | None]:
+        """The JSON form: one key per attribute, the same names everywhere."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
 
 def log10_rmse(a: np.ndarray, b: np.ndarray) -> float:
     """RMS of log10(a_j/b_j) about its mean over positions where both are > 0.
