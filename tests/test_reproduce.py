@@ -164,8 +164,15 @@ def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
     code, _, err = run_cli("reproduce", *args, "--out", tmp_path)
     assert code == 0, err
     record = json.loads((tmp_path / "reproduce.json").read_text())
-    steps = [row["step"] for row in record["training"]["table"]]
-    assert steps[0] == 0 and steps[-1] == 12
+    table = record["training"]["table"]
+    assert [row["step"] for row in table] == [0, 10, 12]
+    assert {"W1 vs predicted theory (jacobian)", "learning signal vs rho: W1"} <= set(table[0])
+    empty = [(row["step"], k) for row in table for k, v in row.items() if v is None]
+    assert empty == []  # every cell of the training table is filled
+    html = (tmp_path / "report.html").read_text()
+    training_html = html[html.index("<h2>Training dynamics</h2>") :]
+    training_html = training_html[: training_html.index("</table>")]
+    assert "<td>\u2014</td>" not in training_html  # the report's mark for a missing value
     claims = [c["claim"] for c in record["claims"]]
     assert any("valley" in c.lower() for c in claims[-2:])
     dynamics = json.loads((tmp_path / "train" / "dynamics.json").read_text())

@@ -563,26 +563,22 @@ def summarise_training(dynamics: dict[str, Any], folder: Path) -> dict[str, Any]
     from lostmid.train.claims import training_claims
 
     rows = []
-    for r in dynamics["records"]:
-        if "influence" not in r:
+    for c in dynamics["records"]:
+        m = c.measurement
+        if m is None:
             continue
-        dist = r["distances"]
         rows.append(
             {
-                "step": r["step"],
-                "tokens": r["tokens_seen"],
-                "held-out loss": r["heldout_loss"],
-                "log10 peak/valley": float(np.log10(r["peak_to_valley"]))
-                if r.get("peak_to_valley")
-                else None,
-                "Spearman vs predicted theory (jacobian)": dist["influence_vs_theory"][
+                "step": c.step,
+                "tokens": c.tokens_seen,
+                "held-out loss": m.heldout_loss,
+                "log10 peak/valley": m.influence_summary.log10_peak_to_valley,
+                "Spearman vs predicted theory (jacobian)": m.influence_vs_theory[
                     "jacobian"
-                ].get("spearman"),
-                "W1 vs predicted theory (jacobian)": dist["influence_vs_theory"]["jacobian"].get(
-                    "wasserstein1"
-                ),
-                "learning signal vs rho: Spearman": dist["learning_signal_vs_rho"].get("spearman"),
-                "learning signal vs rho: W1": dist["learning_signal_vs_rho"].get("wasserstein1"),
+                ].spearman,
+                "W1 vs predicted theory (jacobian)": m.influence_vs_theory["jacobian"].wasserstein1,
+                "learning signal vs rho: Spearman": m.learning_signal_vs_rho.spearman,
+                "learning signal vs rho: W1": m.learning_signal_vs_rho.wasserstein1,
             }
         )
     model = dynamics["model"]
@@ -592,7 +588,7 @@ def summarise_training(dynamics: dict[str, Any], folder: Path) -> dict[str, Any]
     source = dynamics["corpus"].get("source", "the corpus")
     speed = f"{tps:,.0f}" if tps else "?"
     return {
-        "claims": training_claims(dynamics),
+        "claims": training_claims(dynamics["records"]),
         "table": rows,
         "figures": {k: str(v) for k, v in figures.items()},
         "paragraphs": [

@@ -67,7 +67,17 @@ class Timer:
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Numpy arrays, dataclasses and non-finite floats made JSON-safe (inf/nan -> None)."""
+    """Numpy arrays, dataclasses and non-finite floats made JSON-safe (inf/nan -> None).
+
+    A result with a ``record()`` method is written as its record (its documented JSON
+    form); any other dataclass as its fields.
+
+    >>> import numpy as np
+    >>> to_jsonable({"x": np.array([1.0, np.inf]), "path": Path("a")})
+    {'x': [1.0, None], 'path': 'a'}
+    """
+    if callable(getattr(obj, "record", None)) and not isinstance(obj, type):
+        return to_jsonable(obj.record())
     if is_dataclass(obj) and not isinstance(obj, type):
         return to_jsonable(asdict(obj))
     if isinstance(obj, Mapping):

@@ -1,93 +1,86 @@
+"""The training claims' verdicts on checkpoints built so that each rule's boundary is known."""
+
 from __future__ import annotations
 
-from lostmid.train import training_claims
+import numpy as np
+import pytest
+
+from lostmid.train import Checkpoint, CheckpointMeasurement, rho_cell_masses, training_claims
+
+T, ALPHAS = 16, np.array([0.3, 0.3])
+RHO = rho_cell_masses(T, ALPHAS.size, float(ALPHAS.mean()))
 
 
-def _record(
-    step: int,
-    ptv: float,
-    loss: float,
-    s: float,
-    w1: float,
-    flat: float,
-    mid: float = 10.0,
-    primacy: float = 3.0,
-) -> dict:
-    return {
-        "step": step,
-        "peak_to_valley": ptv,
-        "heldout_loss": loss,
-        "influence": {
-            "summary": {
-                "peak_to_dead_zone": mid + step,
-                "dead_zone_level": 1.0,
-                "primacy": primacy,
-                "recency": 5.0,
-            }
-        },
-        "learning_signal": {"alpha_mean": 0.3},
-        "distances": {"learning_signal_vs_rho": {"spearman": s, "w1": w1, "w1_uniform": flat}},
-    }
+def u_profile(primacy: float, middle: float, recency: float, dip: float | None = None):
+    """Flat ``middle`` between position 1 (``primacy``) and T (``recency``); ``dip``
+    replaces one position next to the target (a lone noisy minimum)."""
+    p = np.full(T, middle)
+    p[0], p[-1] = primacy, recency
+    if dip is not None:
+        p[-2] = dip
+    return p
 
 
-def _dynamics(*records: dict) -> dict:
-    return {"records": list(records)}
+def checkpoint(step: int, influence=None, loss: float = 3.0, signal=None) -> Checkpoint:
+    measurement = CheckpointMeasurement(
+        train_loss=loss,
+        heldout_loss_per_position=np.full(T, loss),
+        influence=u_profile(3.0, 1.0, 100.0) if influence is None else influence,
+        influence_stderr=np.zeros(T),
+        residual_strength=ALPHAS,
+        learning_signal=RHO if signal is None else signal,
+    )
+    return Checkpoint(step, step * 64, 1e-3, None, measurement)
+
+
+def valley(final, loss: float = 2.0, start=None):
+    start = u_profile(3.0, 1.0, 100.0) if start is None else start  # peak/valley 100
+    return training_claims([checkpoint(0, start, 5.5), checkpoint(100, final, loss)])[0]
 
 
 def test_valley_deepens_verdicts() -> None:
-    deep = training_claims(
-        _dynamics(_record(0, 100, 5.5, 0.9, 0.1, 0.3), _record(100, 1000, 2.0, 0.9, 0.1, 0.3))
-    )
-    assert deep[0]["verdict"] == "reproduced"
-    assert "x10.00" in deep[0]["ours"]
-    little = training_claims(
-        _dynamics(_record(0, 100, 5.5, 0.9, 0.1, 0.3), _record(100, 150, 2.0, 0.9, 0.1, 0.3))
-    )
-    assert little[0]["verdict"] == "partly"
-    flatter = training_claims(
-        _dynamics(_record(0, 100, 5.5, 0.9, 0.1, 0.3), _record(100, 50, 2.0, 0.9, 0.1, 0.3))
-    )
-    assert flatter[0]["verdict"] == "not reproduced"
-    no_learning = training_claims(
-        _dynamics(_record(0, 100, 5.5, 0.9, 0.1, 0.3), _record(100, 1000, 5.4, 0.9, 0.1, 0.3))
-    )
-    assert no_learning[0]["verdict"] == "not reproduced"
-    # the minimum deepened but the middle did not: only partly
-    noisy = training_claims(
-        _dynamics(
-            _record(0, 100, 5.5, 0.9, 0.1, 0.3, mid=50),
-            _record(100, 1000, 2.0, 0.9, 0.1, 0.3, mid=-80),
-        )
-    )
-    assert noisy[0]["verdict"] == "partly"
-    # deeper, but the primacy end fell into the middle: no longer a U, only partly
-    one_sided = training_claims(
-        _dynamics(
-            _record(0, 100, 5.5, 0.9, 0.1, 0.3),
-            _record(100, 1000, 2.0, 0.9, 0.1, 0.3, primacy=0.5),
-        )
-    )
-    assert one_sided[0]["verdict"] == "partly"
-    assert "primacy/dead zone 3 -> 0.5" in one_sided[0]["ours"]
+    deep = valley(u_profile(30.0, 0.1, 100.0))  # peak/valley 100 -> 1000, still a U
+    assert deep.verdict == "reproduced" and "x10.00" in deep.ours
+    # grew, but less than half a decade: 100 -> 150
+    assert valley(u_profile(3.0, 1 / 1.5, 100.0)).verdict == "partly"
+    assert valley(u_profile(3.0, 2.0, 100.0)).verdict == "not reproduced"  # 100 -> 50
+    assert valley(u_profile(30.0, 0.1, 100.0), loss=5.4).verdict == "not reproduced"  # no learning
+    # the minimum deepened x10 but the middle did not (peak over dead zone unchanged)
+    assert valley(u_profile(3.0, 1.0, 100.0, dip=0.1)).verdict == "partly"
+    # deeper, but the primacy end fell below the middle: no longer a U
+    one_sided = valley(u_profile(0.05, 0.1, 100.0))
+    assert one_sided.verdict == "partly"
+    assert "primacy/dead zone 3 -> 0.5" in one_sided.ours
 
 
-def test_learning_signal_verdicts() -> None:
-    def verdict(start: tuple[float, float, float], end: tuple[float, float, float]) -> str:
-        d = _dynamics(_record(0, 10, 5, *start), _record(10, 10, 4, *end))
-        return training_claims(d)[1]["verdict"]
-
-    good, bad = (0.95, 0.05, 0.3), (0.3, 0.01, 0.3)
-    assert verdict(good, good) == "reproduced"
-    assert verdict(good, bad) == "partly"  # holds at init only
-    assert verdict(bad, good) == "partly"
-    assert verdict(bad, (0.95, 0.2, 0.3)) == "partly"  # ranks agree, W1 not well below flat
-    assert verdict(bad, (0.6, 0.1, 0.3)) == "partly"
-    assert verdict(bad, bad) == "not reproduced"
-    assert verdict(bad, (0.95, 0.35, 0.3)) == "not reproduced"  # worse than a flat profile
+def mixed(weight: float) -> np.ndarray:
+    """weight * rho + (1 - weight) * flat (both summing to 1). Its ranks are rho's
+    (Spearman 1) and, W1 being linear in the mixture, W1 to rho is (1 - weight) D and
+    W1 to flat is weight D, with D = W1(rho, flat): the rule "W1 <= W1_flat / 2" holds
+    exactly when weight >= 2/3, and "W1 < W1_flat" when weight > 1/2."""
+    return weight * RHO + (1 - weight) / T
 
 
-def test_claims_keys_and_empty() -> None:
-    claims = training_claims({"records": []})
-    assert [c["verdict"] for c in claims] == ["not reproduced", "not reproduced"]
-    for c in claims:
-        assert {"claim", "paper", "ours", "verdict", "rule", "numbers"} <= set(c)
+@pytest.mark.parametrize(
+    ("start", "end", "verdict"),
+    [
+        (RHO, RHO, "reproduced"),
+        (mixed(0.7), mixed(0.7), "reproduced"),
+        (RHO, mixed(0.4), "partly"),  # holds at init only
+        (mixed(0.4), RHO, "partly"),  # holds at the end only
+        (mixed(0.4), mixed(0.6), "partly"),  # ranks agree, W1 below flat but not by half
+        (mixed(0.4), mixed(0.4), "not reproduced"),  # worse than a flat profile
+        (mixed(0.4), RHO[::-1].copy(), "not reproduced"),  # ranks disagree
+    ],
+)
+def test_learning_signal_verdicts(start, end, verdict) -> None:
+    claims = training_claims([checkpoint(0, signal=start), checkpoint(10, signal=end)])
+    assert claims[1].verdict == verdict
+
+
+def test_unmeasured_checkpoints_are_ignored() -> None:
+    bare = [Checkpoint(0, 0, 1e-3, None), Checkpoint(10, 640, 1e-3, 2.0)]
+    assert [c.verdict for c in training_claims(bare)] == ["not reproduced"] * 2
+    assert all("no measured checkpoints" in c.ours for c in training_claims(bare))
+    mixed_run = [checkpoint(0, loss=5.5), bare[1], checkpoint(30, u_profile(30, 0.1, 100), 2.0)]
+    assert training_claims(mixed_run)[0].verdict == "reproduced"

@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
+from scipy.stats import wasserstein_distance
 
 from lostmid.errors import UserError
+from lostmid.runinfo import to_jsonable
 from lostmid.train import (
+    Checkpoint,
     Interventions,
     ModelVariant,
     RandomWindows,
@@ -35,9 +38,16 @@ RECORD_FIELDS = {
     "residual_strength",
     "theory",
     "learning_signal",
-    "distances",
+    "agreement",
     "timings_s",
 }
+
+
+def w1_by_cdf(a: np.ndarray, b: np.ndarray) -> float:
+    """W1 between the profiles as distributions on positions (j-1)/(L-1), by scipy
+    (an implementation independent of lostmid's)."""
+    positions = np.linspace(0.0, 1.0, a.size)
+    return float(wasserstein_distance(positions, positions, u_weights=a, v_weights=b))
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +81,7 @@ def test_checkpoints_at_promised_steps(finished: tuple[Path, dict, TrainConfig])
 def test_dynamics_fields(finished: tuple[Path, dict, TrainConfig]) -> None:
     out, dynamics, _ = finished
     assert dynamics["complete"] is True
-    assert dynamics["schema"] == "lostmid.train.dynamics/1"
+    assert dynamics["schema"] == "lostmid.train.dynamics/2"
     assert {"config", "model", "corpus", "metadata", "records"} <= set(dynamics)
     assert dynamics["metadata"]["command"] == "train"
     context, layers = 32, 2
@@ -83,11 +93,23 @@ def test_dynamics_fields(finished: tuple[Path, dict, TrainConfig]) -> None:
         assert len(r["learning_signal"]["profile"]) == context
         assert len(r["learning_signal"]["rho"]) == context
         assert len(r["residual_strength"]) == layers
-        assert r["peak_to_valley"] == r["influence"]["summary"]["peak_to_valley"] > 1
-        assert np.mean(r["heldout_loss_per_position"]) == pytest.approx(r["heldout_loss"])
-        for key in ("influence_vs_theory", "learning_signal_vs_rho"):
-            assert key in r["distances"]
-        assert set(r["distances"]["influence_vs_theory"]) == {"rollout", "jacobian"}
+        influence = np.asarray(r["influence"]["profile"])
+        assert r["peak_to_valley"] == pytest.approx(influence.max() / influence[:-1].min())
+        assert r["heldout_loss"] == pytest.approx(np.mean(r["heldout_loss_per_position"]))
+        # the reader inverts the writer: no key written under one name and read under another
+        assert to_jsonable(Checkpoint.from_record(r)) == r
+        agreement = r["agreement"]
+        assert set(agreement["influence_vs_theory"]) == {"rollout", "jacobian"}
+        for kernel, metrics in agreement["influence_vs_theory"].items():
+            theory = np.asarray(r["theory"][kernel])
+            assert metrics["wasserstein1"] == pytest.approx(w1_by_cdf(theory, influence))
+        eta, rho = (np.asarray(r["learning_signal"][k]) for k in ("profile", "rho"))
+        assert agreement["learning_signal_vs_rho"]["wasserstein1"] == pytest.approx(
+            w1_by_cdf(rho, eta)
+        )
+        assert agreement["learning_signal_vs_flat"]["wasserstein1"] == pytest.approx(
+            w1_by_cdf(np.ones(context), eta)
+        )
     first, last = dynamics["records"][0], dynamics["records"][-1]
     assert first["train_loss_running"] is None
     assert last["heldout_loss"] < first["heldout_loss"] - 0.5  # the model learns
@@ -136,11 +158,13 @@ def test_resume_after_interruption_equals_uninterrupted(micro: TrainConfig, tmp_
     assert a.keys() == b.keys()
     for key in a:
         assert np.array_equal(a[key].numpy(), b[key].numpy()), key
-    for ra, rb in zip(straight["records"], resumed["records"], strict=True):
-        assert ra["step"] == rb["step"]
-        assert ra["train_loss_running"] == rb["train_loss_running"]
-        assert ra["heldout_loss"] == rb["heldout_loss"]
-        assert ra["peak_to_valley"] == rb["peak_to_valley"]
+    # steps 0 and 10 of the resumed run were read back from dynamics.json
+    for ca, cb in zip(straight["records"], resumed["records"], strict=True):
+        assert (ca.step, ca.train_loss_running) == (cb.step, cb.train_loss_running)
+        ma, mb = ca.measurement, cb.measurement
+        assert np.array_equal(ma.heldout_loss_per_position, mb.heldout_loss_per_position)
+        assert np.array_equal(ma.influence, mb.influence)
+        assert ma.learning_signal_vs_rho == mb.learning_signal_vs_rho
 
 
 def test_resume_without_state(micro: TrainConfig, tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from lostmid.train.corpus import (
     heldout_windows,
     load_corpus,
 )
+from lostmid.train.dynamics import Checkpoint, CheckpointMeasurement
 from lostmid.train.learning_signal import learning_signal, rho_cell_masses
 from lostmid.train.loop import (
     Interventions,
@@ -43,6 +44,8 @@ from lostmid.train.run import run_training
 __all__ = [
     "PRESETS",
     "BatchSampler",
+    "Checkpoint",
+    "CheckpointMeasurement",
     "Corpus",
     "Interventions",
     "MeasureConfig",

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from lostmid.train.dynamics import Checkpoint  # noqa: E402
 
 
 def _normalised(values: Any) -> np.ndarray:
@@ -33,23 +36,23 @@ def _step_x(steps: list[int]) -> np.ndarray:
     return np.array([s if s > 0 else zero_at for s in steps], dtype=np.float64)
 
 
-def plot_dynamics(dynamics: dict[str, Any], out: Path) -> list[Path]:
+def plot_dynamics(checkpoints: Sequence[Checkpoint], out: Path) -> list[Path]:
     """Write the three figures into ``out``; returns their paths."""
-    records = [r for r in dynamics["records"] if "influence" in r]
+    records = [(c.step, c.measurement) for c in checkpoints if c.measurement is not None]
     if not records:
         return []
-    steps = [r["step"] for r in records]
+    steps = [step for step, _ in records]
     colours = plt.get_cmap("viridis")(np.linspace(0, 1, len(records)))
     paths = []
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for r, c in zip(records, colours, strict=True):
-        p = _normalised(r["influence"]["profile"])
-        ax.plot(np.arange(1, p.size + 1), p, color=c, lw=1.2, label=f"step {r['step']}")
+    for (step, m), c in zip(records, colours, strict=True):
+        p = _normalised(m.influence)
+        ax.plot(np.arange(1, p.size + 1), p, color=c, lw=1.2, label=f"step {step}")
     first, last = records[0], records[-1]
-    for r, style in ((first, ":"), (last, "--")):  # theory from that checkpoint's a_l
-        t = _normalised(r["theory"]["rollout"])
-        ax.plot(np.arange(1, t.size + 1), t, "k" + style, lw=1, label=f"theory, step {r['step']}")
+    for (step, m), style in ((first, ":"), (last, "--")):  # theory from that checkpoint's a_l
+        t = _normalised(m.theory["rollout"])
+        ax.plot(np.arange(1, t.size + 1), t, "k" + style, lw=1, label=f"theory, step {step}")
     ax.set_yscale("log")
     ax.set_xlabel("position j (1-indexed; target = last)")
     ax.set_ylabel("influence on the last position (normalised)")
@@ -62,14 +65,15 @@ def plot_dynamics(dynamics: dict[str, Any], out: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     x = _step_x(steps)
-    ptv = [r["peak_to_valley"] if r["peak_to_valley"] is not None else np.nan for r in records]
+    ptv = [m.influence_summary.peak_to_valley for _, m in records]
+    ptv = [np.nan if v is None else v for v in ptv]
     ax.plot(x, ptv, "o-", color="C0", label="peak / valley (influence)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("training step (step 0 drawn at the far left)")
     ax.set_ylabel("peak-to-valley ratio", color="C0")
     twin = ax.twinx()
-    twin.plot(x, [r["heldout_loss"] for r in records], "s--", color="C3", label="held-out loss")
+    twin.plot(x, [m.heldout_loss for _, m in records], "s--", color="C3", label="held-out loss")
     twin.set_ylabel("held-out loss (nats/byte)", color="C3")
     ax.set_title("Does training deepen the valley?")
     fig.tight_layout()
@@ -78,11 +82,11 @@ def plot_dynamics(dynamics: dict[str, Any], out: Path) -> list[Path]:
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for r, c in zip(records, colours, strict=True):
-        eta = _normalised(r["learning_signal"]["profile"])
-        ax.plot(np.arange(1, eta.size + 1), eta, color=c, lw=1.2, label=f"eta, step {r['step']}")
-    rho = _normalised(last["learning_signal"]["rho"])
-    a = last["learning_signal"]["alpha_mean"]
+    for (step, m), c in zip(records, colours, strict=True):
+        eta = _normalised(m.learning_signal)
+        ax.plot(np.arange(1, eta.size + 1), eta, color=c, lw=1.2, label=f"eta, step {step}")
+    rho = _normalised(last[1].rho)
+    a = last[1].alpha_mean
     ax.plot(np.arange(1, rho.size + 1), rho, "k--", lw=1.2, label=f"rho_H cells, a={a:.2f}")
     ax.set_yscale("log")
     ax.set_xlabel("position j (1-indexed)")

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -28,11 +29,11 @@ from lostmid.errors import UserError
 from lostmid.runinfo import Timer, prepare_out, read_json, run_metadata, write_json
 from lostmid.train.config import TrainConfig
 from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
-from lostmid.train.dynamics import measure_checkpoint
+from lostmid.train.dynamics import Checkpoint, measure_checkpoint
 from lostmid.train.loop import Interventions, Trainer, checkpoint_steps, learning_rate
 from lostmid.train.model import build_model, parameter_count, resolve_device, save_checkpoint
 
-SCHEMA = "lostmid.train.dynamics/1"
+SCHEMA = "lostmid.train.dynamics/2"
 DYNAMICS = "dynamics.json"
 RESUME = "resume.pt"
 CHECKPOINTS = "checkpoints"
@@ -96,11 +97,19 @@ def run_training(
         )
         trainer = Trainer(model, config, sampler, interventions.loss_weight, device)
 
-    records: list[dict[str, Any]] = []
+    records: list[Checkpoint] = []
     if resume:
         trainer.load(out / RESUME)
         if (out / DYNAMICS).is_file():
-            records = [r for r in read_json(out / DYNAMICS)["records"] if r["step"] <= trainer.step]
+            saved = read_json(out / DYNAMICS)
+            if saved.get("schema") != SCHEMA:
+                raise UserError(
+                    f"cannot resume: {out / DYNAMICS} has schema {saved.get('schema')!r}, "
+                    f"this lostmid writes {SCHEMA!r}; start again with --overwrite"
+                )
+            records = [
+                c for c in map(Checkpoint.from_record, saved["records"]) if c.step <= trainer.step
+            ]
     dynamics: dict[str, Any] = {
         "schema": SCHEMA,
         "config": config.to_dict(),
@@ -117,7 +126,7 @@ def run_training(
         "complete": False,
         "records": records,
     }
-    done = {r["step"] for r in records}
+    done = {c.step for c in records}
     wanted = set(dynamics["checkpoint_steps"])
     start_step = trainer.step
     train_seconds = 0.0
@@ -127,27 +136,22 @@ def run_training(
         with timer("checkpoint_io"):
             save_checkpoint(trainer.model, checkpoint_dir(out, step))
         running = list(trainer.recent_losses)  # cleared only once the record is kept
-        with timer("measure"):
-            if config.measure.enabled:
+        measurement = None
+        if config.measure.enabled:
+            with timer("measure"):
                 batches = [sampler.batch(step + i) for i in range(config.measure.signal_batches)]
-                record = measure_checkpoint(
-                    trainer.model,
-                    step=step,
-                    tokens_seen=trainer.tokens_seen,
-                    lr=learning_rate(step, config),
-                    running_losses=running,
-                    signal_batches=batches,
-                    heldout=heldout,
-                    config=config,
+                measurement = measure_checkpoint(
+                    trainer.model, signal_batches=batches, heldout=heldout, config=config
                 )
-            else:
-                record = {
-                    "step": step,
-                    "tokens_seen": trainer.tokens_seen,
-                    "lr": learning_rate(step, config),
-                    "train_loss_running": sum(running) / len(running) if running else None,
-                }
-        records.append(record)
+        records.append(
+            Checkpoint(
+                step=step,
+                tokens_seen=trainer.tokens_seen,
+                lr=learning_rate(step, config),
+                train_loss_running=sum(running) / len(running) if running else None,
+                measurement=measurement,
+            )
+        )
         trainer.pop_losses()
         done.add(step)
         with timer("checkpoint_io"):
@@ -199,7 +203,7 @@ def run_training(
         from lostmid.train.plot import plot_dynamics
 
         with timer("plots"):
-            plot_dynamics(dynamics, out)
+            plot_dynamics(records, out)
     timer.seconds["total"] = time.perf_counter() - wall
     trained_tokens = (trainer.step - start_step) * config.batch_size * context
     dynamics["complete"] = True
@@ -228,19 +232,17 @@ def summary_table(dynamics: dict[str, Any]) -> Table:
         "eta~rho W1",
     ):
         table.add_column(name, justify="right")
-    for r in dynamics["records"]:
-        dist = r.get("distances", {})
-        theory = dist.get("influence_vs_theory", {}).get("rollout", {})
-        eta = dist.get("learning_signal_vs_rho", {})
+    for c in dynamics["records"]:
+        m = c.measurement
         table.add_row(
-            str(r["step"]),
-            _tokens(r["tokens_seen"]),
-            _fmt(r.get("train_loss", r.get("train_loss_running"))),
-            _fmt(r.get("heldout_loss")),
-            _fmt(r.get("peak_to_valley"), "{:.3g}"),
-            _fmt(theory.get("spearman")),
-            _fmt(eta.get("spearman")),
-            _fmt(eta.get("w1")),
+            str(c.step),
+            _tokens(c.tokens_seen),
+            _fmt(c.train_loss_running if m is None else m.train_loss),
+            _fmt(None if m is None else m.heldout_loss),
+            _fmt(None if m is None else m.influence_summary.peak_to_valley, "{:.3g}"),
+            _fmt(None if m is None else m.influence_vs_theory["rollout"].spearman),
+            _fmt(None if m is None else m.learning_signal_vs_rho.spearman),
+            _fmt(None if m is None else m.learning_signal_vs_rho.wasserstein1),
         )
     return table
 
@@ -250,4 +252,4 @@ def _tokens(count: int) -> str:
 
 
 def _fmt(value: float | None, spec: str = "{:.3f}") -> str:
-    return "-" if value is None else spec.format(value)
+    return "-" if value is None or not np.isfinite(value) else spec.format(value)
