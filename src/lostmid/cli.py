@@ -250,13 +250,14 @@ def reproduce(
     ] = False,
 ) -> None:
     """Main job: the paper's core experiments end to end -> report.html, claims.json."""
-    from lostmid.reproduce import ReproduceConfig, run_reproduce
+    from lostmid.reproduce.config import ReproduceConfig, parse_models
+    from lostmid.reproduce.run import run_reproduce
 
     if quick and full:
         raise UserError("choose at most one of --quick and --full")
-    config = ReproduceConfig(
-        scale="quick" if quick else "full" if full else "default",
-        models=tuple(m.strip() for m in models.split(",") if m.strip()),
+    config = ReproduceConfig.at_scale(
+        "quick" if quick else "full" if full else "default",
+        models=parse_models(models),
         length=length,
         seeds=seeds,
         samples=samples,

@@ -73,12 +73,21 @@ class MeasureConfig:
 EAGER_MAX_LENGTH = 1024
 
 
+def attention_for(length: int, checkpointing: bool = False) -> str:
+    """The attention implementation ``auto`` picks: eager up to L = 1024 (the probe VJPs
+    batch well: fastest), SDPA beyond or with checkpointing (no L x L matrix kept per
+    layer, so long contexts fit in memory). See docs/BENCHMARKS.md.
+
+    >>> attention_for(512), attention_for(2048)
+    ('eager', 'sdpa')
+    """
+    return "eager" if length <= EAGER_MAX_LENGTH and not checkpointing else "sdpa"
+
+
 def _attention(config: MeasureConfig) -> str:
-    """``auto``: eager attention up to L = 1024 (vmapped VJPs batch well: fastest), SDPA
-    beyond (no L x L matrix kept per layer, so long contexts fit in memory)."""
     if config.attention != "auto":
         return config.attention
-    return "eager" if config.length <= EAGER_MAX_LENGTH and not config.checkpointing else "sdpa"
+    return attention_for(config.length, config.checkpointing)
 
 
 def _summary_table(result: dict[str, Any], console: Any) -> None:

@@ -113,12 +113,20 @@ def plot_profiles(
 def plot_depth_growth(
     per_layer: np.ndarray,
     theory_rows: np.ndarray,
-    agreement: list[dict[str, float]],
     *,
+    layers: np.ndarray,
+    spearman: np.ndarray,
+    wasserstein1: np.ndarray,
     title: str,
 ) -> Figure:
     """Left: measured per-layer profiles (solid) and the theory at H = l (dashed), each
-    normalised to sum 1, for a few layers. Right: Spearman and W1 against the layer."""
+    normalised to sum 1, for a few layers. Right: Spearman and W1 against the layer.
+
+    Args:
+        per_layer: (H, L) measured profiles, NaN rows where a layer was not measured.
+        theory_rows: (H, L) the theory at H = l in row l - 1.
+        layers, spearman, wasserstein1: the agreement at each measured layer l.
+    """
     measured = [i + 1 for i in range(per_layer.shape[0]) if np.all(np.isfinite(per_layer[i]))]
     picks = np.unique(np.round(np.linspace(0, len(measured) - 1, min(4, len(measured)))))
     shown = [measured[int(i)] for i in picks]
@@ -135,12 +143,11 @@ def plot_depth_growth(
     ax.set_ylabel("influence (normalised); dashed: theory at H = l")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both")
-    ls = [r["layer"] for r in agreement]
-    ax2.plot(ls, [r["spearman"] for r in agreement], "o-", label="Spearman")
+    ax2.plot(layers, spearman, "o-", label="Spearman")
     ax2.set_xlabel("layer l")
     ax2.set_ylabel("Spearman (measured vs theory at H = l)")
     ax3 = ax2.twinx()
-    ax3.plot(ls, [r["wasserstein1"] for r in agreement], "s--", color="tab:red", label="W1")
+    ax3.plot(layers, wasserstein1, "s--", color="tab:red", label="W1")
     ax3.set_ylabel("W1", color="tab:red")
     ax2.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)

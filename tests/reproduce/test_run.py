@@ -6,10 +6,9 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-import lostmid.reproduce as rp
+import lostmid.reproduce.run as rp
 
 TINY = [
     "--models",
@@ -180,26 +179,16 @@ def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
     assert "Training dynamics" in (tmp_path / "report.html").read_text()
 
 
-def test_seed_average_is_root_mean_square() -> None:
-    runs = [
-        {"mean_sq": [4.0, 1.0], "stderr": [0.1, 0.1], "residual_strength": [0.2]},
-        {"mean_sq": [16.0, 9.0], "stderr": [0.1, 0.1], "residual_strength": [0.4]},
-    ]
-    avg = rp.seed_average(runs)
-    np.testing.assert_allclose(avg["influence"], np.sqrt([10.0, 5.0]))
-    np.testing.assert_allclose(avg["residual_strength"], [0.3])
-    # s.e. of the mean of squares: sd/sqrt(2) = |a-b|/2; delta method: / (2 sqrt(mean))
-    np.testing.assert_allclose(avg["stderr"], np.array([6.0, 4.0]) / (2 * np.sqrt([10.0, 5.0])))
-
-
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--quick", "--full"], "at most one of --quick and --full"),
-        (["--seeds", "0"], "--seeds must be >= 1"),
+        (["--seeds", "0"], "--seeds must be positive, got 0"),
+        (["--train-steps", "-3"], "--train-steps must be positive, got -3"),
         (["--models", " , "], "--models is empty"),
-        (["--models", "tiny-gpt2,no-such-model", "--train-steps", "0"], "no-such-model"),
-        (["--models", "tiny-gpt2", "--train-preset", "huge"], "unknown preset 'huge'"),
+        (["--models", "tiny-gpt2,no-such-model", "--length", "16"], "no-such-model"),
+        (["--models", "tiny-gpt2", "--train-preset", "huge"], "--train-preset 'huge' unknown"),
+        (["--models", "tiny-qwen2,tiny-gpt2", "--length", "200"], "maximum 128 of tiny-gpt2"),
         (["--models", "tiny-gpt2", "--device", "tpu"], "--device 'tpu' is not a device"),
     ],
 )

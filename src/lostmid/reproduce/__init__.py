@@ -1,0 +1,36 @@
+"""The main job, ``lostmid reproduce``: the paper's core experiments end to end.
+
+1. Untrained Qwen2-0.5B-shaped and GPT-2-shaped models, several seeds: the influence
+   profile at step 0, against the theory predicted from each model's own measured
+   residual strengths (no fitting) and against the fitted theory, beside naive baselines.
+2. The same with positional encodings off (rotary for Qwen2, position embeddings for
+   GPT-2): the profile with against without.
+3. Growth with depth: the per-layer profile l against the theory at H = l.
+4. Training dynamics on the ``tiny`` preset (does the valley deepen?).
+5. A claims table whose verdicts follow from the numbers by stated rules.
+
+Each experiment is a resumable stage (:mod:`lostmid.stages`): a run restarted with the
+same ``--out`` reuses the stages it finished. Results: ``report.html``, ``claims.json``,
+``reproduce.json`` (every number), ``stages/*.json``, ``figures/*.png`` and, per model,
+``MODEL/measure.json`` (seed-averaged, readable by ``lostmid compare``).
+
+Modules: :mod:`~lostmid.reproduce.config` (what a run is), :mod:`~.stages` (what each
+stage computes), :mod:`~.analysis` (what the numbers say per model),
+:mod:`~.claims` (verdicts), :mod:`~.figures`, :mod:`~.report` (the HTML layout) and
+:mod:`~.run` (:func:`run_reproduce`).
+
+>>> from lostmid.reproduce import ReproduceConfig
+>>> ReproduceConfig.at_scale("quick").scale.length
+128
+"""
+
+from lostmid.lazy import attach
+
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "config": ["DEFAULT_MODELS", "SCALES", "ReproduceConfig", "Scale"],
+        "analysis": ["ModelAnalysis", "ReproduceResult"],
+        "run": ["run_reproduce"],
+    },
+)

@@ -1,0 +1,144 @@
+"""What one ``lostmid reproduce`` run is: its scale, models, seed and device.
+
+A :class:`ReproduceConfig` is checked when it is made (one-line
+:class:`~lostmid.errors.UserError`), so the stages can trust it.
+
+>>> config = ReproduceConfig.at_scale("quick", models=("tiny-gpt2",), seeds=2)
+>>> config.scale.length, config.seeds()
+(128, [0, 1])
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from lostmid.checks import check_choice, check_positive
+from lostmid.errors import UserError
+from lostmid.train.config import PRESETS as TRAIN_PRESETS
+
+DEFAULT_MODELS = ("qwen2-0.5b", "gpt2")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big a reproduce run is.
+
+    Attributes:
+        name: the scale the run started from (``quick``, ``default``, ``full``).
+        length: L, the tokens per input.
+        seeds: independently initialised models per architecture.
+        samples: random-token inputs per seed.
+        probes: random probe vectors per input.
+        train_steps: training steps; None: the preset's default; 0: no training section.
+        train_preset: the training preset (``lostmid train --preset``).
+        vocab_size: vocabulary of the untrained models (None: the family's own). Only
+            the blocks matter for the hidden-state Jacobian; inputs are random ids.
+        depth_points: per-layer profiles at about this many layers (None: all).
+    """
+
+    name: str
+    length: int
+    seeds: int
+    samples: int
+    probes: int
+    train_steps: int | None
+    train_preset: str = "tiny"
+    vocab_size: int | None = 512
+    depth_points: int | None = 6
+
+    def __post_init__(self) -> None:
+        for name in ("length", "seeds", "samples", "probes"):
+            check_positive(f"--{name}", getattr(self, name))
+        if self.train_steps not in (None, 0):  # 0 is allowed: it skips training
+            check_positive("--train-steps", self.train_steps)
+        check_choice("--train-preset", self.train_preset, TRAIN_PRESETS)
+
+
+SCALES = {
+    "quick": Scale(
+        "quick", length=128, seeds=3, samples=2, probes=2, train_steps=150, depth_points=5
+    ),
+    "default": Scale(
+        "default", length=512, seeds=3, samples=2, probes=2, train_steps=None, depth_points=8
+    ),
+    "full": Scale(
+        "full",
+        length=2048,
+        seeds=5,
+        samples=8,
+        probes=16,
+        train_steps=None,
+        train_preset="small",
+        vocab_size=None,
+        depth_points=None,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ReproduceConfig:
+    """The resolved configuration of one reproduce run.
+
+    Attributes:
+        scale: the resolved :class:`Scale` (a named scale with the user's overrides).
+        models: model specs (presets, directories or hub ids), at least one.
+        seed: the first seed; seed i of a model is ``seed + i``, training uses ``seed``.
+        device: ``auto`` (cuda when torch sees a GPU, else cpu), ``cpu`` or ``cuda[:N]``
+            for the measurement stages.
+    """
+
+    scale: Scale = SCALES["default"]
+    models: tuple[str, ...] = DEFAULT_MODELS
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise UserError("--models is empty; give at least one model spec")
+
+    @classmethod
+    def at_scale(
+        cls,
+        name: str = "default",
+        *,
+        models: tuple[str, ...] = DEFAULT_MODELS,
+        seed: int = 0,
+        device: str = "auto",
+        **overrides: Any,
+    ) -> ReproduceConfig:
+        """The named scale with the fields of :class:`Scale` in ``overrides`` that are
+        not None replacing its own (``length``, ``seeds``, ``train_steps``, ...)."""
+        check_choice("scale", name, SCALES)
+        scale = replace(SCALES[name], **{k: v for k, v in overrides.items() if v is not None})
+        return cls(scale=scale, models=tuple(models), seed=seed, device=device)
+
+    def seeds(self) -> list[int]:
+        """The seeds of every model: ``seed``, ``seed + 1``, ..."""
+        return [self.seed + i for i in range(self.scale.seeds)]
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "scale": asdict(self.scale),
+            "models": list(self.models),
+            "seed": self.seed,
+            "device": self.device,
+        }
+
+
+def parse_models(text: str) -> tuple[str, ...]:
+    """Comma-separated model specs, blanks dropped.
+
+    >>> parse_models("tiny-gpt2, ./my-model ,")
+    ('tiny-gpt2', './my-model')
+    """
+    return tuple(m.strip() for m in text.split(",") if m.strip())
+
+
+def model_slug(model: str) -> str:
+    """A model spec as a file name: the stem of its stages, figures and folder.
+
+    >>> model_slug("Qwen/Qwen2-0.5B")
+    'Qwen_Qwen2-0.5B'
+    """
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model).strip("_")

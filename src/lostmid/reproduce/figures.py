@@ -1,0 +1,81 @@
+"""The figures of the reproduce report, one PNG each under ``OUT/figures``.
+
+Per model (``SLUG`` = :func:`~lostmid.reproduce.config.model_slug`):
+``overlay-SLUG.png`` (measured against every theory and baseline),
+``positional-SLUG.png`` (with against without the positional encoding) and
+``depth-SLUG.png`` (per-layer profiles against the theory at H = l); the training
+figures of ``lostmid train`` are listed as ``train-NAME``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from lostmid.compare.plot import plot_overlay
+from lostmid.report.plots import plot_depth_growth, plot_profiles, save_figure
+from lostmid.reproduce.analysis import ModelAnalysis, depth_theory
+from lostmid.reproduce.config import model_slug
+from lostmid.reproduce.stages import TrainingSummary
+
+DEPTH_KERNEL = "jacobian"  # the kernel drawn in the depth figures
+
+
+def overlay_key(model: str) -> str:
+    return f"overlay-{model_slug(model)}"
+
+
+def model_figures(a: ModelAnalysis, folder: Path) -> dict[str, Path]:
+    """The overlay, positional and (when per-layer profiles exist) depth figures."""
+    slug = model_slug(a.name)
+    theories = {n: c.profile for n, c in a.candidates.items() if c.kind != "baseline"}
+    baselines = {n: c.profile for n, c in a.candidates.items() if c.kind == "baseline"}
+    figures = {
+        overlay_key(a.name): save_figure(
+            plot_overlay(
+                a.on.influence,
+                theories,
+                baselines,
+                stderr=a.on.stderr,
+                title=f"{a.name} at step 0 (mean of {len(a.seeds)} seeds): measured vs theory",
+            ),
+            folder / f"overlay-{slug}.png",
+        )
+    }
+    with_, without = "with positional encoding", f"without ({a.switch})"
+    figures[f"positional-{slug}"] = save_figure(
+        plot_profiles(
+            {with_: a.on.influence, without: a.off.influence},
+            stderr={with_: a.on.stderr, without: a.off.stderr},
+            title=f"{a.name}: influence with and without positional encoding (step 0)",
+        ),
+        folder / f"positional-{slug}.png",
+    )
+    if a.depth is not None and a.depth_growth:
+        points = a.depth_growth[DEPTH_KERNEL]
+        figures[f"depth-{slug}"] = save_figure(
+            plot_depth_growth(
+                a.depth.per_layer,
+                depth_theory(a.depth, DEPTH_KERNEL),
+                layers=np.array([p.layer for p in points]),
+                spearman=np.array([p.agreement.spearman for p in points]),
+                wasserstein1=np.array([p.agreement.wasserstein1 for p in points]),
+                title=f"{a.name}: growth with depth (seed {a.seeds[0]})",
+            ),
+            folder / f"depth-{slug}.png",
+        )
+    return figures
+
+
+def make_figures(
+    analyses: Mapping[str, ModelAnalysis], training: TrainingSummary | None, folder: Path
+) -> dict[str, Path]:
+    """All report figures; returns name -> path (training figures as ``train-NAME``)."""
+    figures: dict[str, Path] = {}
+    for analysis in analyses.values():
+        figures |= model_figures(analysis, folder)
+    if training is not None:
+        figures |= {f"train-{name}": path for name, path in training.figures.items()}
+    return figures

@@ -1,0 +1,204 @@
+"""``lostmid reproduce``: run (or resume) every stage, then write the claims, the numbers,
+the figures and the report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from lostmid.compare.claims import Claim
+from lostmid.errors import UserError
+from lostmid.reproduce.analysis import ModelAnalysis, ReproduceResult, analyse_model
+from lostmid.reproduce.claims import claims_table, model_claims
+from lostmid.reproduce.config import ReproduceConfig, model_slug
+from lostmid.reproduce.figures import make_figures
+from lostmid.reproduce.report import build_report
+from lostmid.reproduce.stages import (
+    SeedMeasurement,
+    TrainingSummary,
+    check_models,
+    measure_stage,
+    run_device,
+    training_stage,
+)
+from lostmid.runinfo import run_metadata, write_json
+from lostmid.stages import StageStore
+from lostmid.theory import summarize_profile
+
+
+@dataclass(frozen=True)
+class PlannedStage:
+    """One stage of the plan: its name, the configuration that identifies its saved
+    result, how to compute it and how to read its record back."""
+
+    name: str
+    config: Mapping[str, Any]
+    compute: Callable[[], Any]
+    read: Callable[[Mapping[str, Any]], Any]
+
+
+def measure_stage_name(model: str, seed: int) -> str:
+    return f"measure-{model_slug(model)}-seed{seed}"
+
+
+def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
+    """Every stage of the run, in order: each model at each seed, then training."""
+    scale, seeds = config.scale, config.seeds()
+    plan = []
+    for model in config.models:
+        for seed in seeds:
+            per_layer = seed == seeds[0]  # depth growth on the first seed only
+            plan.append(
+                PlannedStage(
+                    measure_stage_name(model, seed),
+                    {
+                        "model": model,
+                        "seed": seed,
+                        "length": scale.length,
+                        "samples": scale.samples,
+                        "probes": scale.probes,
+                        "vocab_size": scale.vocab_size,
+                        "per_layer": per_layer,
+                        "device": device,
+                    },
+                    lambda m=model, s=seed, p=per_layer: measure_stage(m, s, scale, p, device),
+                    SeedMeasurement.from_record,
+                )
+            )
+    if scale.train_steps != 0:
+        plan.append(
+            PlannedStage(
+                "train",
+                {"preset": scale.train_preset, "steps": scale.train_steps, "seed": config.seed},
+                lambda: training_stage(config, out / "train"),
+                TrainingSummary.from_record,
+            )
+        )
+    return plan
+
+
+def run_stages(
+    plan: list[PlannedStage], store: StageStore, console: Console | None
+) -> dict[str, Any]:
+    """Each stage's result (saved or computed, read back from its record), by name."""
+    results: dict[str, Any] = {}
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} stages"),
+        TimeElapsedColumn(),
+        console=console or Console(quiet=True),
+        transient=False,
+    ) as progress:
+        task = progress.add_task("reproduce", total=len(plan))
+        for stage in plan:
+            progress.update(task, description=f"reproduce: {stage.name}")
+            try:
+                results[stage.name] = stage.read(
+                    store.run(stage.name, dict(stage.config), stage.compute)
+                )
+            except KeyboardInterrupt:
+                progress.stop()
+                (console or Console(stderr=True)).print(
+                    f"interrupted during stage {stage.name}; {len(results)} finished stages "
+                    f"are saved in {store.dir}; run the same command again to resume"
+                )
+                raise
+            progress.advance(task)
+    return results
+
+
+def write_measure_json(
+    path: Path, analysis: ModelAnalysis, config: ReproduceConfig, metadata: Mapping[str, Any]
+) -> None:
+    """The seed-averaged profile in the measure.json layout, for ``lostmid compare``."""
+    scale, on = config.scale, analysis.on
+    write_json(
+        path,
+        {
+            "influence": on.influence,
+            "stderr": on.stderr,
+            "residual_strength": on.residual_strength,
+            "per_layer": None,
+            "summary": summarize_profile(on.influence),
+            "config": {
+                **analysis.model,
+                "length": scale.length,
+                "samples": scale.samples,
+                "probes": scale.probes,
+                "seeds": list(analysis.seeds),
+                "target": scale.length,
+                "output": "hidden",
+                "note": "average over seeds of the squared norms, then sqrt",
+            },
+            "metadata": metadata,
+        },
+    )
+
+
+def run_reproduce(
+    config: ReproduceConfig,
+    *,
+    out: Path,
+    overwrite: bool = False,
+    console: Console | None = None,
+) -> ReproduceResult:
+    """Run (or resume) every stage, then write the claims, the numbers and the report.
+
+    Writes under ``out``: ``report.html``, ``claims.json``, ``reproduce.json`` (the
+    result's record), ``stages/*.json``, ``figures/*.png``, ``MODEL/measure.json`` per
+    model and ``train/``. A finished stage is reused unless ``overwrite``.
+    """
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a directory")
+    device = run_device(config)
+    check_models(config, device)  # fail in seconds, not after a stage
+    out.mkdir(parents=True, exist_ok=True)
+    store = StageStore(out, fresh=overwrite)
+    start = time.perf_counter()
+    results = run_stages(plan_stages(config, device, out), store, console)
+
+    analyses = {
+        model: analyse_model(model, [results[measure_stage_name(model, s)] for s in config.seeds()])
+        for model in config.models
+    }
+    training: TrainingSummary | None = results.get("train")
+    claims: list[Claim] = [c for a in analyses.values() for c in model_claims(a)]
+    if training is not None:
+        claims += training.claims
+    figures = make_figures(analyses, training, out / "figures")
+    seconds = time.perf_counter() - start
+    metadata = run_metadata(
+        "reproduce",
+        config.record(),
+        config.seed,
+        {"total": seconds, **{f"stage:{k}": v for k, v in store.seconds.items()}},
+    )
+    metadata["stages_reused"] = store.reused
+    metadata["stages_computed"] = store.computed
+    result = ReproduceResult(
+        config=config,
+        models=analyses,
+        training=training,
+        claims=tuple(claims),
+        figures=figures,
+        metadata=metadata,
+    )
+    for model, analysis in analyses.items():
+        write_measure_json(out / model_slug(model) / "measure.json", analysis, config, metadata)
+    write_json(out / "claims.json", list(result.claims))
+    write_json(out / "reproduce.json", result)
+    build_report(result).write(out / "report.html")
+    if console is not None:
+        console.print(claims_table(result.claims))
+        console.print(
+            f"{len(store.computed)} stages computed, {len(store.reused)} reused, "
+            f"{seconds:.0f} s; wrote {out / 'report.html'}, {out / 'claims.json'}"
+        )
+    return result

@@ -1,0 +1,350 @@
+"""The stages of a reproduce run and their results.
+
+Two kinds of stage, each saved by :class:`lostmid.stages.StageStore` as the ``record()``
+of its result and read back with ``from_record`` (a resumed run and a fresh one go
+through the same JSON):
+
+* ``measure-MODEL-seedS`` (:func:`measure_stage`): one untrained model, one seed,
+  measured twice on the same weights, with its positional encoding and without it;
+* ``train`` (:func:`training_stage`): the small training run of ``lostmid train`` and a
+  summary of its dynamics for the report.
+
+Only the transformer blocks matter for the hidden-state Jacobian, so the untrained
+models are built with a small vocabulary (``Scale.vocab_size``) to save memory and time;
+inputs are random token ids.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lostmid.compare.claims import Claim
+from lostmid.errors import UserError
+from lostmid.influence import influence_profile, random_token_ids, residual_strength
+from lostmid.influence.run import attention_for
+from lostmid.models import LoadedModel, load_model
+from lostmid.reproduce.config import ReproduceConfig, Scale
+from lostmid.train.claims import training_claims
+from lostmid.train.config import resolve_cli_config
+from lostmid.train.dynamics import Checkpoint
+from lostmid.train.model import resolve_device
+from lostmid.train.run import RESUME, run_training
+from lostmid.typing import Float
+
+
+def _array(values: Any) -> np.ndarray:
+    """A JSON list as float64; None (a non-finite value in JSON) becomes nan."""
+    return np.asarray(values, dtype=np.float64)
+
+
+@dataclass(frozen=True, eq=False)
+class ProfileRun:
+    """One measured influence profile of one model and seed (positions 1..L at 0..L-1).
+
+    Attributes:
+        influence: (L,) ||d h_L / d x_j||_F; ``stderr`` its standard error.
+        mean_sq: (L,) the estimate of E||J_j||_F^2 that ``influence`` is the root of.
+        residual_strength: (H,) a_l measured on the same inputs.
+        per_layer: (H, L) the profile of the residual after each layer, NaN rows where
+            the layer was not measured; None when no layer was.
+    """
+
+    influence: Float[np.ndarray, " L"]
+    stderr: Float[np.ndarray, " L"]
+    mean_sq: Float[np.ndarray, " L"]
+    residual_strength: Float[np.ndarray, " H"]
+    per_layer: Float[np.ndarray, "H L"] | None = None
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "influence": self.influence,
+            "stderr": self.stderr,
+            "mean_sq": self.mean_sq,
+            "per_layer": self.per_layer,
+            "residual_strength": self.residual_strength,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ProfileRun:
+        per_layer = record.get("per_layer")
+        return cls(
+            influence=_array(record["influence"]),
+            stderr=_array(record["stderr"]),
+            mean_sq=_array(record["mean_sq"]),
+            residual_strength=_array(record["residual_strength"]),
+            per_layer=None if per_layer is None else _array(per_layer),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class SeedMeasurement:
+    """The result of one measure stage.
+
+    Attributes:
+        model: the model's resolved facts (``LoadedModel.describe()``).
+        attention: the attention implementation used (eager or sdpa).
+        switch: which positional encoding was switched off for ``off``.
+        on, off: the profile with and without the positional encoding.
+        seconds: wall time of the stage.
+    """
+
+    model: Mapping[str, Any]
+    attention: str
+    switch: str
+    on: ProfileRun
+    off: ProfileRun
+    seconds: float
+
+    @property
+    def seed(self) -> int:
+        return int(self.model["seed"])
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "model": dict(self.model),
+            "attention": self.attention,
+            "switch": self.switch,
+            "on": self.on.record(),
+            "off": self.off.record(),
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> SeedMeasurement:
+        return cls(
+            model=dict(record["model"]),
+            attention=str(record["attention"]),
+            switch=str(record["switch"]),
+            on=ProfileRun.from_record(record["on"]),
+            off=ProfileRun.from_record(record["off"]),
+            seconds=float(record["seconds"]),
+        )
+
+
+def depth_layers(layers: int, points: int | None) -> list[int]:
+    """Roughly log-spaced layers 1..H, always including 1 and H (all when ``points`` is
+    None or >= H). Layer l costs a backward through l blocks, so few deep ones are cheap.
+
+    >>> depth_layers(24, 6)
+    [1, 2, 4, 7, 13, 24]
+    """
+    if points is None or points >= layers:
+        return list(range(1, layers + 1))
+    grid = np.unique(np.round(np.geomspace(1, layers, points)).astype(int))
+    return [int(x) for x in grid]
+
+
+def model_overrides(scale: Scale) -> dict[str, Any] | None:
+    """Config overrides of the untrained models: the scale's vocabulary, if any."""
+    if scale.vocab_size is None:
+        return None
+    # special token ids must stay inside the smaller vocabulary (unused here)
+    return {"vocab_size": scale.vocab_size, "bos_token_id": None, "eos_token_id": None}
+
+
+def switch_off_positions(loaded: LoadedModel) -> str:
+    """Remove this family's positional encoding in place; return which one it was."""
+    if loaded.adapter.has_rope:
+        loaded.adapter.remove_rope(loaded.model)
+        return "rotary -> identity"
+    if loaded.adapter.has_position_embedding:
+        loaded.adapter.remove_position_embedding(loaded.model)
+        return "position embeddings removed"
+    raise UserError(f"{loaded.spec}: its family has no positional encoding lostmid can switch off")
+
+
+def run_device(config: ReproduceConfig) -> str:
+    """The device of the measurement stages: ``auto`` resolved to cuda or cpu."""
+    return str(resolve_device(config.device)) if config.device == "auto" else config.device
+
+
+def check_models(config: ReproduceConfig, device: str) -> None:
+    """Fail in seconds, before any stage, on what would fail a stage later: a model spec
+    that does not resolve, a device that is not there, a family that cannot be built or
+    switched off, a length beyond a model's maximum.
+
+    Each model is built with one layer (and the scale's small vocabulary): the public
+    loader checks the spec and the device the way the stage will.
+    """
+    one_layer = {**(model_overrides(config.scale) or {}), "num_hidden_layers": 1}
+    one_layer.setdefault("vocab_size", 512)
+    for model in config.models:
+        loaded = load_model(model, config_overrides=one_layer, device=device)
+        if config.scale.length > loaded.max_length:
+            raise UserError(
+                f"--length {config.scale.length} exceeds the maximum {loaded.max_length} of "
+                f"{model}; pass --length {loaded.max_length} or less"
+            )
+        if not (loaded.adapter.has_rope or loaded.adapter.has_position_embedding):
+            switch_off_positions(loaded)  # raises its one-line message
+
+
+def measure_stage(
+    model: str, seed: int, scale: Scale, per_layer: bool, device: str
+) -> SeedMeasurement:
+    """One untrained model, one seed, measured twice on the same weights: with its
+    positional encoding, then with it switched off (rotary -> identity, or learned
+    position embeddings removed). Per-layer profiles (when asked) with the encoding on."""
+    start = time.perf_counter()
+    attention = attention_for(scale.length)
+    loaded = load_model(
+        model,
+        seed=seed,
+        config_overrides=model_overrides(scale),
+        attn_implementation=attention,
+        device=device,
+    )
+    ids = random_token_ids(loaded.vocab_size, scale.samples, scale.length, seed)
+
+    def measure(layers: list[int] | bool) -> ProfileRun:
+        profile = influence_profile(loaded, ids, probes=scale.probes, seed=seed, per_layer=layers)
+        return ProfileRun(
+            influence=profile.influence,
+            stderr=profile.stderr,
+            mean_sq=profile.mean_sq,
+            residual_strength=residual_strength(loaded, ids),
+            per_layer=profile.per_layer,
+        )
+
+    on = measure(depth_layers(loaded.num_layers, scale.depth_points) if per_layer else False)
+    switch = switch_off_positions(loaded)
+    off = measure(False)
+    return SeedMeasurement(
+        model=loaded.describe(),
+        attention=attention,
+        switch=switch,
+        on=on,
+        off=off,
+        seconds=time.perf_counter() - start,
+    )
+
+
+# -- training ------------------------------------------------------------------------------
+
+TRAINING_COLUMNS = {  # TrainingRow field -> its column in the report and reproduce.json
+    "step": "step",
+    "tokens": "tokens",
+    "heldout_loss": "held-out loss",
+    "log10_peak_to_valley": "log10 peak/valley",
+    "theory_spearman": "Spearman vs predicted theory (jacobian)",
+    "theory_wasserstein1": "W1 vs predicted theory (jacobian)",
+    "signal_spearman": "learning signal vs rho: Spearman",
+    "signal_wasserstein1": "learning signal vs rho: W1",
+}
+
+
+@dataclass(frozen=True)
+class TrainingRow:
+    """One measured checkpoint in the report's training table."""
+
+    step: int
+    tokens: int
+    heldout_loss: float
+    log10_peak_to_valley: float | None
+    theory_spearman: float | None
+    theory_wasserstein1: float | None
+    signal_spearman: float | None
+    signal_wasserstein1: float | None
+
+    @classmethod
+    def of(cls, checkpoint: Checkpoint) -> TrainingRow:
+        m = checkpoint.measurement
+        if m is None:
+            raise ValueError(f"checkpoint {checkpoint.step} was not measured")
+        theory = m.influence_vs_theory["jacobian"]
+        return cls(
+            step=checkpoint.step,
+            tokens=checkpoint.tokens_seen,
+            heldout_loss=m.heldout_loss,
+            log10_peak_to_valley=m.influence_summary.log10_peak_to_valley,
+            theory_spearman=theory.spearman,
+            theory_wasserstein1=theory.wasserstein1,
+            signal_spearman=m.learning_signal_vs_rho.spearman,
+            signal_wasserstein1=m.learning_signal_vs_rho.wasserstein1,
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {column: getattr(self, name) for name, column in TRAINING_COLUMNS.items()}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> TrainingRow:
+        return cls(**{name: record[column] for name, column in TRAINING_COLUMNS.items()})
+
+
+@dataclass(frozen=True)
+class TrainingSummary:
+    """The result of the training stage: claims, a row per measured checkpoint, the
+    figures ``lostmid train`` drew, and the paragraphs that describe the run."""
+
+    claims: tuple[Claim, ...]
+    table: tuple[TrainingRow, ...]
+    figures: Mapping[str, Path]
+    paragraphs: tuple[str, ...]
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "claims": list(self.claims),
+            "table": [row.record() for row in self.table],
+            "figures": {k: str(v) for k, v in self.figures.items()},
+            "paragraphs": list(self.paragraphs),
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> TrainingSummary:
+        return cls(
+            claims=tuple(Claim(**c) for c in record["claims"]),
+            table=tuple(TrainingRow.from_record(r) for r in record["table"]),
+            figures={k: Path(v) for k, v in record["figures"].items()},
+            paragraphs=tuple(record["paragraphs"]),
+        )
+
+
+def training_stage(config: ReproduceConfig, folder: Path) -> TrainingSummary:
+    """Train the small model (``lostmid train``) into ``folder`` and summarise it.
+
+    An interrupted training is resumed from its last saved state; one left by another
+    configuration is replaced (it lives under this run's ``--out``).
+    """
+    scale = config.scale
+    train_config = resolve_cli_config(
+        scale.train_preset, None, steps=scale.train_steps, seed=config.seed
+    )
+    dynamics = None
+    if (folder / RESUME).is_file():
+        try:
+            dynamics = run_training(train_config, folder, resume=True)
+        except UserError:  # saved by another configuration
+            dynamics = None
+    if dynamics is None:
+        dynamics = run_training(train_config, folder, overwrite=True)
+    return summarise_training(dynamics, folder)
+
+
+def summarise_training(dynamics: Mapping[str, Any], folder: Path) -> TrainingSummary:
+    """Claims, per-checkpoint table and figures of one training run."""
+    checkpoints = dynamics["records"]
+    model, train_config = dynamics["model"], dynamics["config"]
+    tps = dynamics.get("tokens_per_second")
+    source = dynamics["corpus"].get("source", "the corpus")
+    speed = f"{tps:,.0f}" if tps else "?"
+    return TrainingSummary(
+        claims=tuple(training_claims(checkpoints)),
+        table=tuple(TrainingRow.of(c) for c in checkpoints if c.measurement is not None),
+        figures={p.stem: p for p in sorted(folder.glob("*.png"))},
+        paragraphs=(
+            f"A {model['family']}-style byte-level LM ({model['layers']} layers, hidden "
+            f"{model['hidden']}, context {model['context']}, {model['parameters']:,} "
+            f"parameters) trained for {train_config['steps']} steps on {source} ({speed} "
+            "tokens/s). At each checkpoint: the influence profile on held-out text, the "
+            "theory predicted from the residual strengths measured there, and the learning "
+            "signal (norm of the gradient of the loss at the last position with respect to "
+            "each input embedding) against rho_H.",
+            f"Full dynamics: {folder / 'dynamics.json'}.",
+        ),
+    )
