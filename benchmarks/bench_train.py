@@ -27,10 +27,10 @@ import torch
 from lostmid.train import preset, run_training
 
 
-def _run(config: Any, out: Path) -> tuple[float, dict[str, Any]]:
+def _run(config: Any, out: Path) -> tuple[float, Any]:
     start = time.perf_counter()
-    dynamics = run_training(config, out, overwrite=True)
-    return time.perf_counter() - start, dynamics
+    result = run_training(config, out=out, overwrite=True)
+    return time.perf_counter() - start, result
 
 
 def main() -> None:
@@ -52,7 +52,7 @@ def main() -> None:
         wall_i, dyn_i = _run(config, Path(tmp) / "instrumented")
         rows = [("instrumented", wall_i, dyn_i)]
         if not args.skip_bare:
-            bare = replace(config, measure=replace(config.measure, enabled=False))
+            bare = replace(config, probe=replace(config.probe, enabled=False))
             wall_b, dyn_b = _run(bare, Path(tmp) / "bare")
             rows.append(("bare", wall_b, dyn_b))
 
@@ -61,12 +61,12 @@ def main() -> None:
         f"{'run':<13} {'wall s':>8} {'train s':>8} {'measure s':>10} {'ckpt io s':>10} {'tok/s':>8}"
     )
     for name, wall, dyn in rows:
-        t = dyn["metadata"]["timings_s"]
+        t = dyn.metadata["timings_s"]
         print(
             f"{name:<13} {wall:8.1f} {t['train']:8.1f} {t.get('measure', 0.0):10.2f} "
-            f"{t.get('checkpoint_io', 0.0):10.2f} {dyn['tokens_per_second']:8.0f}"
+            f"{t.get('checkpoint_io', 0.0):10.2f} {dyn.tokens_per_second:8.0f}"
         )
-    t = dyn_i["metadata"]["timings_s"]
+    t = dyn_i.metadata["timings_s"]
     share = (t["measure"] + t.get("plots", 0.0)) / t["train"]
     print(f"\nmeasurement share of training time (timers, instrumented run): {share:.1%}")
     if len(rows) == 2:
@@ -77,11 +77,12 @@ def main() -> None:
         f"\n{'step':>6} {'tokens':>10} {'train loss':>11} {'held-out':>9} {'peak/valley':>12} "
         f"{'measure s':>10}"
     )
-    for r in dyn_i["records"]:
+    for c in dyn_i.checkpoints:
+        m = c.measurement
         print(
-            f"{r['step']:>6} {r['tokens_seen']:>10,} {r['train_loss']:>11.3f} "
-            f"{r['heldout_loss']:>9.3f} {r['peak_to_valley']:>12.3g} "
-            f"{sum(r['timings_s'].values()):>10.2f}"
+            f"{c.step:>6} {c.tokens_seen:>10,} {m.train_loss:>11.3f} "
+            f"{m.heldout_loss:>9.3f} {m.influence_summary.peak_to_valley:>12.3g} "
+            f"{sum(m.timings_s.values()):>10.2f}"
         )
 
 

@@ -1,8 +1,14 @@
 """The ``lostmid`` command line: one entry point, one subcommand per capability.
 
-Thin by design: each command parses options, calls one ``run_*`` function of a
-capability package, and prints its summary. A :class:`UserError` becomes one line on
-stderr and exit code 2, with no traceback.
+Thin by design: each command parses options, builds the capability's config (which
+checks them), calls its ``run_*(config, out=, overwrite=, console=)`` and prints its
+summary. The help of each option is the ``HELP`` entry next to its config, so the CLI
+and the config's docs say the same. A :class:`UserError` becomes one line on stderr and
+exit code 2, with no traceback.
+
+The run functions are imported inside the commands: they load torch and transformers
+(seconds), and ``lostmid --help`` must not wait for them. The config modules imported
+here are light.
 """
 
 from __future__ import annotations
@@ -15,6 +21,12 @@ import typer
 from rich.console import Console
 
 from lostmid.errors import UserError
+from lostmid.influence.config import HELP as MEASURE_HELP
+from lostmid.influence.config import MeasureConfig
+from lostmid.reproduce.config import HELP as REPRODUCE_HELP
+from lostmid.reproduce.config import ReproduceConfig, parse_models
+from lostmid.train.config import HELP as TRAIN_HELP
+from lostmid.train.config import resolve_cli_config
 
 app = typer.Typer(
     add_completion=False,
@@ -65,6 +77,7 @@ def theory(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Exact theory: the influence of every position on the target after H layers."""
+    # imported here, not at the top: keeps lostmid --help fast (module docstring)
     from lostmid.theory.run import TheoryConfig, run_theory
 
     config = TheoryConfig(
@@ -85,54 +98,35 @@ def theory(
 
 @app.command()
 def measure(
-    model: Annotated[
-        str, typer.Option("--model", help="Preset name, local directory or cached hub id.")
-    ] = "qwen2-0.5b",
-    init: Annotated[str, typer.Option(help="random | pretrained | auto (weights if any).")] = (
-        "random"
-    ),
-    length: Annotated[int, typer.Option("--length", "-L", help="Sequence length L.")] = 1024,
-    samples: Annotated[int, typer.Option(help="Input samples (sequences).")] = 8,
-    probes: Annotated[int, typer.Option(help="Random probe vectors per sample.")] = 4,
-    no_rope: Annotated[bool, typer.Option("--no-rope", help="Rotary embeddings off.")] = False,
+    model: Annotated[str, typer.Option("--model", help=MEASURE_HELP["model"])] = "qwen2-0.5b",
+    init: Annotated[str, typer.Option(help=MEASURE_HELP["init"])] = "random",
+    length: Annotated[int, typer.Option("--length", "-L", help=MEASURE_HELP["length"])] = 1024,
+    samples: Annotated[int, typer.Option(help=MEASURE_HELP["samples"])] = 8,
+    probes: Annotated[int, typer.Option(help=MEASURE_HELP["probes"])] = 4,
+    no_rope: Annotated[bool, typer.Option("--no-rope", help=MEASURE_HELP["no_rope"])] = False,
     no_pos_emb: Annotated[
-        bool, typer.Option("--no-pos-emb", help="Learned position embeddings off.")
+        bool, typer.Option("--no-pos-emb", help=MEASURE_HELP["no_pos_emb"])
     ] = False,
-    per_layer: Annotated[
-        bool, typer.Option("--per-layer", help="Also profile the residual after each layer.")
-    ] = False,
-    output: Annotated[str, typer.Option(help="hidden | residual | logits | top1-prob")] = (
-        "hidden"
-    ),
-    target: Annotated[
-        int | None, typer.Option(help="Target position t, 1-indexed (default L).")
-    ] = None,
-    exact: Annotated[
-        bool, typer.Option("--exact", help="Exact norms over all output dims (small models).")
-    ] = False,
+    per_layer: Annotated[bool, typer.Option("--per-layer", help=MEASURE_HELP["per_layer"])] = False,
+    output: Annotated[str, typer.Option(help=MEASURE_HELP["output"])] = "hidden",
+    target: Annotated[int | None, typer.Option(help=MEASURE_HELP["target"])] = None,
+    exact: Annotated[bool, typer.Option("--exact", help=MEASURE_HELP["exact"])] = False,
     checkpointing: Annotated[
-        bool, typer.Option("--checkpointing", help="Gradient checkpointing (long contexts).")
+        bool, typer.Option("--checkpointing", help=MEASURE_HELP["checkpointing"])
     ] = False,
-    device: Annotated[str, typer.Option(help="cpu | cuda[:N]")] = "cpu",
-    dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 | float64")] = (
-        "float32"
-    ),
-    corpus: Annotated[
-        Path | None, typer.Option(help="Text file or directory of .txt (default: random ids).")
-    ] = None,
-    batch_size: Annotated[int, typer.Option(help="Samples per forward pass.")] = 1,
-    attention: Annotated[
-        str, typer.Option(help="auto (eager up to L = 1024, then sdpa) | eager | sdpa")
-    ] = "auto",
-    strategy: Annotated[
-        str, typer.Option(help="loop (one backward per probe) | vmap (one batched backward)")
-    ] = "loop",
+    device: Annotated[str, typer.Option(help=MEASURE_HELP["device"])] = "cpu",
+    dtype: Annotated[str, typer.Option(help=MEASURE_HELP["dtype"])] = "float32",
+    corpus: Annotated[Path | None, typer.Option(help=MEASURE_HELP["corpus"])] = None,
+    batch_size: Annotated[int, typer.Option(help=MEASURE_HELP["batch_size"])] = 1,
+    attention: Annotated[str, typer.Option(help=MEASURE_HELP["attention"])] = "auto",
+    strategy: Annotated[str, typer.Option(help=MEASURE_HELP["strategy"])] = "loop",
     out: OutOpt = Path("results/measure"),
-    seed: SeedOpt = 0,
+    seed: Annotated[int, typer.Option("--seed", help=MEASURE_HELP["seed"])] = 0,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Measure the influence profile ||d h_t / d x_j||_F of a real transformer."""
-    from lostmid.influence.run import MeasureConfig, run_measure
+    # imported here, not at the top: keeps lostmid --help fast (module docstring)
+    from lostmid.influence.run import run_measure
 
     config = MeasureConfig(
         model=model,
@@ -160,32 +154,21 @@ def measure(
 
 @app.command()
 def train(
-    preset: Annotated[
-        str, typer.Option("--preset", help="Model and training preset: tiny | small | micro.")
-    ] = "tiny",
-    steps: Annotated[
-        int | None, typer.Option("--steps", help="Optimizer steps (default: the preset's).")
-    ] = None,
-    corpus: Annotated[
-        Path | None,
-        typer.Option("--corpus", help="Text file or directory (default: Python's stdlib)."),
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="JSON training config (on top of --preset).")
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue from --out/resume.pt.")
-    ] = False,
+    preset: Annotated[str, typer.Option("--preset", help=TRAIN_HELP["preset"])] = "tiny",
+    steps: Annotated[int | None, typer.Option("--steps", help=TRAIN_HELP["steps"])] = None,
+    corpus: Annotated[Path | None, typer.Option("--corpus", help=TRAIN_HELP["corpus"])] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=TRAIN_HELP["config"])] = None,
+    resume: Annotated[bool, typer.Option("--resume", help=TRAIN_HELP["resume"])] = False,
     out: OutOpt = Path("results/train"),
-    seed: Annotated[int | None, typer.Option("--seed", help="Random seed.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help=TRAIN_HELP["seed"])] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Train a small causal LM and measure its position bias at log-spaced checkpoints."""
-    from lostmid.train.config import resolve_cli_config
+    # imported here, not at the top: keeps lostmid --help fast (module docstring)
     from lostmid.train.run import run_training
 
     resolved = resolve_cli_config(preset, config, steps=steps, seed=seed, corpus=corpus)
-    run_training(resolved, out, overwrite, console, resume=resume)
+    run_training(resolved, out=out, overwrite=overwrite, console=console, resume=resume)
 
 
 @app.command()
@@ -205,6 +188,7 @@ def compare(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Theory (given, predicted, fitted) and naive baselines against a measured profile."""
+    # imported here, not at the top: keeps lostmid --help fast (module docstring)
     from lostmid.compare.run import run_compare
 
     run_compare(
@@ -221,36 +205,24 @@ def compare(
 
 @app.command()
 def reproduce(
-    quick: Annotated[
-        bool, typer.Option("--quick", help="Short contexts, fewer seeds: <= 3 min on 2 CPUs.")
-    ] = False,
-    full: Annotated[
-        bool, typer.Option("--full", help="The paper's scale (L = 2048): a GPU or patience.")
-    ] = False,
-    models: Annotated[
-        str, typer.Option(help="Comma-separated model specs (presets, directories, hub ids).")
-    ] = "qwen2-0.5b,gpt2",
-    length: Annotated[int | None, typer.Option(help="Override the scale's length.")] = None,
-    seeds: Annotated[int | None, typer.Option(help="Override the number of seeds.")] = None,
-    samples: Annotated[int | None, typer.Option(help="Override samples per seed.")] = None,
-    probes: Annotated[int | None, typer.Option(help="Override probes per sample.")] = None,
-    train_steps: Annotated[
-        int | None, typer.Option(help="Training steps (0 skips the training section).")
-    ] = None,
-    train_preset: Annotated[
-        str | None, typer.Option(help="Training preset (default: tiny; small for --full).")
-    ] = None,
-    device: Annotated[
-        str, typer.Option(help="auto (cuda if available) | cpu | cuda[:N], for measurement.")
-    ] = "auto",
+    quick: Annotated[bool, typer.Option("--quick", help=REPRODUCE_HELP["quick"])] = False,
+    full: Annotated[bool, typer.Option("--full", help=REPRODUCE_HELP["full"])] = False,
+    models: Annotated[str, typer.Option(help=REPRODUCE_HELP["models"])] = "qwen2-0.5b,gpt2",
+    length: Annotated[int | None, typer.Option(help=REPRODUCE_HELP["length"])] = None,
+    seeds: Annotated[int | None, typer.Option(help=REPRODUCE_HELP["seeds"])] = None,
+    samples: Annotated[int | None, typer.Option(help=REPRODUCE_HELP["samples"])] = None,
+    probes: Annotated[int | None, typer.Option(help=REPRODUCE_HELP["probes"])] = None,
+    train_steps: Annotated[int | None, typer.Option(help=REPRODUCE_HELP["train_steps"])] = None,
+    train_preset: Annotated[str | None, typer.Option(help=REPRODUCE_HELP["train_preset"])] = None,
+    device: Annotated[str, typer.Option(help=REPRODUCE_HELP["device"])] = "auto",
     out: OutOpt = Path("results/reproduce"),
-    seed: SeedOpt = 0,
+    seed: Annotated[int, typer.Option("--seed", help=REPRODUCE_HELP["seed"])] = 0,
     overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Recompute every stage instead of resuming.")
+        bool, typer.Option("--overwrite", help=REPRODUCE_HELP["overwrite"])
     ] = False,
 ) -> None:
     """Main job: the paper's core experiments end to end -> report.html, claims.json."""
-    from lostmid.reproduce.config import ReproduceConfig, parse_models
+    # imported here, not at the top: keeps lostmid --help fast (module docstring)
     from lostmid.reproduce.run import run_reproduce
 
     if quick and full:

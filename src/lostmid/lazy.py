@@ -30,6 +30,9 @@ def attach(
         exports: submodule name (relative to the package) -> the public names it defines.
     """
     where = {name: module for module, names in exports.items() for name in names}
+    # A name equal to a submodule's would be shadowed by the submodule once imported.
+    if clash := sorted(set(where) & set(exports)):
+        raise ValueError(f"{package}: names {clash} are also submodules; rename one")
 
     def __getattr__(name: str) -> Any:
         if name not in where:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
-from lostmid.report.html import PNG_SIGNATURE, Report, figure_to_png
+from lostmid.report.html import PNG_SIGNATURE, Report
+from lostmid.report.plots import figure_to_png, new_figure
 
 VOID = {"meta", "img", "br", "hr", "link", "input"}
 
@@ -52,8 +52,7 @@ class TagChecker(HTMLParser):
 
 
 def tiny_figure() -> Figure:
-    fig = Figure(figsize=(2, 1.5))
-    FigureCanvasAgg(fig)
+    fig = new_figure((2, 1.5))
     fig.add_subplot().plot(np.arange(5), np.arange(5) ** 2)
     return fig
 

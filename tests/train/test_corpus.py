@@ -8,19 +8,10 @@ import pytest
 from lostmid.errors import UserError
 from lostmid.train.corpus import (
     RandomWindows,
-    decode,
-    encode,
     heldout_windows,
     load_corpus,
     stdlib_documents,
 )
-
-
-def test_byte_tokenizer_round_trip() -> None:
-    text = "def f(x):\n    return 'héllo'  # ünïcode\n"
-    ids = encode(text)
-    assert ids.dtype == np.uint8 and ids.max() < 256
-    assert decode(ids) == text
 
 
 def test_split_is_deterministic_and_disjoint(corpus_dir: Path) -> None:

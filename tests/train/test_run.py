@@ -62,7 +62,7 @@ def finished(
     threads = torch.get_num_threads()  # module-scoped: set up before the autouse fixture
     torch.set_num_threads(1)
     try:
-        run_training(config, out)
+        run_training(config, out=out)
     finally:
         torch.set_num_threads(threads)
     return out, json.loads((out / "dynamics.json").read_text()), config
@@ -120,7 +120,7 @@ def test_dynamics_fields(finished: tuple[Path, dict, TrainConfig]) -> None:
 def test_refuses_to_overwrite(finished: tuple[Path, dict, TrainConfig]) -> None:
     out, _, config = finished
     with pytest.raises(UserError, match="already exists; pass --overwrite"):
-        run_training(config, out)
+        run_training(config, out=out)
 
 
 class _Interrupting:
@@ -137,29 +137,29 @@ class _Interrupting:
 
 def test_resume_after_interruption_equals_uninterrupted(micro: TrainConfig, tmp_path: Path) -> None:
     config = replace(micro, steps=20, resume_every=4)
-    straight = run_training(config, tmp_path / "a", make_plots=False)
+    straight = run_training(config, out=tmp_path / "a", make_plots=False)
 
     corpus = load_corpus(config.corpus, seed=0, heldout_fraction=0.3, min_bytes=34)
     sampler = RandomWindows(corpus.train, config.batch_size, config.model.context, config.seed)
     with pytest.raises(KeyboardInterrupt):
         run_training(
             config,
-            tmp_path / "b",
+            out=tmp_path / "b",
             interventions=Interventions(sampler=_Interrupting(sampler, 13)),
             make_plots=False,
         )
     partial = json.loads((tmp_path / "b" / "dynamics.json").read_text())
     assert [r["step"] for r in partial["records"]] == [0, 10] and not partial["complete"]
-    resumed = run_training(config, tmp_path / "b", resume=True, make_plots=False)
+    resumed = run_training(config, out=tmp_path / "b", resume=True, make_plots=False)
 
-    assert resumed["metadata"]["config"]["resumed_from_step"] == 13
+    assert resumed.metadata["config"]["resumed_from_step"] == 13
     a = load_file(checkpoint_dir(tmp_path / "a", 20) / "model.safetensors")
     b = load_file(checkpoint_dir(tmp_path / "b", 20) / "model.safetensors")
     assert a.keys() == b.keys()
     for key in a:
         assert np.array_equal(a[key].numpy(), b[key].numpy()), key
     # steps 0 and 10 of the resumed run were read back from dynamics.json
-    for ca, cb in zip(straight["records"], resumed["records"], strict=True):
+    for ca, cb in zip(straight.checkpoints, resumed.checkpoints, strict=True):
         assert (ca.step, ca.train_loss_running) == (cb.step, cb.train_loss_running)
         ma, mb = ca.measurement, cb.measurement
         assert np.array_equal(ma.heldout_loss_per_position, mb.heldout_loss_per_position)
@@ -169,14 +169,14 @@ def test_resume_after_interruption_equals_uninterrupted(micro: TrainConfig, tmp_
 
 def test_resume_without_state(micro: TrainConfig, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot resume"):
-        run_training(micro, tmp_path, resume=True)
+        run_training(micro, out=tmp_path, resume=True)
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--preset", "huge"], "unknown preset 'huge'"),
-        (["--steps", "0"], "--steps must be >= 1"),
+        (["--preset", "huge"], "--preset 'huge' unknown; choose one of tiny, small, micro"),
+        (["--steps", "0"], "steps must be positive, got 0"),
         (["--corpus", "/definitely/not/here"], "no such file or directory"),
     ],
 )
@@ -237,8 +237,8 @@ def test_model_variant_is_applied(micro: TrainConfig, tmp_path: Path) -> None:
         return model
 
     variant = ModelVariant("frozen-embeddings", freeze_embeddings)
-    config = replace(micro, steps=10, measure=replace(micro.measure, enabled=False))
-    run_training(config, tmp_path, interventions=Interventions(variant=variant, name="frozen"))
+    config = replace(micro, steps=10, probe=replace(micro.probe, enabled=False))
+    run_training(config, out=tmp_path, interventions=Interventions(variant=variant, name="frozen"))
     before = load_file(checkpoint_dir(tmp_path, 0) / "model.safetensors")
     after = load_file(checkpoint_dir(tmp_path, 10) / "model.safetensors")
     key = "model.embed_tokens.weight"

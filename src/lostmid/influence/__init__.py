@@ -8,33 +8,26 @@
 (16,)
 """
 
-from lostmid.influence.estimator import (
-    OUTPUTS,
-    PROBE_KINDS,
-    STRATEGIES,
-    InfluenceProfile,
-    NonFiniteError,
-    checkpointed_blocks,
-    exact_jacobian_norms,
-    influence_profile,
-)
-from lostmid.influence.inputs import corpus_token_ids, random_token_ids, read_corpus_bytes
-from lostmid.influence.residual import residual_strength
-from lostmid.influence.run import MeasureConfig, run_measure
+from lostmid.lazy import attach
 
-__all__ = [
-    "OUTPUTS",
-    "PROBE_KINDS",
-    "STRATEGIES",
-    "InfluenceProfile",
-    "MeasureConfig",
-    "NonFiniteError",
-    "checkpointed_blocks",
-    "corpus_token_ids",
-    "exact_jacobian_norms",
-    "influence_profile",
-    "random_token_ids",
-    "read_corpus_bytes",
-    "residual_strength",
-    "run_measure",
-]
+# Names are imported from their modules on first use (lostmid.lazy): lostmid --help reads
+# the help of MeasureConfig without loading torch.
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "estimator": [
+            "OUTPUTS",
+            "PROBE_KINDS",
+            "STRATEGIES",
+            "InfluenceProfile",
+            "NonFiniteError",
+            "checkpointed_blocks",
+            "exact_jacobian_norms",
+            "influence_profile",
+        ],
+        "inputs": ["corpus_token_ids", "random_token_ids", "read_corpus_bytes"],
+        "residual": ["residual_strength"],
+        "config": ["MeasureConfig"],
+        "run": ["MeasureResult", "run_measure"],
+    },
+)

@@ -1,20 +1,18 @@
-"""Figure of a measured influence profile (matplotlib, Agg canvas: no display needed)."""
+"""Figure of a measured influence profile (:mod:`lostmid.report.plots`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from lostmid.influence.estimator import InfluenceProfile
+from lostmid.report.plots import new_figure, save_figure
 
 
 def plot_influence(profile: InfluenceProfile, path: Path, title: str = "") -> Path:
     """Influence vs position (1-indexed), log y, band = +/- 1 standard error; per-layer faint."""
-    fig = Figure(figsize=(7, 4), dpi=120)
-    FigureCanvasAgg(fig)
+    fig = new_figure((7, 4))
     ax = fig.add_subplot()
     pos = np.arange(1, profile.influence.size + 1)
     keep = profile.influence > 0  # zeros (after the target) cannot sit on a log axis
@@ -34,6 +32,4 @@ def plot_influence(profile: InfluenceProfile, path: Path, title: str = "") -> Pa
     ax.set_ylabel(f"||d h_{profile.target} / d x_j||_F")
     ax.set_title(title or f"influence on position {profile.target}")
     ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    return path
+    return save_figure(fig, path)

@@ -15,7 +15,6 @@ True
 from __future__ import annotations
 
 import base64
-import io
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.errors import UserError
+from lostmid.report.plots import figure_to_png
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -150,13 +150,6 @@ class Report:
         tmp.write_text(self.render(), encoding="utf-8")
         tmp.replace(path)
         return path
-
-
-def figure_to_png(figure: Any, dpi: int = 110) -> bytes:
-    """PNG bytes of a matplotlib Figure (rendered with the Agg canvas, no pyplot state)."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
-    return buffer.getvalue()
 
 
 def png_data_uri(png: bytes) -> str:

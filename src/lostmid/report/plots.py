@@ -1,24 +1,48 @@
-"""Figures. Each function takes arrays, returns a matplotlib Figure and never computes
-theory or measurements itself. The Agg backend keeps everything headless."""
+"""Figures: one way to make them and one way to save them, and the generic plots.
+
+Every figure of lostmid is a :class:`matplotlib.figure.Figure` on its own Agg canvas
+(:func:`new_figure`; no pyplot state, nothing to close, headless) and is written by
+:func:`save_figure` or :func:`figure_to_png` at :data:`DPI`. Each plot function takes
+arrays, returns a Figure and never computes theory or measurements itself.
+
+>>> fig = new_figure((2, 1.5))
+>>> _ = fig.add_subplot().plot([1, 2, 3])
+>>> figure_to_png(fig)[1:4]
+b'PNG'
+"""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+DPI = 120  # every PNG lostmid writes: files and figures embedded in reports
+
+
+def new_figure(figsize: tuple[float, float]) -> Figure:
+    """An empty figure on its own Agg canvas (constrained layout)."""
+    fig = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def save_figure(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as PNG (150 dpi) and close it."""
+    """Write ``fig`` as a PNG file at :data:`DPI`; returns ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150, bbox_inches="tight")
-    plt.close(fig)
+    fig.savefig(path, format="png", dpi=DPI, bbox_inches="tight")
     return path
+
+
+def figure_to_png(fig: Figure) -> bytes:
+    """The PNG bytes :func:`save_figure` would write."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    return buffer.getvalue()
 
 
 def plot_theory(
@@ -36,7 +60,8 @@ def plot_theory(
     the dead zone (middle half), the recency anchor (the target t).
     """
     positions = np.arange(1, log10_influence.size + 1)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    fig = new_figure((11, 4.2))
+    axes = fig.subplots(1, 2, sharey=True)
     finite = np.isfinite(log10_influence)
     c = None
     if continuum is not None:
@@ -87,7 +112,8 @@ def plot_profiles(
 ) -> Figure:
     """Several profiles on one log-scale axis (each normalised to sum 1 by default),
     positions linear and log side by side, with +- stderr bands where given."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    fig = new_figure((11, 4.2))
+    axes = fig.subplots(1, 2, sharey=True)
     for ax, xscale in zip(axes, ("linear", "log"), strict=True):
         for name, values in profiles.items():
             v = np.asarray(values, dtype=np.float64)
@@ -130,8 +156,9 @@ def plot_depth_growth(
     measured = [i + 1 for i in range(per_layer.shape[0]) if np.all(np.isfinite(per_layer[i]))]
     picks = np.unique(np.round(np.linspace(0, len(measured) - 1, min(4, len(measured)))))
     shown = [measured[int(i)] for i in picks]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    cmap = plt.get_cmap("viridis")
+    fig = new_figure((11, 4.2))
+    ax, ax2 = fig.subplots(1, 2)
+    cmap = colormaps["viridis"]
     positions = np.arange(1, per_layer.shape[1] + 1)
     for i, layer in enumerate(shown):
         color = cmap(i / max(len(shown) - 1, 1))

@@ -15,9 +15,24 @@ from typing import Any
 
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
-from lostmid.train.config import PRESETS as TRAIN_PRESETS
+from lostmid.train.config import TRAIN_PRESETS
 
 DEFAULT_MODELS = ("qwen2-0.5b", "gpt2")
+
+HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
+    "quick": "Short contexts, fewer seeds: <= 3 min on 2 CPUs.",
+    "full": "The paper's scale (L = 2048): a GPU or patience.",
+    "models": "Comma-separated model specs (presets, directories, hub ids).",
+    "length": "Override the scale's length L.",
+    "seeds": "Override the number of seeds (independent models per architecture).",
+    "samples": "Override the random-token inputs per seed.",
+    "probes": "Override the probe vectors per input.",
+    "train_steps": "Training steps (0 skips the training section).",
+    "train_preset": "Training preset (default: tiny; small for --full).",
+    "device": "auto (cuda if available) | cpu | cuda[:N], for measurement.",
+    "seed": "First seed: model i uses seed + i, training uses seed.",
+    "overwrite": "Recompute every stage instead of resuming.",
+}
 
 
 @dataclass(frozen=True)
@@ -78,7 +93,7 @@ SCALES = {
 
 @dataclass(frozen=True)
 class ReproduceConfig:
-    """The resolved configuration of one reproduce run.
+    """The resolved configuration of one reproduce run (options: :data:`HELP`).
 
     Attributes:
         scale: the resolved :class:`Scale` (a named scale with the user's overrides).

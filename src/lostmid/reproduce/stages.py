@@ -27,14 +27,14 @@ import numpy as np
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.influence import influence_profile, random_token_ids, residual_strength
-from lostmid.influence.run import attention_for
+from lostmid.influence.config import attention_for
 from lostmid.models import LoadedModel, load_model
 from lostmid.reproduce.config import ReproduceConfig, Scale
 from lostmid.train.claims import training_claims
 from lostmid.train.config import resolve_cli_config
 from lostmid.train.dynamics import Checkpoint
 from lostmid.train.model import resolve_device
-from lostmid.train.run import RESUME, run_training
+from lostmid.train.run import RESUME, TrainResult, run_training
 from lostmid.typing import Float
 
 
@@ -315,32 +315,30 @@ def training_stage(config: ReproduceConfig, folder: Path) -> TrainingSummary:
     train_config = resolve_cli_config(
         scale.train_preset, None, steps=scale.train_steps, seed=config.seed
     )
-    dynamics = None
+    trained = None
     if (folder / RESUME).is_file():
         try:
-            dynamics = run_training(train_config, folder, resume=True)
+            trained = run_training(train_config, out=folder, resume=True)
         except UserError:  # saved by another configuration
-            dynamics = None
-    if dynamics is None:
-        dynamics = run_training(train_config, folder, overwrite=True)
-    return summarise_training(dynamics, folder)
+            trained = None
+    if trained is None:
+        trained = run_training(train_config, out=folder, overwrite=True)
+    return summarise_training(trained, folder)
 
 
-def summarise_training(dynamics: Mapping[str, Any], folder: Path) -> TrainingSummary:
+def summarise_training(trained: TrainResult, folder: Path) -> TrainingSummary:
     """Claims, per-checkpoint table and figures of one training run."""
-    checkpoints = dynamics["records"]
-    model, train_config = dynamics["model"], dynamics["config"]
-    tps = dynamics.get("tokens_per_second")
-    source = dynamics["corpus"].get("source", "the corpus")
+    spec, tps = trained.config.model, trained.tokens_per_second
+    source = trained.corpus.get("source", "the corpus")
     speed = f"{tps:,.0f}" if tps else "?"
     return TrainingSummary(
-        claims=tuple(training_claims(checkpoints)),
-        table=tuple(TrainingRow.of(c) for c in checkpoints if c.measurement is not None),
+        claims=tuple(training_claims(trained.checkpoints)),
+        table=tuple(TrainingRow.of(c) for c in trained.checkpoints if c.measurement is not None),
         figures={p.stem: p for p in sorted(folder.glob("*.png"))},
         paragraphs=(
-            f"A {model['family']}-style byte-level LM ({model['layers']} layers, hidden "
-            f"{model['hidden']}, context {model['context']}, {model['parameters']:,} "
-            f"parameters) trained for {train_config['steps']} steps on {source} ({speed} "
+            f"A {spec.family}-style byte-level LM ({spec.layers} layers, hidden "
+            f"{spec.hidden}, context {spec.context}, {trained.parameters:,} "
+            f"parameters) trained for {trained.config.steps} steps on {source} ({speed} "
             "tokens/s). At each checkpoint: the influence profile on held-out text, the "
             "theory predicted from the residual strengths measured there, and the learning "
             "signal (norm of the gradient of the loss at the last position with respect to "

@@ -1,8 +1,10 @@
 """Training configuration: model shape, optimisation, measurement; presets and JSON files.
 
-Every config is a frozen dataclass. ``from_dict`` rejects unknown keys and bad values
-with one :class:`~lostmid.errors.UserError` line, so a typo in a JSON config never
-silently falls back to a default.
+Every config is a frozen dataclass checked when it is made (one
+:class:`~lostmid.errors.UserError` line, the messages of :mod:`lostmid.checks`), so the
+loop can trust it. ``from_dict`` also rejects unknown keys, so a typo in a JSON config
+never silently falls back to a default. This module stays light (no torch):
+``lostmid --help`` reads :data:`HELP` from it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lostmid.checks import check_choice, check_positive, check_unit_interval
 from lostmid.errors import UserError, require
 
 FAMILIES = ("qwen2", "gpt2")
@@ -41,13 +44,14 @@ class ModelSpec:
     vocab_size: int = BYTE_VOCAB
     tie_embeddings: bool = True
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
-        require(self.family in FAMILIES, f"unknown model family '{self.family}'; use qwen2 or gpt2")
+        """The checks made on construction."""
+        check_choice("model.family", self.family, FAMILIES)
         for name in ("layers", "hidden", "heads", "kv_heads", "intermediate", "context"):
-            value = getattr(self, name)
-            require(
-                isinstance(value, int) and value >= 1, f"model.{name} must be >= 1, got {value}"
-            )
+            check_positive(f"model.{name}", getattr(self, name))
         require(
             self.hidden % self.heads == 0,
             f"model.hidden ({self.hidden}) must be divisible by model.heads ({self.heads})",
@@ -67,8 +71,9 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
-class MeasureConfig:
-    """What is measured at each checkpoint, and how much it may cost.
+class DynamicsProbeConfig:
+    """What is measured at each checkpoint (:mod:`lostmid.train.dynamics`), and how much
+    it may cost.
 
     influence_samples: held-out windows fed to the influence engine.
     influence_probes: random output projections per window (the engine's ``probes``).
@@ -84,10 +89,9 @@ class MeasureConfig:
     heldout_windows: int = 64
     enabled: bool = True
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         for name in ("influence_samples", "influence_probes", "signal_batches", "heldout_windows"):
-            value = getattr(self, name)
-            require(isinstance(value, int) and value >= 1, f"measure.{name} must be >= 1")
+            check_positive(f"probe.{name}", getattr(self, name))
 
 
 @dataclass(frozen=True)
@@ -119,22 +123,20 @@ class TrainConfig:
     resume_every: int = 250
     dtype: str = "float32"
     device: str = "cpu"
-    measure: MeasureConfig = field(default_factory=MeasureConfig)
+    probe: DynamicsProbeConfig = field(default_factory=DynamicsProbeConfig)
 
-    def validate(self) -> None:
-        self.model.validate()
-        self.measure.validate()
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "resume_every"):
+            check_positive(name, getattr(self, name))
+        check_positive("lr", self.lr, integer=False)
+        check_positive("grad_clip", self.grad_clip, integer=False)
+        check_unit_interval("min_lr_ratio", self.min_lr_ratio)
+        require(self.warmup_steps >= 0, f"warmup_steps must be >= 0, got {self.warmup_steps}")
         require(
-            isinstance(self.steps, int) and self.steps >= 1, f"steps must be >= 1, got {self.steps}"
+            0 < self.heldout_fraction < 1,
+            f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}",
         )
-        require(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
-        require(self.lr > 0, f"lr must be > 0, got {self.lr}")
-        require(0 <= self.min_lr_ratio <= 1, "min_lr_ratio must be in [0, 1]")
-        require(self.warmup_steps >= 0, "warmup_steps must be >= 0")
-        require(self.grad_clip > 0, "grad_clip must be > 0")
-        require(0 < self.heldout_fraction < 1, "heldout_fraction must be in (0, 1)")
-        require(self.resume_every >= 1, "resume_every must be >= 1")
-        require(self.dtype in ("float32", "bfloat16"), "dtype must be float32 or bfloat16")
+        check_choice("dtype", self.dtype, ("float32", "bfloat16"))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -144,7 +146,7 @@ def _micro_model() -> ModelSpec:
     return ModelSpec(layers=2, hidden=32, heads=2, kv_heads=1, intermediate=64, context=32)
 
 
-PRESETS: dict[str, TrainConfig] = {
+TRAIN_PRESETS: dict[str, TrainConfig] = {
     # 8 layers x 96 wide, ~1.1M parameters; 2000 steps x 16 x 128 = 4.1M tokens,
     # about 6 minutes on 2 CPU cores with the measurements.
     "tiny": TrainConfig(preset="tiny"),
@@ -158,7 +160,7 @@ PRESETS: dict[str, TrainConfig] = {
         warmup_steps=300,
         resume_every=1000,
         device="auto",
-        measure=MeasureConfig(influence_samples=16, influence_probes=8, heldout_windows=128),
+        probe=DynamicsProbeConfig(influence_samples=16, influence_probes=8, heldout_windows=128),
     ),
     # 2 layers x 32: for tests and smoke runs, seconds on a CPU.
     "micro": TrainConfig(
@@ -168,24 +170,32 @@ PRESETS: dict[str, TrainConfig] = {
         batch_size=8,
         warmup_steps=5,
         resume_every=10,
-        measure=MeasureConfig(
+        probe=DynamicsProbeConfig(
             influence_samples=2, influence_probes=2, signal_batches=1, heldout_windows=4
         ),
     ),
 }
 
 
+HELP = {  # the help of each ``lostmid train`` option, and what it sets here
+    "preset": "Model and training preset: " + " | ".join(TRAIN_PRESETS) + ".",
+    "steps": "Optimizer steps (default: the preset's).",
+    "corpus": "Text file or directory (default: Python's stdlib).",
+    "config": "JSON training config (on top of --preset; keys: the TrainConfig fields).",
+    "resume": "Continue from --out/resume.pt.",
+    "seed": "Random seed: weights, batches, held-out split (default: the preset's).",
+}
+
+
 def preset(name: str) -> TrainConfig:
     """The preset ``name`` (``tiny``, ``small``, ``micro``)."""
-    if name not in PRESETS:
-        raise UserError(f"unknown preset '{name}'; use one of: {', '.join(PRESETS)}")
-    return PRESETS[name]
+    return TRAIN_PRESETS[check_choice("--preset", name, TRAIN_PRESETS)]
 
 
 def from_dict(data: dict[str, Any], base: TrainConfig | None = None) -> TrainConfig:
     """A :class:`TrainConfig` from a (JSON) mapping, on top of ``base`` or its preset.
 
-    Keys are TrainConfig fields; ``model`` and ``measure`` are nested mappings of their
+    Keys are TrainConfig fields; ``model`` and ``probe`` are nested mappings of their
     own fields. Unknown keys are an error. ``preset`` (if given) picks the base.
 
     >>> from_dict({"preset": "micro", "steps": 5, "model": {"layers": 3}}).model.layers
@@ -195,12 +205,9 @@ def from_dict(data: dict[str, Any], base: TrainConfig | None = None) -> TrainCon
     if base is None or "preset" in data:
         base = preset(str(data.get("preset", base.preset if base else "tiny")))
     model = _update(base.model, data.get("model", {}), "model")
-    measure = _update(base.measure, data.get("measure", {}), "measure")
-    top = {k: v for k, v in data.items() if k not in ("model", "measure")}
-    config = _update(base, top, "config")
-    config = replace(config, model=model, measure=measure)
-    config.validate()
-    return config
+    probe = _update(base.probe, data.get("probe", {}), "probe")
+    top = {k: v for k, v in data.items() if k not in ("model", "probe")}
+    return replace(_update(base, top, "config"), model=model, probe=probe)
 
 
 def load_config_file(path: Path, base: TrainConfig | None = None) -> TrainConfig:
@@ -249,18 +256,10 @@ def resolve_cli_config(
     seed: int | None = None,
     corpus: Path | None = None,
 ) -> TrainConfig:
-    """The config of a ``lostmid train`` command line: preset, then file, then flags."""
+    """The config of a ``lostmid train`` command line: preset, then file, then flags
+    (each described in :data:`HELP`)."""
     config = preset(preset_name)
     if config_file is not None:
         config = load_config_file(config_file, base=config)
-    changes: dict[str, Any] = {}
-    if steps is not None:
-        require(steps >= 1, f"--steps must be >= 1, got {steps}")
-        changes["steps"] = steps
-    if seed is not None:
-        changes["seed"] = seed
-    if corpus is not None:
-        changes["corpus"] = str(corpus)
-    config = replace(config, **changes)
-    config.validate()
-    return config
+    changes = {"steps": steps, "seed": seed, "corpus": None if corpus is None else str(corpus)}
+    return replace(config, **{k: v for k, v in changes.items() if v is not None})

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import sysconfig
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -37,11 +36,6 @@ def encode(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy()
 
 
-def decode(ids: np.ndarray | list[int]) -> str:
-    """Token ids back to text; invalid UTF-8 (a window cut mid-character) is replaced."""
-    return bytes(np.asarray(ids, dtype=np.uint8).tolist()).decode("utf-8", errors="replace")
-
-
 @dataclass(frozen=True)
 class Corpus:
     """Train and held-out byte streams plus where they came from.
@@ -59,7 +53,8 @@ class Corpus:
     train_documents: tuple[str, ...]
     heldout_documents: tuple[str, ...]
 
-    def describe(self) -> dict[str, object]:
+    def record(self) -> dict[str, object]:
+        """The split as written to ``dynamics.json``."""
         return {
             "source": self.source,
             "train_bytes": int(self.train.size),
@@ -214,9 +209,3 @@ def heldout_windows(stream: np.ndarray, count: int, context: int, seed: int) -> 
     offset = int(np.random.default_rng([seed, 7]).integers(0, max(span // count, 1)))
     starts = (offset + np.linspace(0, span, count, endpoint=False).astype(np.int64)) % (span + 1)
     return windows(stream, starts, context + 1)
-
-
-def iterate(sampler: BatchSampler, start: int, stop: int) -> Iterator[torch.Tensor]:
-    """The batches of steps ``start .. stop-1``."""
-    for step in range(start, stop):
-        yield sampler.batch(step)

@@ -8,7 +8,7 @@ For the model at step s (positions 1-indexed in the text, 0-indexed in arrays):
 * theory: :func:`lostmid.theory.influence_row` (every kernel) with the residual
   strengths a_l measured at this checkpoint (:func:`lostmid.influence.residual_strength`),
   and its agreement with the measurement;
-* learning signal eta_j (:mod:`lostmid.train.learning_signal`) on the training batches
+* learning signal eta_j (:mod:`lostmid.train.signal`) on the training batches
   of steps s .. s+k-1, compared with rho_H's cell masses at a = mean_l a_l, and with a
   flat profile (the naive baseline: a theory is informative only if it beats it).
 
@@ -36,8 +36,8 @@ from lostmid.compare.metrics import ProfileComparison, compare_profiles
 from lostmid.influence import influence_profile, residual_strength
 from lostmid.theory import KERNELS, ProfileSummary, influence_row, summarize_profile
 from lostmid.train.config import TrainConfig
-from lostmid.train.learning_signal import learning_signal, rho_cell_masses
 from lostmid.train.model import as_loaded, frozen
+from lostmid.train.signal import learning_signal, rho_cell_masses
 from lostmid.typing import Float
 
 
@@ -193,7 +193,7 @@ class Checkpoint:
         lr: the learning rate of step ``step``.
         train_loss_running: mean training loss of the steps since the previous
             checkpoint (None at the first).
-        measurement: None when measurement is switched off (``probe.enabled``).
+        measurement: None when measurement is switched off (``config.probe.enabled``).
     """
 
     step: int
@@ -262,7 +262,7 @@ def measure_checkpoint(
         signal_batches: training batches (B, T + 1) of the steps after this checkpoint.
         heldout: fixed held-out windows (N, T + 1).
     """
-    measure = config.measure
+    probe = config.probe
     timings: dict[str, float] = {}
     start = time.perf_counter()
     per_position = heldout_loss_per_position(model, heldout)
@@ -273,9 +273,9 @@ def measure_checkpoint(
     timings["learning_signal"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    ids = heldout[: measure.influence_samples, :-1]
+    ids = heldout[: probe.influence_samples, :-1]
     influence, stderr, alphas = measure_influence(
-        model, ids, probes=measure.influence_probes, seed=config.seed
+        model, ids, probes=probe.influence_probes, seed=config.seed
     )
     timings["influence"] = time.perf_counter() - start
     return CheckpointMeasurement(

@@ -1,4 +1,4 @@
-"""Figures of a training run (matplotlib, Agg): thin shells over ``dynamics.json``.
+"""Figures of a training run: thin shells over its checkpoints (:mod:`lostmid.report.plots`).
 
 * ``profiles.png``: influence profiles at every checkpoint on one log-scale axis
   (each normalised to sum 1, colour = step), with the rollout theory from the residual
@@ -15,13 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import numpy as np
+from matplotlib import colormaps
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from lostmid.train.dynamics import Checkpoint  # noqa: E402
+from lostmid.report.plots import new_figure, save_figure
+from lostmid.train.dynamics import Checkpoint
 
 
 def _normalised(values: Any) -> np.ndarray:
@@ -42,10 +40,11 @@ def plot_dynamics(checkpoints: Sequence[Checkpoint], out: Path) -> list[Path]:
     if not records:
         return []
     steps = [step for step, _ in records]
-    colours = plt.get_cmap("viridis")(np.linspace(0, 1, len(records)))
+    colours = colormaps["viridis"](np.linspace(0, 1, len(records)))
     paths = []
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig = new_figure((7, 4.2))
+    ax = fig.add_subplot()
     for (step, m), c in zip(records, colours, strict=True):
         p = _normalised(m.influence)
         ax.plot(np.arange(1, p.size + 1), p, color=c, lw=1.2, label=f"step {step}")
@@ -58,12 +57,10 @@ def plot_dynamics(checkpoints: Sequence[Checkpoint], out: Path) -> list[Path]:
     ax.set_ylabel("influence on the last position (normalised)")
     ax.set_title("Influence profile over training")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    paths.append(out / "profiles.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "profiles.png"))
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = new_figure((6, 4))
+    ax = fig.add_subplot()
     x = _step_x(steps)
     ptv = [m.influence_summary.peak_to_valley for _, m in records]
     ptv = [np.nan if v is None else v for v in ptv]
@@ -76,12 +73,10 @@ def plot_dynamics(checkpoints: Sequence[Checkpoint], out: Path) -> list[Path]:
     twin.plot(x, [m.heldout_loss for _, m in records], "s--", color="C3", label="held-out loss")
     twin.set_ylabel("held-out loss (nats/byte)", color="C3")
     ax.set_title("Does training deepen the valley?")
-    fig.tight_layout()
-    paths.append(out / "peak_to_valley.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "peak_to_valley.png"))
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig = new_figure((7, 4.2))
+    ax = fig.add_subplot()
     for (step, m), c in zip(records, colours, strict=True):
         eta = _normalised(m.learning_signal)
         ax.plot(np.arange(1, eta.size + 1), eta, color=c, lw=1.2, label=f"eta, step {step}")
@@ -93,8 +88,5 @@ def plot_dynamics(checkpoints: Sequence[Checkpoint], out: Path) -> list[Path]:
     ax.set_ylabel("learning signal (normalised)")
     ax.set_title("Learning signal eta(x) against the theory rho_H(x)")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    paths.append(out / "learning_signal.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "learning_signal.png"))
     return paths

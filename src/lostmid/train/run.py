@@ -5,11 +5,12 @@ Files under ``--out``:
 * ``checkpoints/step_NNNNNN/``: the model at each checkpoint step (``save_pretrained``:
   ``config.json`` + ``model.safetensors``), loadable by ``transformers`` and lostmid.
 * ``resume.pt``: model, optimizer and counters of the latest saved step (written at
-  every checkpoint, every ``resume_every`` steps and on Ctrl-C); ``--resume`` continues
-  from it and gives the same result as an uninterrupted run.
-* ``dynamics.json``: one record per checkpoint (:mod:`lostmid.train.dynamics`), the
-  resolved config, the corpus split and the run metadata; rewritten atomically after
-  every checkpoint, so it is complete up to the last checkpoint even after a crash.
+  every checkpoint, every ``resume_every`` steps and on Ctrl-C); ``resume=True``
+  continues from it and gives the same result as an uninterrupted run.
+* ``dynamics.json``: the :class:`TrainResult`'s record: the resolved config, the model,
+  the corpus split, one record per checkpoint (:class:`~lostmid.train.dynamics.Checkpoint`)
+  and the run metadata; rewritten atomically after every checkpoint, so it is complete
+  up to the last checkpoint even after a crash (``"complete": false`` until the end).
 * ``profiles.png``, ``peak_to_valley.png``, ``learning_signal.png``.
 """
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +35,12 @@ from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
 from lostmid.train.dynamics import Checkpoint, measure_checkpoint
 from lostmid.train.loop import Interventions, Trainer, checkpoint_steps, learning_rate
 from lostmid.train.model import build_model, parameter_count, resolve_device, save_checkpoint
+from lostmid.train.plot import plot_dynamics
 
 SCHEMA = "lostmid.train.dynamics/2"
 DYNAMICS = "dynamics.json"
 RESUME = "resume.pt"
 CHECKPOINTS = "checkpoints"
-PLOTS = ("profiles.png", "peak_to_valley.png", "learning_signal.png")
 
 
 def checkpoint_dir(out: Path, step: int) -> Path:
@@ -45,39 +48,109 @@ def checkpoint_dir(out: Path, step: int) -> Path:
     return out / CHECKPOINTS / f"step_{step:06d}"
 
 
-def run_training(
-    config: TrainConfig,
-    out: Path,
-    overwrite: bool = False,
-    console: Console | None = None,
-    *,
-    resume: bool = False,
-    interventions: Interventions | None = None,
-    make_plots: bool = True,
-) -> dict[str, Any]:
-    """Train ``config``, measure at every checkpoint, write everything under ``out``.
+@dataclass(frozen=True, eq=False)
+class TrainResult:
+    """One training run (complete, or up to its last checkpoint); its record is
+    ``dynamics.json``.
 
-    Returns the dynamics dict that was written to ``out/dynamics.json``.
-
-    Raises:
-        UserError: bad config or corpus; results already in ``out`` without
-            ``overwrite``; ``resume`` without a saved state or with another config.
+    Attributes:
+        config: the resolved training config.
+        interventions: the name of the interventions trained with.
+        parameters: the model's parameter count (tied weights once).
+        corpus: the corpus split (:meth:`lostmid.train.corpus.Corpus.record`).
+        checkpoints: one :class:`Checkpoint` per checkpoint reached, in step order.
+        complete: whether the run reached ``config.steps``.
+        tokens_per_second: training throughput of this invocation (None until the end).
+        metadata: provenance (None until the end).
     """
-    config.validate()
-    interventions = interventions or Interventions()
-    timer = Timer()
-    wall = time.perf_counter()
+
+    config: TrainConfig
+    interventions: str
+    parameters: int
+    corpus: Mapping[str, Any]
+    checkpoints: tuple[Checkpoint, ...] = ()
+    complete: bool = False
+    tokens_per_second: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def model(self) -> dict[str, Any]:
+        """The model's shape as written to ``dynamics.json``."""
+        spec = self.config.model
+        return {
+            "family": spec.family,
+            "layers": spec.layers,
+            "hidden": spec.hidden,
+            "context": spec.context,
+            "parameters": self.parameters,
+        }
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "config": self.config.to_dict(),
+            "interventions": self.interventions,
+            "model": self.model,
+            "corpus": dict(self.corpus),
+            "checkpoint_steps": checkpoint_steps(self.config.steps),
+            "complete": self.complete,
+            "records": [c.record() for c in self.checkpoints],
+            "tokens_per_second": self.tokens_per_second,
+            "metadata": dict(self.metadata) or None,
+        }
+
+
+def saved_checkpoints(out: Path, until: int) -> tuple[Checkpoint, ...]:
+    """The checkpoints of ``out/dynamics.json`` up to step ``until`` (none if no file)."""
+    if not (out / DYNAMICS).is_file():
+        return ()
+    saved = read_json(out / DYNAMICS)
+    if saved.get("schema") != SCHEMA:
+        raise UserError(
+            f"cannot resume: {out / DYNAMICS} has schema {saved.get('schema')!r}, "
+            f"this lostmid writes {SCHEMA!r}; start again with --overwrite"
+        )
+    return tuple(c for c in map(Checkpoint.from_record, saved["records"]) if c.step <= until)
+
+
+def _prepare_out(out: Path, overwrite: bool, resume: bool) -> None:
     if resume and overwrite:
         raise UserError("--resume and --overwrite contradict each other; pass one")
     if resume:
         if not (out / RESUME).is_file():
             raise UserError(f"cannot resume: {out / RESUME} does not exist; run without --resume")
-    else:
-        prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite)
-        if overwrite:  # only what this command writes
-            shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
-            (out / RESUME).unlink(missing_ok=True)
+        return
+    prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite)
+    if overwrite:  # only what this command writes
+        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+        (out / RESUME).unlink(missing_ok=True)
 
+
+def run_training(
+    config: TrainConfig,
+    *,
+    out: Path,
+    overwrite: bool = False,
+    console: Console | None = None,
+    resume: bool = False,
+    interventions: Interventions | None = None,
+    make_plots: bool = True,
+) -> TrainResult:
+    """Train ``config``, measure at every checkpoint, write everything under ``out``.
+
+    Args:
+        resume: continue from ``out/resume.pt`` (same config) instead of starting.
+        interventions: the loop's plug-in points (loss weight, sampler, model variant).
+        make_plots: draw the three figures at the end.
+
+    Raises:
+        UserError: bad corpus; results already in ``out`` without ``overwrite``;
+            ``resume`` without a saved state or with another config.
+    """
+    interventions = interventions or Interventions()
+    timer = Timer()
+    wall = time.perf_counter()
+    _prepare_out(out, overwrite, resume)
     context = config.model.context
     with timer("corpus"):
         corpus = load_corpus(
@@ -86,76 +159,56 @@ def run_training(
             heldout_fraction=config.heldout_fraction,
             min_bytes=context + 2,
         )
-    device = resolve_device(config.device)
     with timer("build"):
         model = build_model(config.model, config.seed, interventions.variant)
         sampler = interventions.sampler or RandomWindows(
             corpus.train, config.batch_size, context, config.seed
         )
         heldout = heldout_windows(
-            corpus.heldout, config.measure.heldout_windows, context, config.seed
+            corpus.heldout, config.probe.heldout_windows, context, config.seed
         )
-        trainer = Trainer(model, config, sampler, interventions.loss_weight, device)
-
-    records: list[Checkpoint] = []
+        trainer = Trainer(
+            model, config, sampler, interventions.loss_weight, resolve_device(config.device)
+        )
     if resume:
         trainer.load(out / RESUME)
-        if (out / DYNAMICS).is_file():
-            saved = read_json(out / DYNAMICS)
-            if saved.get("schema") != SCHEMA:
-                raise UserError(
-                    f"cannot resume: {out / DYNAMICS} has schema {saved.get('schema')!r}, "
-                    f"this lostmid writes {SCHEMA!r}; start again with --overwrite"
-                )
-            records = [
-                c for c in map(Checkpoint.from_record, saved["records"]) if c.step <= trainer.step
-            ]
-    dynamics: dict[str, Any] = {
-        "schema": SCHEMA,
-        "config": config.to_dict(),
-        "interventions": interventions.name,
-        "model": {
-            "family": config.model.family,
-            "layers": config.model.layers,
-            "hidden": config.model.hidden,
-            "context": context,
-            "parameters": parameter_count(model),
-        },
-        "corpus": corpus.describe(),
-        "checkpoint_steps": checkpoint_steps(config.steps),
-        "complete": False,
-        "records": records,
-    }
-    done = {c.step for c in records}
-    wanted = set(dynamics["checkpoint_steps"])
+    result = TrainResult(
+        config=config,
+        interventions=interventions.name,
+        parameters=parameter_count(model),
+        corpus=corpus.record(),
+        checkpoints=saved_checkpoints(out, trainer.step) if resume else (),
+    )
+    done = {c.step for c in result.checkpoints}
+    wanted = set(checkpoint_steps(config.steps))
     start_step = trainer.step
     train_seconds = 0.0
 
     def checkpoint() -> None:
+        nonlocal result
         step = trainer.step
         with timer("checkpoint_io"):
             save_checkpoint(trainer.model, checkpoint_dir(out, step))
-        running = list(trainer.recent_losses)  # cleared only once the record is kept
+        running = list(trainer.recent_losses)  # cleared only once the checkpoint is kept
         measurement = None
-        if config.measure.enabled:
+        if config.probe.enabled:
             with timer("measure"):
-                batches = [sampler.batch(step + i) for i in range(config.measure.signal_batches)]
+                batches = [sampler.batch(step + i) for i in range(config.probe.signal_batches)]
                 measurement = measure_checkpoint(
                     trainer.model, signal_batches=batches, heldout=heldout, config=config
                 )
-        records.append(
-            Checkpoint(
-                step=step,
-                tokens_seen=trainer.tokens_seen,
-                lr=learning_rate(step, config),
-                train_loss_running=sum(running) / len(running) if running else None,
-                measurement=measurement,
-            )
+        reached = Checkpoint(
+            step=step,
+            tokens_seen=trainer.tokens_seen,
+            lr=learning_rate(step, config),
+            train_loss_running=float(np.mean(running)) if running else None,
+            measurement=measurement,
         )
+        result = replace(result, checkpoints=(*result.checkpoints, reached))
         trainer.pop_losses()
         done.add(step)
         with timer("checkpoint_io"):
-            write_json(out / DYNAMICS, dynamics)
+            write_json(out / DYNAMICS, result)
             trainer.save(out / RESUME)
 
     progress = Progress(
@@ -199,26 +252,30 @@ def run_training(
         raise
 
     timer.seconds["train"] = train_seconds
-    if make_plots and config.measure.enabled:
-        from lostmid.train.plot import plot_dynamics
-
+    if make_plots and config.probe.enabled:
         with timer("plots"):
-            plot_dynamics(records, out)
+            plot_dynamics(result.checkpoints, out)
     timer.seconds["total"] = time.perf_counter() - wall
     trained_tokens = (trainer.step - start_step) * config.batch_size * context
-    dynamics["complete"] = True
-    dynamics["tokens_per_second"] = trained_tokens / train_seconds if train_seconds else None
-    dynamics["metadata"] = run_metadata(
-        "train", config.to_dict() | {"resumed_from_step": start_step}, config.seed, timer.seconds
+    result = replace(
+        result,
+        complete=True,
+        tokens_per_second=trained_tokens / train_seconds if train_seconds else None,
+        metadata=run_metadata(
+            "train",
+            config.to_dict() | {"resumed_from_step": start_step},
+            config.seed,
+            timer.seconds,
+        ),
     )
-    write_json(out / DYNAMICS, dynamics)
+    write_json(out / DYNAMICS, result)
     if console is not None:
-        console.print(summary_table(dynamics))
+        console.print(summary_table(result))
         console.print(f"wrote {out / DYNAMICS}, {out / CHECKPOINTS}/ and plots in {out}")
-    return dynamics
+    return result
 
 
-def summary_table(dynamics: dict[str, Any]) -> Table:
+def summary_table(result: TrainResult) -> Table:
     """One row per checkpoint: losses, peak-to-valley, agreement with the theory."""
     table = Table(title="lostmid train: dynamics", header_style="bold")
     for name in (
@@ -232,7 +289,7 @@ def summary_table(dynamics: dict[str, Any]) -> Table:
         "eta~rho W1",
     ):
         table.add_column(name, justify="right")
-    for c in dynamics["records"]:
+    for c in result.checkpoints:
         m = c.measurement
         table.add_row(
             str(c.step),

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from lostmid.theory.continuum import continuum_row
 from lostmid.theory.continuum import density as rho_density
 from lostmid.train import ModelSpec, build_model, learning_signal, rho_cell_masses
-from lostmid.train.learning_signal import CausalMeanModel
+from lostmid.train.signal import CausalMeanModel
 
 
 def test_closed_form_causal_mean_model() -> None:
