@@ -30,8 +30,7 @@ def test_checkpoint_steps() -> None:
     assert checkpoint_steps(3000) == [0, 10, 30, 100, 300, 1000, 3000]
     assert checkpoint_steps(30) == [0, 10, 30]
     assert checkpoint_steps(7) == [0, 7]
-    with pytest.raises(UserError, match="steps must be >= 1"):
-        checkpoint_steps(0)
+    assert checkpoint_steps(10) == [0, 10]  # a decade is listed once
 
 
 def test_learning_rate_schedule() -> None:

@@ -1,14 +1,42 @@
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from lostmid.theory.continuum import continuum_row
 from lostmid.theory.continuum import density as rho_density
 from lostmid.train import ModelSpec, build_model, learning_signal, rho_cell_masses
-from lostmid.train.signal import CausalMeanModel
+
+
+class CausalMeanModel(nn.Module):
+    """A model whose learning signal is known in closed form.
+
+    logits_t = W (1/t) sum_{s <= t} e_s  (one uniform causal attention hop, no residual):
+    d ell_T / d e_j = (1/T) W^T (softmax(logits_T) - onehot(target)), the same vector for
+    every j, so eta_j = ||W^T (p - y)|| / T for all j.
+    """
+
+    def __init__(self, vocab: int, dim: int, seed: int = 0) -> None:
+        super().__init__()
+        gen = torch.Generator().manual_seed(seed)
+        self.embed = nn.Embedding(vocab, dim)
+        self.out = nn.Linear(dim, vocab, bias=False)
+        with torch.no_grad():
+            self.embed.weight.copy_(torch.randn(vocab, dim, generator=gen))
+            self.out.weight.copy_(torch.randn(vocab, dim, generator=gen) / dim**0.5)
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embed
+
+    def forward(self, inputs_embeds: torch.Tensor) -> SimpleNamespace:
+        t = torch.arange(1, inputs_embeds.shape[1] + 1, dtype=inputs_embeds.dtype)
+        prefix_mean = inputs_embeds.cumsum(dim=1) / t[None, :, None]  # (B, T, d)
+        return SimpleNamespace(logits=self.out(prefix_mean))
 
 
 def test_closed_form_causal_mean_model() -> None:

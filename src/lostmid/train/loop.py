@@ -61,8 +61,6 @@ def checkpoint_steps(steps: int) -> list[int]:
     >>> checkpoint_steps(1)
     [0, 1]
     """
-    if steps < 1:
-        raise UserError(f"steps must be >= 1, got {steps}")
     found = {0, steps}
     scale = 10
     while scale < steps:

@@ -29,7 +29,6 @@ which sums to 1 exactly (Q(k, inf) = 0, Q(k, 0) = 1).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -94,34 +93,4 @@ def rho_cell_masses(length: int, layers: int, alpha: float) -> np.ndarray:
     >>> round(float(m.sum()), 12), bool(m[0] > m[63])
     (1.0, True)
     """
-    if length < 1 or layers < 1 or not 0.0 <= alpha <= 1.0:
-        raise UserError(
-            f"need length >= 1, layers >= 1, alpha in [0, 1]; got {length}, {layers}, {alpha}"
-        )
     return continuum_row(length, layers, alpha, kernel="rollout")
-
-
-class CausalMeanModel(nn.Module):
-    """A model whose learning signal is known in closed form (for tests and the docs).
-
-    logits_t = W (1/t) sum_{s <= t} e_s  (one uniform causal attention hop, no residual):
-    d ell_T / d e_j = (1/T) W^T (softmax(logits_T) - onehot(target)), the same vector for
-    every j, so eta_j = ||W^T (p - y)|| / T for all j.
-    """
-
-    def __init__(self, vocab: int, dim: int, seed: int = 0) -> None:
-        super().__init__()
-        gen = torch.Generator().manual_seed(seed)
-        self.embed = nn.Embedding(vocab, dim)
-        self.out = nn.Linear(dim, vocab, bias=False)
-        with torch.no_grad():
-            self.embed.weight.copy_(torch.randn(vocab, dim, generator=gen))
-            self.out.weight.copy_(torch.randn(vocab, dim, generator=gen) / dim**0.5)
-
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.embed
-
-    def forward(self, inputs_embeds: torch.Tensor) -> SimpleNamespace:
-        t = torch.arange(1, inputs_embeds.shape[1] + 1, dtype=inputs_embeds.dtype)
-        prefix_mean = inputs_embeds.cumsum(dim=1) / t[None, :, None]  # (B, T, d)
-        return SimpleNamespace(logits=self.out(prefix_mean))
