@@ -127,10 +127,14 @@ def test_tables_and_verdicts(tmp_path: Path) -> None:
     assert ids == ["profiles", "claims", "profiles-2"]
 
 
-def test_write_matches_render(tmp_path: Path) -> None:
-    report = full_report(tmp_path)
-    path = report.write(tmp_path / "sub" / "report.html")
-    assert path.read_text(encoding="utf-8") == report.render()
+def test_write_replaces_atomically_in_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "report.html"
+    Report("first").write(path)
+    Report("Sécurité — µ").add_section("naïve").write(path)  # replaces, creates no .tmp
+    assert sorted(p.name for p in path.parent.iterdir()) == ["report.html"]
+    html = path.read_bytes().decode("utf-8")
+    assert "<title>Sécurité — µ</title>" in html and "first" not in html
+    assert '<meta charset="utf-8">' in html
 
 
 def test_bad_sections() -> None:
