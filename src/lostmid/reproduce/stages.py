@@ -169,11 +169,15 @@ def check_models(config: ReproduceConfig, device: str) -> None:
     that does not resolve, a device that is not there, a family that cannot be built or
     switched off, a length beyond a model's maximum.
 
-    Each model is built with one layer (and the scale's small vocabulary): the public
-    loader checks the spec and the device the way the stage will.
+    Each model is built with one layer and a small vocabulary (a fraction of a second):
+    the public loader checks the spec and the device the way the stage will.
     """
-    one_layer = {**(model_overrides(config.scale) or {}), "num_hidden_layers": 1}
-    one_layer.setdefault("vocab_size", 512)
+    one_layer = {
+        "num_hidden_layers": 1,
+        "vocab_size": 512,
+        "bos_token_id": None,
+        "eos_token_id": None,
+    }
     for model in config.models:
         loaded = load_model(model, config_overrides=one_layer, device=device)
         if config.scale.length > loaded.max_length:
