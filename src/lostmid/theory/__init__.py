@@ -27,6 +27,7 @@ from lostmid.theory.masks import (
     SlidingWindow,
     parse_mask,
 )
+from lostmid.theory.positional import positional_influence_row
 from lostmid.theory.schedules import parse_schedule, power_schedule, resolve_alphas
 from lostmid.theory.summary import ProfileSummary, summarize_profile
 
@@ -47,6 +48,7 @@ __all__ = [
     "parse_schedule",
     "path_decomposition",
     "path_weights",
+    "positional_influence_row",
     "power_schedule",
     "resolve_alphas",
     "summarize_profile",
