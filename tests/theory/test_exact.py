@@ -121,13 +121,20 @@ def test_path_weights_are_binomial_for_constant_alpha() -> None:
     )
 
 
-def test_path_decomposition_reassembles_both_kernels() -> None:
-    for kernel in ("rollout", "jacobian"):
-        d = path_decomposition(40, 6, [0.1, 0.9, 0.4, 0.6, 0.2, 0.5], kernel=kernel)
-        total = d.contributions.sum(axis=0)
-        row = influence_row(40, 6, [0.1, 0.9, 0.4, 0.6, 0.2, 0.5], kernel=kernel)
-        np.testing.assert_allclose(total if kernel == "rollout" else np.sqrt(total), row)
-        np.testing.assert_allclose(d.rows[2], influence_row(40, 2, 1.0), rtol=1e-13)
+@pytest.mark.parametrize("kernel", ["rollout", "jacobian"])
+def test_path_decomposition_against_dense_powers(kernel: str, dense_attention) -> None:
+    alphas = resolve_alphas([0.1, 0.9, 0.4, 0.6, 0.2, 0.5], 6)
+    a_mat = dense_attention("sliding:9", 40)
+    d = path_decomposition(40, 6, alphas, mask="sliding:9", kernel=kernel, target=33)
+    for k in range(7):
+        expected = np.linalg.matrix_power(a_mat, k)[32]
+        np.testing.assert_allclose(d.rows[k], expected, rtol=1e-12, atol=1e-300)
+    brute = brute_rollout if kernel == "rollout" else brute_jacobian
+    total = d.contributions.sum(axis=0)
+    reassembled = total if kernel == "rollout" else np.sqrt(total)
+    np.testing.assert_allclose(reassembled, brute(a_mat, alphas, 33), rtol=1e-12)
+    # a window of 9 moves at most 8 back per hop: position 1 needs >= 4 hops to reach 33
+    assert np.all(d.rows[:4, 0] == 0) and d.dominant_hops[0] >= 4
 
 
 def test_log_domain_keeps_values_far_below_float_range() -> None:
@@ -140,7 +147,8 @@ def test_log_domain_keeps_values_far_below_float_range() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"length": 0}, "length must be an integer >= 1"),
+        ({"length": 0}, "length must be positive, got 0"),
+        ({"length": 2.5}, "length must be a whole number, got 2.5"),
         ({"layers": -1}, "number of layers must be an integer >= 0"),
         ({"alpha": 1.5}, "alpha must lie in [0, 1]"),
         ({"alpha": [0.1, 0.2]}, "schedule has 2 values but there are 4 layers"),
@@ -148,11 +156,13 @@ def test_log_domain_keeps_values_far_below_float_range() -> None:
         ({"mask": "sliding:11"}, "exceeds the length 10"),
         ({"mask": "prefix:11"}, "prefix length 11 exceeds the length 10"),
         ({"mask": "diagonal"}, "unknown mask 'diagonal'"),
-        ({"target": 11}, "target position must be in 1..10"),
-        ({"kernel": "ntk"}, "unknown kernel 'ntk'"),
+        ({"target": 11}, "target must be a position in 1..10 (1-indexed), got 11"),
+        ({"kernel": "ntk"}, "kernel 'ntk' unknown; choose one of rollout, jacobian"),
     ],
 )
 def test_bad_input_raises_user_error(kwargs: dict, message: str) -> None:
     args = {"length": 10, "layers": 4, "alpha": 0.5} | kwargs
-    with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        influence_row(**args)
+    for function in (influence_row, log_influence_row, path_decomposition):
+        with pytest.raises(UserError) as err:
+            function(**args)
+        assert message in str(err.value)

@@ -1,7 +1,9 @@
 """Exact theory of position bias at initialisation (pure numpy).
 
 Layers N_l = (1 - a_l) I + a_l A with A uniform attention under a mask; the influence of
-input j on output t is row t of N_H ... N_1. See :mod:`lostmid.theory.exact`.
+input j on output t is row t of N_H ... N_1. See :mod:`lostmid.theory.exact`; with a
+gain per layer and source position, N_l = I + A_l diag(s_l), see
+:mod:`lostmid.theory.positional`.
 
 >>> from lostmid.theory import influence_row
 >>> row = influence_row(length=2048, layers=24, alpha=0.1)
@@ -25,6 +27,7 @@ from lostmid.theory.masks import (
     Mask,
     PrefixLM,
     SlidingWindow,
+    layer_masks,
     parse_mask,
 )
 from lostmid.theory.positional import positional_influence_row
@@ -43,6 +46,7 @@ __all__ = [
     "influence_matrix",
     "influence_row",
     "jacobian_path_weights",
+    "layer_masks",
     "log_influence_row",
     "parse_mask",
     "parse_schedule",

@@ -38,7 +38,7 @@ class Mask(ABC):
         ``ops``; the result has the shape of ``w``."""
 
     @abstractmethod
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         """The L x L matrix A (for small L: heatmaps, checks)."""
 
     @abstractmethod
@@ -63,7 +63,7 @@ class Causal(Mask):
         inv_i = ops.encode(1.0 / np.arange(1, w.shape[-1] + 1, dtype=np.float64))
         return ops.suffix_sum(ops.scale(w, inv_i))
 
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         i = np.arange(1, length + 1, dtype=np.float64)
         return np.tril(np.ones((length, length))) / i[:, None]
 
@@ -82,7 +82,7 @@ class Bidirectional(Mask):
         mean = ops.scale(ops.total(w, axis=-1), ops.encode(1.0 / length))
         return np.repeat(np.asarray(mean, dtype=np.float64)[..., None], length, axis=-1)
 
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         return np.full((length, length), 1.0 / length)
 
     def support(self, length: int, target: int, hops: int) -> tuple[int, int]:
@@ -132,7 +132,7 @@ class SlidingWindow(Mask):
         out = ops.add(suffix[..., :-1, :], head)
         return out.reshape(*batch, -1)[..., :length]
 
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         a = np.zeros((length, length))
         for i in range(1, length + 1):
             lo = max(1, i - self.width + 1)
@@ -180,7 +180,7 @@ class PrefixLM(Mask):
         out[..., :p] = ops.add(head, tail)
         return out
 
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         a = Causal().dense(length)
         a[: self.prefix, : self.prefix] = 1.0 / self.prefix
         return a
