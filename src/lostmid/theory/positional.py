@@ -8,7 +8,9 @@ stream (rows = positions, 1-indexed in the formulas, 0-indexed in arrays) by
 
 with s_l(j) >= 0 the branch gain of layer l at SOURCE position j, A_l the uniform
 attention of layer l's mask (:mod:`lostmid.theory.masks`; each layer may have its own,
-as in Gemma2's alternating sliding and global layers) and W_l a random d x d matrix.
+as in Gemma2's alternating sliding and global layers) and W_l a random d x d matrix,
+independent across layers, with mean zero and E W W^T = E W^T W = I (for example
+i.i.d. N(0, 1/d) entries).
 The N_l no longer commute, so there is no path-length expansion with scalar weights;
 both kernels below run one backward pass per layer instead. With every gain equal to
 s they reduce to :func:`lostmid.theory.influence_row` with a = s/(1+s), because
