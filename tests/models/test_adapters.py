@@ -68,7 +68,9 @@ def test_unknown_family_uses_the_generic_adapter(unknown_family_dir) -> None:
     loaded = load_model(str(unknown_family_dir))
     assert loaded.adapter.name == "generic"
     with pytest.raises(
-        UserError, match="--no-rope needs a family adapter and model type 'gpt_neox'"
+        UserError,
+        match="--no-rope needs a family adapter and model type 'gptj' has none "
+        r"\(closest layout, gpt2, finds no transformer.wpe\)",
     ):
         load_model(str(unknown_family_dir), no_rope=True)
     with pytest.raises(UserError, match="per-layer profiles.*needs a family adapter"):

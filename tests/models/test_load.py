@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from lostmid.errors import UserError
-from lostmid.models import PRESETS, load_model
+from lostmid.models import MODEL_PRESETS, load_model
 from lostmid.models.load import _preset_config
 
 
 def test_required_presets_have_the_paper_shapes() -> None:
-    assert {"qwen2-0.5b", "gpt2", "gpt2-medium", "tiny-qwen2", "tiny-gpt2"} <= set(PRESETS)
+    assert {"qwen2-0.5b", "gpt2", "gpt2-medium", "tiny-qwen2", "tiny-gpt2"} <= set(MODEL_PRESETS)
     qwen = _preset_config("qwen2-0.5b")
     assert (qwen.num_hidden_layers, qwen.hidden_size, qwen.intermediate_size) == (24, 896, 4864)
     assert (qwen.num_attention_heads, qwen.num_key_value_heads) == (14, 2)
@@ -30,9 +30,9 @@ def test_required_presets_have_the_paper_shapes() -> None:
 @pytest.mark.parametrize(
     ("spec", "family", "adapter"),
     [
-        ("tiny-qwen2", "qwen2", "qwen2"),
+        ("tiny-qwen2", "qwen2", "llama-style"),
         ("tiny-gpt2", "gpt2", "gpt2"),
-        ("tiny-llama", "llama", "qwen2"),
+        ("tiny-llama", "llama", "llama-style"),
     ],
 )
 def test_tiny_presets_load_frozen_in_eval_mode(spec: str, family: str, adapter: str) -> None:
@@ -63,7 +63,7 @@ def test_config_overrides_change_the_shape_and_reject_unknown_fields() -> None:
 
 
 def test_directory_with_config_only_builds_untrained(tmp_path) -> None:
-    config = {k: v for k, v in PRESETS["tiny-gpt2"].items() if not k.startswith("_")}
+    config = {k: v for k, v in MODEL_PRESETS["tiny-gpt2"].items() if not k.startswith("_")}
     (tmp_path / "config.json").write_text(json.dumps(config))
     loaded = load_model(str(tmp_path), seed=1)
     assert (loaded.source, loaded.init, loaded.family) == ("directory", "random", "gpt2")
