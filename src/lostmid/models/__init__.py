@@ -1,4 +1,4 @@
-"""Hugging Face causal LMs for measurement: presets, building, loading, adapters.
+"""Hugging Face causal LMs for measurement: presets, building, loading, adapters, ablations.
 
 >>> from lostmid.models import load_model
 >>> loaded = load_model("tiny-gpt2", no_pos_emb=True)
@@ -9,6 +9,13 @@
 ['sliding:16', 'causal']
 """
 
+from lostmid.models.ablations import (
+    freeze_norm_scale,
+    remove_mlp,
+    remove_positions,
+    scale_embeddings,
+    uniform_attention,
+)
 from lostmid.models.adapters import ADAPTERS, FamilyAdapter, adapter_for, adapter_for_model
 from lostmid.models.build import (
     ATTENTION,
@@ -40,6 +47,11 @@ __all__ = [
     "attention_for_length",
     "build_causal_lm",
     "build_config",
+    "freeze_norm_scale",
     "load_model",
+    "remove_mlp",
+    "remove_positions",
     "resolve_device",
+    "scale_embeddings",
+    "uniform_attention",
 ]
