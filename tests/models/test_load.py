@@ -33,6 +33,12 @@ def test_required_presets_have_the_paper_shapes() -> None:
         ("tiny-qwen2", "qwen2", "llama-style"),
         ("tiny-gpt2", "gpt2", "gpt2"),
         ("tiny-llama", "llama", "llama-style"),
+        ("tiny-mistral", "mistral", "llama-style"),
+        ("tiny-gemma2", "gemma2", "gemma2"),
+        ("tiny-neox", "gpt_neox", "gpt-neox"),
+        ("tiny-opt", "opt", "opt"),
+        ("tiny-bloom", "bloom", "bloom"),
+        ("tiny-phi", "phi", "phi"),
     ],
 )
 def test_tiny_presets_load_frozen_in_eval_mode(spec: str, family: str, adapter: str) -> None:
@@ -125,3 +131,25 @@ def test_float64_and_bfloat16_dtypes() -> None:
         == torch.float64
     )
     assert load_model("tiny-gpt2", dtype="bfloat16").model.lm_head.weight.dtype == torch.bfloat16
+
+
+def test_no_alibi_flag_is_applied_and_recorded() -> None:
+    """Equal inputs with large q.k: ALiBi alone makes layer-1 attention non-uniform."""
+    rows = {}
+    for flag in (False, True):
+        loaded = load_model("tiny-bloom", no_alibi=flag, dtype="float64")
+        assert loaded.describe()["no_alibi"] is flag
+        adapter, block = loaded.adapter, loaded.adapter.blocks(loaded.model)[0]
+        with torch.no_grad():
+            for tensor in adapter.query_key(block):
+                tensor.mul_(20.0)
+        kept = {}
+        handle = adapter.attention(block).register_forward_hook(
+            lambda m, a, o, kept=kept: kept.update(w=o[1])
+        )
+        with torch.no_grad():
+            adapter.base(loaded.model)(input_ids=torch.full((1, 8), 5), use_cache=False)
+        handle.remove()
+        rows[flag] = kept["w"][0, :, -1]  # (heads, L): the last position's attention row
+    assert torch.allclose(rows[True], torch.full_like(rows[True], 1 / 8), rtol=0, atol=1e-6)
+    assert (rows[False] - 1 / 8).abs().max() > 1e-2
