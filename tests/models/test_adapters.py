@@ -137,6 +137,17 @@ def test_final_norm_reads_the_last_block_output(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", TINY)
+def test_lm_head_of_the_final_hidden_state_gives_the_model_logits(name: str) -> None:
+    loaded = _load(name)
+    ids = _ids()
+    with torch.no_grad():
+        hidden = loaded.adapter.base(loaded.model)(input_ids=ids, use_cache=False)
+        logits = loaded.adapter.lm_head(loaded.model)(hidden.last_hidden_state)
+        expected = loaded.model(input_ids=ids, use_cache=False).logits
+    assert torch.allclose(logits, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", TINY)
 def test_outputs_are_causal(name: str) -> None:
     loaded = _load(name)
     ids = _ids(length=10, batch=1)

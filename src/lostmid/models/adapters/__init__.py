@@ -76,7 +76,7 @@ def _block_sums_hold(model: nn.Module, adapter: LayoutAdapter) -> bool:
     if not {"x", "x_out", "a_out", "m_out"} <= kept.keys():
         return False
     x, out = kept["x"].float(), kept["x_out"].float()
-    total = x + kept["a_out"].float() + kept["m_out"].float()
+    total = x + kept["a_out"].float() + kept["m_out"].float().reshape(x.shape)
     return bool((out - total).norm() <= 1e-2 * out.norm() + 1e-6)
 
 

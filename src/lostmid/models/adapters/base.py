@@ -16,7 +16,7 @@ Model-level places (argument: the whole ``...ForCausalLM``):
   input embedding x_j that influence is measured against.
 * ``base``: the decoder without the LM head, called with ``inputs_embeds``; its
   ``last_hidden_state`` is the output after the final norm.
-* ``lm_head``: hidden state -> logits.
+* ``lm_head``: final hidden state -> the model's logits (with any soft-capping).
 * ``blocks``: the H residual blocks in order; block l's output is the stream after layer l.
 * ``final_norm``: the norm after the last block (its input is the residual stream).
 * ``norms``: every normalisation module in the model (blocks, final, embedding norms).
@@ -37,16 +37,21 @@ Block-level places (argument: one element of ``blocks``):
   post-norm). Where the family inlines the MLP in the block (OPT) or passes the
   residual into it (BLOOM), this is a view that is not in the module tree: hook
   ``mlp_norm``/``mlp_out`` instead.
-* ``mlp_out``: the module whose output is exactly the MLP branch m: the hook point for m.
+* ``mlp_out``: the module whose output is exactly the MLP branch m: the hook point for m
+  (OPT computes its MLP on flattened positions: reshape (B L, d) to (B, L, d)).
 * ``attention_post_norm`` / ``mlp_post_norm`` (post_a, post_m): norms applied to a
   branch before the residual addition (Gemma2), else None.
 * ``parallel_residual``: whether the block is parallel (see above).
 * ``query_key``: the parameter tensors (or views into fused ones) that make the
   queries and keys; zero them and q.k = 0, so attention is uniform under the mask.
 
-Positional-encoding switches (each removes all position dependence it is named for):
+Positional encodings: ``has_rope``, ``has_position_embedding``, ``has_alibi`` say what a
+family uses, and each switch removes all position dependence it is named for:
 ``remove_rope`` (rotary: cos = 1, sin = 0), ``remove_position_embedding`` (learned
 absolute table x_j + p_j -> x_j), ``remove_alibi`` (ALiBi bias -> 0).
+
+Building: ``build_config(model_type, shape)`` is the family's Hugging Face config for a
+:class:`~lostmid.models.shape.ModelShape` (what training builds its models from).
 
 The generic adapter (this class) serves any family through ``inputs_embeds`` and the
 model's own output; features that need the places above fail with one line.

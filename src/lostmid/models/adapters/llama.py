@@ -8,12 +8,16 @@ window over every layer (``sliding_window``); Qwen2/Qwen3 say per layer
 
 Gemma2 has the same paths plus a norm on each branch output (``post_attention_layernorm``
 is there a post-norm of the attention branch, not the MLP's pre-norm), alternating
-sliding-window and global layers, and tanh soft-capping of the attention logits.
+sliding-window and global layers, and tanh soft-capping of the attention logits and of
+the output logits (which :meth:`Gemma2Adapter.lm_head` includes).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import torch
+from torch import nn
 
 from lostmid.models.adapters.layout import Layout, LayoutAdapter
 from lostmid.models.shape import ModelShape
@@ -48,6 +52,21 @@ class LlamaStyleAdapter(LayoutAdapter):
         }
 
 
+class SoftcappedHead(nn.Module):
+    """Logits soft-capped as Gemma2 does after its LM head: cap * tanh(head(h) / cap)."""
+
+    def __init__(self, head: nn.Module, cap: float) -> None:
+        super().__init__()
+        self.head, self.cap = head, cap
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.head.weight
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.cap * torch.tanh(self.head(hidden) / self.cap)
+
+
 class Gemma2Adapter(LlamaStyleAdapter):
     name = "gemma2"
     model_types = ("gemma2",)
@@ -65,6 +84,12 @@ class Gemma2Adapter(LlamaStyleAdapter):
         mlp_post_norm="post_feedforward_layernorm",
         rotary="rotary_emb",
     )
+
+    def lm_head(self, model: nn.Module) -> nn.Module:
+        """The LM head followed by the final logit soft-capping (a view when capped)."""
+        head = model.get_output_embeddings()
+        cap = getattr(model.config, "final_logit_softcapping", None)
+        return head if cap is None else SoftcappedHead(head, float(cap))
 
     def config_kwargs(self, shape: ModelShape) -> dict[str, Any]:
         return {
