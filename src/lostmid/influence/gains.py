@@ -342,8 +342,9 @@ def branch_gains(
         raise UserError(f"token ids must lie in 0..{loaded.vocab_size - 1} for {loaded.spec}")
     model, adapter = loaded.model, loaded.adapter
     blocks = adapter.blocks(model)
-    for block in blocks:
-        adapter.attention(block), _mlp(block)  # fail early when a place is missing
+    for block in blocks:  # fail early, before any work, when a place is missing
+        adapter.attention(block)
+        _mlp(block)
     layers, width = len(blocks), loaded.hidden_size
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
