@@ -95,5 +95,7 @@ def test_too_few_positive_values() -> None:
 
 
 def test_bad_target() -> None:
-    with pytest.raises(UserError, match=r"target position must be in 1\.\.40"):
+    with pytest.raises(
+        UserError, match=r"target must be a position in 1\.\.40 \(1-indexed\), got 41"
+    ):
         fit_baselines(J, target=41)

@@ -89,7 +89,7 @@ def test_claim_from_verdict_and_validation() -> None:
     c = Claim.judged("W1 0.02", "0.02", "0.031", verdict_at_most(0.031, 0.02, 0.005))
     assert (c.verdict, c.paper, c.ours) == (NOT_REPRODUCED, "0.02", "0.031")
     assert c.rule.startswith("reproduced if ours + spread <= 0.02 + 0.005 = 0.025")
-    with pytest.raises(UserError, match="verdict must be one of"):
+    with pytest.raises(UserError, match="verdict 'maybe' unknown; choose one of reproduced"):
         Claim("c", "1", "1", "maybe", "rule")
 
 

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from lostmid.compare.candidates import compare_measurement
 from lostmid.compare.inputs import MeasuredProfile, load_measured
+from lostmid.compare.run import CompareConfig, run_compare
 from lostmid.errors import UserError
 from lostmid.report.html import PNG_SIGNATURE
 from lostmid.theory import influence_row
 
 L, H = 64, 4
 ALPHAS = [0.2, 0.35, 0.3, 0.25]
-
-RunCli = Callable[..., tuple[int, str, str]]
 
 
 def write_measure(
@@ -51,105 +53,102 @@ def write_theory(path: Path, length: int = L, target: int | None = None) -> Path
     return path
 
 
-def test_compare_writes_json_and_plot(tmp_path: Path, run_cli: RunCli) -> None:
+def run(out: Path, **options: object) -> dict:
+    """run_compare with a CompareConfig built from ``options``; returns compare.json."""
+    overwrite = bool(options.pop("overwrite", False))
+    run_compare(CompareConfig(**options), out=out, overwrite=overwrite)
+    return json.loads((out / "compare.json").read_text())
+
+
+def test_compare_writes_json_and_plot(tmp_path: Path) -> None:
     measure = write_measure(tmp_path / "measure.json")
     theory = write_theory(tmp_path / "theory.json")
     out = tmp_path / "out"
-    code, stdout, stderr = run_cli(
-        "compare",
-        "--measured",
-        measure,
-        "--theory",
-        theory,
-        "--predict",
-        "--out",
-        out,
-        "--seed",
-        "3",
+    console = Console(file=io.StringIO(), width=120)
+    result = run_compare(
+        CompareConfig(measured=(measure,), theory=theory, predict=True, seed=3),
+        out=out,
+        console=console,
     )
-    assert code == 0, stderr
-    assert "fitted:rollout" in stdout and "Spearman" in stdout and "compare.json" in stdout
+    printed = console.file.getvalue()
+    assert "fitted:rollout" in printed and "Spearman" in printed and "compare.json" in printed
     assert (out / "compare.png").read_bytes().startswith(PNG_SIGNATURE)
 
-    result = json.loads((out / "compare.json").read_text())
-    assert set(result) >= {"measured", "candidates", "ranking", "metric_definitions", "run"}
-    assert result["run"]["command"] == "compare" and result["run"]["seed"] == 3
-    assert list(result["candidates"]) == [
-        "theory",
-        "predicted:rollout",
-        "predicted:jacobian",
-        "fitted:rollout",
-        "fitted:jacobian",
-        "baseline:flat+spike",
-        "baseline:linear+spike",
-        "baseline:power+spike",
-        "baseline:exponential+spike",
-    ]
-    predicted = result["candidates"]["predicted:jacobian"]
+    data = json.loads((out / "compare.json").read_text())
+    assert set(data) >= {"measured", "candidates", "ranking", "metric_definitions", "metadata"}
+    assert "run" not in data  # provenance has one key everywhere: "metadata"
+    assert data["metadata"]["command"] == "compare" and data["metadata"]["seed"] == 3
+    assert data["metadata"]["config"]["measured"] == [str(measure)]
+    assert (
+        list(data["candidates"])
+        == list(result.candidates)
+        == [
+            "theory",
+            "predicted:rollout",
+            "predicted:jacobian",
+            "fitted:rollout",
+            "fitted:jacobian",
+            "baseline:flat+spike",
+            "baseline:linear+spike",
+            "baseline:power+spike",
+            "baseline:exponential+spike",
+        ]
+    )
+    predicted = data["candidates"]["predicted:jacobian"]
     assert predicted["parameter_count"] == 0
     assert predicted["parameters"]["alphas"] == pytest.approx(ALPHAS)
+    # The measurement is the jacobian theory of ALPHAS: the prediction is exact.
     assert predicted["metrics"]["wasserstein1"] < 1e-12
     assert predicted["metrics"]["spearman"] == pytest.approx(1.0)
-    assert np.allclose(predicted["profile"], result["measured"]["influence"], rtol=1e-9)
+    assert np.allclose(predicted["profile"], data["measured"]["influence"], rtol=1e-9)
     # The exact prediction beats every baseline; the ranking says so.
-    assert result["ranking"]["wasserstein1"][0] in ("predicted:jacobian", "fitted:jacobian")
-    baselines = [v for k, v in result["candidates"].items() if k.startswith("baseline:")]
+    assert data["ranking"]["wasserstein1"][0] in ("predicted:jacobian", "fitted:jacobian")
+    baselines = [v for k, v in data["candidates"].items() if k.startswith("baseline:")]
     assert min(b["metrics"]["wasserstein1"] for b in baselines) > 1e-6
-    assert result["candidates"]["fitted:jacobian"]["parameter_count"] == 2
-    assert result["candidates"]["theory"]["parameters"]["kernel"] == "rollout"
+    # The theory file is rollout at a = 0.3, not the truth: it must score worse.
+    assert data["candidates"]["theory"]["parameters"]["kernel"] == "rollout"
+    assert data["candidates"]["theory"]["metrics"]["wasserstein1"] > 1e-4
 
 
-def test_kernel_option_and_refusal_to_overwrite(tmp_path: Path, run_cli: RunCli) -> None:
+def test_kernel_option_and_refusal_to_overwrite(tmp_path: Path) -> None:
     measure = write_measure(tmp_path / "measure.json")
     out = tmp_path / "out"
-    code, _, _ = run_cli("compare", "--measured", measure, "--kernel", "rollout", "--out", out)
-    assert code == 0
-    names = list(json.loads((out / "compare.json").read_text())["candidates"])
+    names = list(run(out, measured=measure, kernels="rollout")["candidates"])
     assert "fitted:rollout" in names and not any("jacobian" in n for n in names)
     assert "theory" not in names and not any(n.startswith("predicted") for n in names)
 
     before = (out / "compare.json").read_text()
-    code, _, stderr = run_cli("compare", "--measured", measure, "--out", out)
-    assert code == 2
-    assert "compare.json already exists; pass --overwrite" in stderr
+    with pytest.raises(UserError, match="compare.json already exists; pass --overwrite"):
+        run(out, measured=measure)
     assert (out / "compare.json").read_text() == before
-    code, _, _ = run_cli("compare", "--measured", measure, "--out", out, "--overwrite")
-    assert code == 0
+    assert "fitted:jacobian" in run(out, measured=measure, overwrite=True)["candidates"]
 
 
 @pytest.mark.parametrize(
     ("make", "message"),
     [
         (
-            lambda d: ("--theory", write_theory(d / "t.json", length=L + 1)),
+            lambda d: {"theory": write_theory(d / "t.json", length=L + 1)},
             f"theory has L = {L + 1} positions but the measurement has L = {L}",
         ),
         (
-            lambda d: ("--theory", write_theory(d / "t.json", target=L - 1)),
+            lambda d: {"theory": write_theory(d / "t.json", target=L - 1)},
             f"theory targets position {L - 1} but the measurement targets {L}",
         ),
-        (lambda d: ("--kernel", "softmax"), "unknown kernel 'softmax'"),
+        (lambda d: {"kernels": "softmax"}, "--kernel 'softmax' unknown"),
+        (
+            lambda d: {"predict": True, "measured": write_measure(d / "m.json", residual=False)},
+            "--predict needs the measured residual strengths",
+        ),
     ],
 )
-def test_user_errors_are_one_line(
-    tmp_path: Path, run_cli: RunCli, make: Callable[[Path], tuple], message: str
+def test_user_errors_leave_no_output(
+    tmp_path: Path, make: Callable[[Path], dict], message: str
 ) -> None:
-    measure = write_measure(tmp_path / "measure.json")
-    code, _, stderr = run_cli(
-        "compare", "--measured", measure, *make(tmp_path), "--out", tmp_path / "out"
-    )
-    assert code == 2
-    assert message in stderr
-    assert len(stderr.strip().splitlines()) == 1
+    options = {"measured": write_measure(tmp_path / "measure.json"), **make(tmp_path)}
+    with pytest.raises(UserError, match=re.escape(message)):
+        run(tmp_path / "out", **options)
     assert not (tmp_path / "out" / "compare.json").exists()
-
-
-def test_predict_needs_residual_strengths(tmp_path: Path, run_cli: RunCli) -> None:
-    measure = write_measure(tmp_path / "measure.json", residual=False)
-    code, _, stderr = run_cli(
-        "compare", "--measured", measure, "--predict", "--out", tmp_path / "out"
-    )
-    assert code == 2 and "--predict needs the measured residual strengths" in stderr
 
 
 def test_missing_and_malformed_measurement(tmp_path: Path) -> None:

@@ -119,12 +119,16 @@ def test_peak_to_valley_side_by_side() -> None:
     assert ptv.log10_difference == pytest.approx(1.0)
 
 
-def test_peak_to_valley_of_theory_row_matches_summary_definition() -> None:
-    row = influence_row(64, 4, 0.3)
-    ptv = peak_to_valley(row, row)
-    # Causal rollout: peak at the target, valley at t-1.
-    assert ptv.first == pytest.approx(row[-1] / row[-2])
-    assert ptv.log10_difference == 0.0
+def test_peak_to_valley_of_theory_rows_against_the_rollout_definition() -> None:
+    # Causal rollout: every term of rho_H decreases in x, so the valley sits at t - 1
+    # (PAPER_NOTES); the peak is the target for a shallow net, position 1 for a deep one.
+    shallow, deep = influence_row(64, 2, 0.3), influence_row(64, 8, 0.3)
+    assert np.argmax(shallow) == 63 and np.argmax(deep) == 0
+    ptv = peak_to_valley(shallow, deep)
+    assert ptv.first == pytest.approx(shallow[-1] / shallow[-2])
+    assert ptv.second == pytest.approx(deep[0] / deep[-2])
+    expected = np.log10(shallow[-1] / shallow[-2]) - np.log10(deep[0] / deep[-2])
+    assert ptv.log10_difference == pytest.approx(expected)
 
 
 def test_anchor_error_hand_case_and_scale_invariance() -> None:
@@ -168,7 +172,11 @@ def test_compare_profiles_ranks_a_wrong_shape_worse() -> None:
 
 
 def test_log10_rmse_removes_the_shared_scale() -> None:
-    assert log10_rmse([1.0, 10.0], [10.0, 10.0]) == pytest.approx(0.5)
+    # log10 ratios 0 and 2: about their mean 1 the RMS is 1 decade, whatever the scale.
+    assert log10_rmse([1.0, 100.0], [1.0, 1.0]) == pytest.approx(1.0)
+    assert log10_rmse([7.0, 700.0], [0.1, 0.1]) == pytest.approx(1.0)
+    # A zero on either side leaves that position out: here only a constant ratio is left.
+    assert log10_rmse([0.0, 1.0, 10.0], [5.0, 2.0, 20.0]) == pytest.approx(0.0, abs=1e-15)
 
 
 # -- bad input ----------------------------------------------------------------------------
@@ -197,5 +205,7 @@ def test_bad_input_is_a_user_error(
 
 
 def test_target_out_of_range() -> None:
-    with pytest.raises(UserError, match=r"target position must be in 1\.\.3"):
+    with pytest.raises(
+        UserError, match=r"target must be a position in 1\.\.3 \(1-indexed\), got 4"
+    ):
         compare_profiles([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], target=4)

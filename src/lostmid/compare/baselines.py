@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from lostmid.checks import check_position
 from lostmid.compare.metrics import validate_profile
 from lostmid.errors import UserError
 
@@ -71,9 +72,7 @@ def fit_baselines(measured: np.ndarray, target: int | None = None) -> dict[str, 
     length = m.size
     if length < 3:
         raise UserError("baselines need a profile of at least 3 positions")
-    t = length if target is None else int(target)
-    if not 1 <= t <= length:
-        raise UserError(f"target position must be in 1..{length} (1-indexed), got {target}")
+    t = check_position("target", target, length)
     j = np.arange(1, length + 1, dtype=np.float64)
     x = (j - 1) / (length - 1)
     off = (j != t) & (m > 0)

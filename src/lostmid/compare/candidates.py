@@ -4,11 +4,12 @@ the predicted and the fitted theory for each kernel, and the naive baselines."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from lostmid.checks import check_choice
 from lostmid.compare.baselines import fit_baselines
 from lostmid.compare.fit import TheoryFit, fit_theory, predict_theory
 from lostmid.compare.inputs import MeasuredProfile, TheoryProfile
@@ -52,7 +53,7 @@ class Candidate:
             "description": self.description,
             "parameter_count": self.parameter_count,
             "parameters": self.parameters,
-            "metrics": asdict(self.metrics),
+            "metrics": self.metrics.record(),
             "profile": self.profile,
         }
 
@@ -65,9 +66,7 @@ def parse_kernels(kernel: str) -> tuple[str, ...]:
     """
     if kernel == "both":
         return KERNELS
-    if kernel not in KERNELS:
-        raise UserError(f"unknown kernel '{kernel}'; use rollout, jacobian or both")
-    return (kernel,)
+    return (check_choice("--kernel", kernel, (*KERNELS, "both")),)
 
 
 def compare_measurement(

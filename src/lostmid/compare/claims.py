@@ -1,8 +1,10 @@
 """Verdicts on the paper's claims, from our numbers by a stated rule.
 
-A claim gets one of three verdicts: ``reproduced``, ``partly`` or ``not reproduced``.
-Each helper returns the verdict together with the text of the rule that produced it,
-so the report can show why.
+A claim gets one of four verdicts, declared once here (:data:`VERDICTS`):
+``reproduced``, ``partly``, ``not reproduced`` and ``below resolution`` (the noise
+floor of the measurement cannot support the paper's number, see
+:func:`verdict_at_least`). Each helper returns the verdict together with the text of
+the rule that produced it, so the report can show why.
 
 Uncertainty. Our number is ``value +- spread``, where ``spread`` is the caller's
 uncertainty (we use the sample standard deviation across seeds; 0 for one seed). The
@@ -21,12 +23,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from lostmid.checks import check_choice
 from lostmid.errors import UserError
 
 REPRODUCED = "reproduced"
 PARTLY = "partly"
 NOT_REPRODUCED = "not reproduced"
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED)
+BELOW_RESOLUTION = "below resolution"
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, BELOW_RESOLUTION)
 
 _SLACK = 1e-9
 _UNDEFINED = " (ours is undefined, so: not reproduced)"
@@ -58,8 +62,11 @@ class Claim:
     rule: str
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise UserError(f"verdict must be one of {VERDICTS}, got '{self.verdict}'")
+        check_choice("verdict", self.verdict, VERDICTS)
+
+    def record(self) -> dict[str, str]:
+        """The JSON form: one key per attribute (claims.json, compare.json)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
     @classmethod
     def judged(cls, claim: str, paper: str, ours: str, verdict: Verdict) -> Claim:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from lostmid.checks import check_position
 from lostmid.compare.metrics import validate_profile
 from lostmid.errors import UserError
 from lostmid.runinfo import read_json
@@ -149,7 +150,8 @@ def _floats(data: dict[str, Any], key: str, path: Path) -> np.ndarray:
 
 
 def _target(target: Any, length: int, path: Path) -> int:
-    t = length if target is None else target
-    if isinstance(t, bool) or not isinstance(t, int | float) or int(t) != t or not 1 <= t <= length:
-        raise UserError(f"{path}: target must be a position in 1..{length}, got {target}")
-    return int(t)
+    if target is not None and (
+        isinstance(target, bool) or not isinstance(target, int | float) or int(target) != target
+    ):
+        raise UserError(f"{path}: target must be a whole number or null, got {target!r}")
+    return check_position(f"{path}: target", None if target is None else int(target), length)

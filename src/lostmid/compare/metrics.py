@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lostmid.checks import check_position
 from lostmid.errors import UserError
 from lostmid.theory import summarize_profile
 
@@ -281,7 +282,4 @@ def compare_profiles(
 
 
 def _target(target: int | None, length: int) -> int:
-    t = length if target is None else target
-    if isinstance(t, bool) or int(t) != t or not 1 <= t <= length:
-        raise UserError(f"target position must be in 1..{length} (1-indexed), got {target}")
-    return int(t)
+    return check_position("target", target, length)

@@ -1,11 +1,13 @@
 """``lostmid compare``: score theories and naive baselines against a measured profile.
 
 Writes ``OUT/compare.json`` (every candidate's parameters, profile and metrics, plus
-the run's provenance) and ``OUT/compare.png`` (the overlay plot), and prints a table.
+the run's provenance under ``"metadata"``) and ``OUT/compare.png`` (the overlay plot),
+and prints a table.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +15,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from lostmid.checks import check_choice
 from lostmid.compare.candidates import Candidate, compare_measurement, parse_kernels
 from lostmid.compare.inputs import MeasuredProfile, load_measured, load_theory
 from lostmid.compare.plot import plot_overlay
+from lostmid.errors import UserError
+from lostmid.report.plots import save_figure
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.theory import KERNELS
 
 OUTPUT_FILES = ["compare.json", "compare.png"]
 
@@ -32,38 +38,113 @@ METRIC_DEFINITIONS = {
 }
 
 
+# Help text for each option, shared by the config's docs and the CLI (one wording).
+OPTION_HELP = {
+    "measured": "measure.json written by lostmid measure.",
+    "theory": "theory.json written by lostmid theory.",
+    "predict": "Also predict the theory from the measured a_l (nothing fitted).",
+    "kernel": "rollout | jacobian | both: the kernels of the predicted and fitted theory.",
+}
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """What ``lostmid compare`` compares; validated on construction, values parsed.
+
+    Attributes:
+        measured: the measure.json files (paths).
+        theory: a theory.json to compare too, or None.
+        predict: also predict the theory from the measured residual strengths.
+        kernels: the kernels of the predicted and fitted theory; ``"both"``,
+            ``"rollout"`` or ``"jacobian"`` are parsed into a tuple.
+        seed: recorded for provenance (the comparison itself is deterministic).
+
+    >>> CompareConfig(measured="m.json", kernels="both").kernels
+    ('rollout', 'jacobian')
+    """
+
+    measured: tuple[Path, ...]
+    theory: Path | None = None
+    predict: bool = False
+    kernels: tuple[str, ...] = KERNELS
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        measured = (self.measured,) if isinstance(self.measured, str | Path) else self.measured
+        if len(measured) != 1:
+            raise UserError(f"--measured: give exactly one measure.json, got {len(measured)}")
+        object.__setattr__(self, "measured", tuple(Path(m) for m in measured))
+        if self.theory is not None:
+            object.__setattr__(self, "theory", Path(self.theory))
+        kernels = parse_kernels(self.kernels) if isinstance(self.kernels, str) else self.kernels
+        kernels = tuple(check_choice("--kernel", k, KERNELS) for k in kernels)
+        if not kernels:
+            raise UserError("--kernel: give at least one kernel (rollout, jacobian or both)")
+        object.__setattr__(self, "kernels", kernels)
+
+    def record(self) -> dict[str, Any]:
+        """The resolved config as JSON (paths as text)."""
+        return {
+            "measured": [str(m) for m in self.measured],
+            "theory": None if self.theory is None else str(self.theory),
+            "predict": self.predict,
+            "kernels": list(self.kernels),
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Everything ``lostmid compare`` computed; :meth:`record` is compare.json.
+
+    Attributes:
+        config: the resolved config.
+        measured: the measurement the candidates were scored against.
+        candidates: every candidate by name, in a stable order.
+        metadata: provenance (:func:`lostmid.runinfo.run_metadata`), None before the run
+            wrote it.
+    """
+
+    config: CompareConfig
+    measured: MeasuredProfile
+    candidates: dict[str, Candidate]
+    metadata: dict[str, Any] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The compare.json layout."""
+        return {
+            **compare_json(
+                self.measured,
+                self.candidates,
+                theory_source=None if self.config.theory is None else str(self.config.theory),
+            ),
+            "metadata": self.metadata,
+        }
+
+
 def run_compare(
-    theory_path: Path | None,
-    measured_path: Path,
-    predict: bool,
-    kernel: str,
+    config: CompareConfig,
+    *,
     out: Path,
-    overwrite: bool,
+    overwrite: bool = False,
     console: Console | None = None,
-    seed: int | None = None,
-) -> dict[str, Any]:
+) -> CompareResult:
     """Read the inputs, score every candidate, write compare.json and compare.png.
 
     Args:
-        theory_path: a theory.json to compare, or None.
-        measured_path: the measure.json to compare against.
-        predict: also build the theory from the measured residual strengths.
-        kernel: ``rollout``, ``jacobian`` or ``both`` for the predicted and fitted theory.
+        config: what to compare (validated).
         out: output directory; existing results are kept unless ``overwrite``.
         console: where the table goes (None: print nothing).
-        seed: recorded for provenance (the comparison itself is deterministic).
-
-    Returns:
-        The content written to compare.json.
     """
     timer = Timer()
-    kernels = parse_kernels(kernel)
     with timer("read"):
-        measured = load_measured(Path(measured_path))
-        theory = None if theory_path is None else load_theory(Path(theory_path))
+        measured = load_measured(config.measured[0])
+        theory = None if config.theory is None else load_theory(config.theory)
     prepare_out(out, OUTPUT_FILES, overwrite)
     with timer("compare"):
-        candidates = compare_measurement(measured, theory, predict=predict, kernels=kernels)
+        candidates = compare_measurement(
+            measured, theory, predict=config.predict, kernels=config.kernels
+        )
     with timer("plot"):
         theories = {c.name: c.profile for c in candidates.values() if c.kind != "baseline"}
         baselines = {c.name: c.profile for c in candidates.values() if c.kind == "baseline"}
@@ -75,17 +156,12 @@ def run_compare(
             title=f"Influence on position {measured.target}: "
             f"measured vs theory and baselines (L = {measured.length})",
         )
-        fig.savefig(out / "compare.png", dpi=120)
-    config = {
-        "theory": None if theory_path is None else str(theory_path),
-        "measured": str(measured_path),
-        "predict": predict,
-        "kernel": kernel,
-        "out": str(out),
-    }
-    result = compare_json(measured, candidates, theory_source=config["theory"])
-    result["run"] = run_metadata("compare", config, seed, timer.seconds)
-    write_json(out / "compare.json", result)
+        save_figure(fig, out / "compare.png")
+    metadata = run_metadata(
+        "compare", {**config.record(), "out": str(out)}, config.seed, timer.seconds
+    )
+    result = CompareResult(config, measured, candidates, metadata)
+    write_json(out / "compare.json", result.record())
     if console is not None:
         console.print(comparison_table(candidates, measured))
         console.print(f"wrote {out / 'compare.json'} and {out / 'compare.png'}")
@@ -95,7 +171,7 @@ def run_compare(
 def compare_json(
     measured: MeasuredProfile, candidates: dict[str, Candidate], theory_source: str | None = None
 ) -> dict[str, Any]:
-    """The compare.json layout (without the ``run`` block); see the README of compare."""
+    """The compare.json layout without the ``metadata`` block."""
     ranked = {
         "wasserstein1": _ranking(candidates, "wasserstein1", ascending=True),
         "log10_rmse": _ranking(candidates, "log10_rmse", ascending=True),
