@@ -1,29 +1,33 @@
-"""Theory against measurement: metrics, naive baselines, fitted and predicted theory,
-and claim verdicts.
+"""Theory against measurement: metrics, naive baselines, predicted and fitted theory,
+fair scoring over seeds, and claim verdicts.
 
 The public surface, by task:
 
 * run a comparison: :class:`CompareConfig`, :func:`run_compare` -> :class:`CompareResult`
   (``lostmid compare``);
 * read a measurement: :func:`load_measured` -> :class:`MeasuredProfile`;
-* score profiles: :func:`compare_profiles` -> :class:`ProfileComparison` (the one
-  agreement record), :func:`spearman`, :func:`wasserstein1`;
-* candidates: :func:`compare_measurement` -> :class:`Candidate` by name,
-  :func:`predict_theory`, :func:`fit_theory`;
+* score two profiles: :func:`compare_profiles` -> :class:`ProfileComparison` (the one
+  agreement record), :func:`spearman`, :func:`wasserstein1`, :func:`log_bin`;
+* score candidates: :func:`compare_measurements` (seeds of one model: in and out of
+  sample, noise floor, verdicts) or :func:`compare_measurement` (one measurement) ->
+  :class:`Candidate` by name; :func:`predict_theory`;
+* fair scoring from arrays: :func:`noise_floor`, :func:`score_out_of_sample`;
 * claims: :class:`Claim`, judged by :func:`verdict_at_least`, :func:`verdict_at_most`,
   :func:`verdict_order_of_magnitude`, with our number written by :func:`format_value`.
 
 Everything else lives in the submodules: :mod:`~lostmid.compare.metrics`,
+:mod:`~lostmid.compare.fitting` (the objective and spike policy every fit shares),
 :mod:`~lostmid.compare.baselines`, :mod:`~lostmid.compare.fit`,
-:mod:`~lostmid.compare.candidates`, :mod:`~lostmid.compare.claims` (the verdict
-strings), :mod:`~lostmid.compare.inputs`, :mod:`~lostmid.compare.run`.
+:mod:`~lostmid.compare.scoring`, :mod:`~lostmid.compare.candidates`,
+:mod:`~lostmid.compare.claims` (the verdict strings), :mod:`~lostmid.compare.inputs`,
+:mod:`~lostmid.compare.run`.
 
 >>> from lostmid.compare import compare_profiles
 >>> compare_profiles([3.0, 1.0, 2.0], [6.0, 2.0, 4.0]).wasserstein1
 0.0
 """
 
-from lostmid.compare.candidates import Candidate, compare_measurement
+from lostmid.compare.candidates import Candidate, compare_measurement, compare_measurements
 from lostmid.compare.claims import (
     Claim,
     format_value,
@@ -31,10 +35,17 @@ from lostmid.compare.claims import (
     verdict_at_most,
     verdict_order_of_magnitude,
 )
-from lostmid.compare.fit import fit_theory, predict_theory
+from lostmid.compare.fit import predict_theory
 from lostmid.compare.inputs import MeasuredProfile, load_measured
-from lostmid.compare.metrics import ProfileComparison, compare_profiles, spearman, wasserstein1
+from lostmid.compare.metrics import (
+    ProfileComparison,
+    compare_profiles,
+    log_bin,
+    spearman,
+    wasserstein1,
+)
 from lostmid.compare.run import CompareConfig, CompareResult, run_compare
+from lostmid.compare.scoring import noise_floor, score_out_of_sample
 
 __all__ = [
     "Candidate",
@@ -44,12 +55,15 @@ __all__ = [
     "MeasuredProfile",
     "ProfileComparison",
     "compare_measurement",
+    "compare_measurements",
     "compare_profiles",
-    "fit_theory",
     "format_value",
     "load_measured",
+    "log_bin",
+    "noise_floor",
     "predict_theory",
     "run_compare",
+    "score_out_of_sample",
     "spearman",
     "verdict_at_least",
     "verdict_at_most",

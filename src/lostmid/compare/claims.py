@@ -13,6 +13,14 @@ rules are conservative: a claim is ``reproduced`` only if the whole interval
 of the interval satisfies it within the wider ``partial`` margin (default twice the
 tolerance); otherwise ``not reproduced``. Comparisons are inclusive, with a slack of
 1e-9 so a number exactly on a boundary is not lost to rounding.
+
+Resolution. Two independent measurements of one model (two seeds) agree only up to
+the noise of the measurement: their agreement ``resolution +- resolution_spread`` (the
+noise floor, :func:`lostmid.compare.scoring.noise_floor`) is about the best any
+candidate can reach against one measurement. When even that cannot reach the paper's
+number within the tolerance, and ours is as good as the floor, the claim cannot be
+tested at this budget: ``below resolution``, not ``not reproduced``. The exact rules
+are in :func:`verdict_at_least` and :func:`verdict_at_most`.
 """
 
 from __future__ import annotations
@@ -31,6 +39,12 @@ PARTLY = "partly"
 NOT_REPRODUCED = "not reproduced"
 BELOW_RESOLUTION = "below resolution"
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, BELOW_RESOLUTION)
+
+# The paper's step-0 agreement between theory and measurement (nothing fitted), and the
+# tolerance we grant each number (reproduce and compare judge them the same way).
+PAPER_SPEARMAN = 0.99
+PAPER_WASSERSTEIN1 = 0.02
+CLAIM_TOLERANCE = {"spearman": 0.01, "wasserstein1": 0.01}
 
 _SLACK = 1e-9
 _UNDEFINED = " (ours is undefined, so: not reproduced)"
@@ -85,29 +99,53 @@ def verdict_at_least(
     tolerance: float,
     spread: float = 0.0,
     partial: float | None = None,
+    resolution: float | None = None,
+    resolution_spread: float = 0.0,
 ) -> Verdict:
     """Verdict on a claim "the quantity is at least ``paper_value``" (e.g. Spearman 0.99).
 
-    With threshold = paper_value - tolerance and partial = 2 * tolerance by default:
-    reproduced if value - spread >= threshold; partly if value + spread >=
-    paper_value - partial; else not reproduced.
+    With threshold = paper_value - tolerance, partial = 2 * tolerance by default, and
+    the noise floor r +- r_s (``resolution``, ``resolution_spread``; None: not known),
+    the first rule that holds gives the verdict:
+
+    1. reproduced if value - spread >= threshold;
+    2. below resolution if r + r_s < threshold (two measurements of the same model do
+       not agree at the paper's level) and value + spread >= r - r_s - tolerance (ours
+       agrees with the measurement as well as the measurement agrees with itself);
+    3. partly if value + spread >= paper_value - partial;
+    4. otherwise not reproduced (also when ours is undefined).
 
     >>> verdict_at_least(0.985, 0.99, 0.005).verdict
     'reproduced'
     >>> verdict_at_least(0.975, 0.99, 0.005, spread=0.006).verdict
     'partly'
+    >>> verdict_at_least(0.92, 0.99, 0.01, resolution=0.93).verdict
+    'below resolution'
     """
     value, spread, tolerance, partial = _check(value, spread, tolerance, partial)
     threshold, partial_threshold = paper_value - tolerance, paper_value - partial
     rule = (
         f"reproduced if ours - spread >= {paper_value:g} - {tolerance:g} = {threshold:g}; "
-        f"partly if ours + spread >= {paper_value:g} - {partial:g} = {partial_threshold:g}; "
+        + _floor_clause(
+            resolution,
+            resolution_spread,
+            "the noise floor {r:g} + {rs:g} < " + f"{threshold:g} and ours + spread >= "
+            "{r:g} - {rs:g} - " + f"{tolerance:g} = " + "{reach:g}",
+            -tolerance,
+        )
+        + f"partly if ours + spread >= {paper_value:g} - {partial:g} = {partial_threshold:g}; "
         "otherwise not reproduced"
     )
     if not np.isfinite(value):
         return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
     if value - spread >= threshold - _SLACK:
         return Verdict(REPRODUCED, rule)
+    if (
+        resolution is not None
+        and resolution + resolution_spread < threshold - _SLACK
+        and value + spread >= resolution - resolution_spread - tolerance - _SLACK
+    ):
+        return Verdict(BELOW_RESOLUTION, rule)
     if value + spread >= partial_threshold - _SLACK:
         return Verdict(PARTLY, rule)
     return Verdict(NOT_REPRODUCED, rule)
@@ -119,32 +157,70 @@ def verdict_at_most(
     tolerance: float,
     spread: float = 0.0,
     partial: float | None = None,
+    resolution: float | None = None,
+    resolution_spread: float = 0.0,
 ) -> Verdict:
     """Verdict on a claim "the quantity is at most ``paper_value``" (e.g. W1 0.02).
 
-    With threshold = paper_value + tolerance and partial = 2 * tolerance by default:
-    reproduced if value + spread <= threshold; partly if value - spread <=
-    paper_value + partial; else not reproduced.
+    The mirror of :func:`verdict_at_least`. With threshold = paper_value + tolerance,
+    partial = 2 * tolerance by default, and the noise floor r +- r_s:
+
+    1. reproduced if value + spread <= threshold;
+    2. below resolution if r - r_s > threshold (two measurements of the same model
+       differ by more than the paper's number) and value - spread <= r + r_s +
+       tolerance (ours is as close to the measurement as the measurement to itself);
+    3. partly if value - spread <= paper_value + partial;
+    4. otherwise not reproduced (also when ours is undefined).
 
     >>> verdict_at_most(0.025, 0.02, 0.005).verdict
     'reproduced'
     >>> verdict_at_most(0.05, 0.02, 0.005).verdict
     'not reproduced'
+    >>> verdict_at_most(0.05, 0.02, 0.005, resolution=0.045).verdict
+    'below resolution'
     """
     value, spread, tolerance, partial = _check(value, spread, tolerance, partial)
     threshold, partial_threshold = paper_value + tolerance, paper_value + partial
     rule = (
         f"reproduced if ours + spread <= {paper_value:g} + {tolerance:g} = {threshold:g}; "
-        f"partly if ours - spread <= {paper_value:g} + {partial:g} = {partial_threshold:g}; "
+        + _floor_clause(
+            resolution,
+            resolution_spread,
+            "the noise floor {r:g} - {rs:g} > " + f"{threshold:g} and ours - spread <= "
+            "{r:g} + {rs:g} + " + f"{tolerance:g} = " + "{reach:g}",
+            tolerance,
+        )
+        + f"partly if ours - spread <= {paper_value:g} + {partial:g} = {partial_threshold:g}; "
         "otherwise not reproduced"
     )
     if not np.isfinite(value):
         return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
     if value + spread <= threshold + _SLACK:
         return Verdict(REPRODUCED, rule)
+    if (
+        resolution is not None
+        and resolution - resolution_spread > threshold + _SLACK
+        and value - spread <= resolution + resolution_spread + tolerance + _SLACK
+    ):
+        return Verdict(BELOW_RESOLUTION, rule)
     if value - spread <= partial_threshold + _SLACK:
         return Verdict(PARTLY, rule)
     return Verdict(NOT_REPRODUCED, rule)
+
+
+def _floor_clause(resolution: float | None, spread: float, text: str, tolerance: float) -> str:
+    """The below-resolution clause of a rule with its numbers ('' without a noise
+    floor). ``tolerance`` carries the sign of the reach: ours must come within
+    r -+ r_s -+ tolerance, on the side of the floor where ours may fail."""
+    if resolution is None:
+        return ""
+    if not (np.isfinite(resolution) and np.isfinite(spread) and spread >= 0):
+        raise UserError(
+            f"the noise floor must be a finite number with a spread >= 0, got "
+            f"{resolution} +- {spread}"
+        )
+    reach = resolution + np.copysign(spread, tolerance) + tolerance
+    return "below resolution if " + text.format(r=resolution, rs=spread, reach=reach) + "; "
 
 
 def verdict_order_of_magnitude(
