@@ -30,9 +30,10 @@ from lostmid.compare.claims import (
     verdict_at_most,
 )
 from lostmid.compare.fit import TheoryFamily, _log_scale
-from lostmid.compare.fitting import FIT_METRICS, SPIKE_POLICIES, Family, pin_spike, place
+from lostmid.compare.fitting import Family, pin_spike, place
 from lostmid.compare.inputs import MeasuredProfile, TheoryProfile
-from lostmid.compare.metrics import LOG_BINS, ProfileComparison, compare_profiles
+from lostmid.compare.metrics import ProfileComparison, compare_profiles
+from lostmid.compare.options import FIT_METRICS, LOG_BINS, SPIKE_POLICIES
 from lostmid.compare.predicted import (
     Prediction,
     pooled_measurement,

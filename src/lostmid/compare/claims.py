@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from lostmid.checks import check_choice
+from lostmid.compare.scoring import MeanSpread
 from lostmid.errors import UserError
 
 REPRODUCED = "reproduced"
@@ -265,8 +266,9 @@ def verdict_order_of_magnitude(
 
 
 def mean_and_spread(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
-    """Mean across seeds and the spread used by the verdicts: the sample standard
-    deviation (ddof = 1), 0 for a single value.
+    """Mean across seeds and the spread used by the verdicts
+    (:class:`~lostmid.compare.scoring.MeanSpread`: the sample standard deviation,
+    ddof = 1, 0 for a single value); every value must be finite.
 
     >>> mean_and_spread([1.0, 3.0])
     (2.0, 1.4142135623730951)
@@ -274,8 +276,8 @@ def mean_and_spread(values: Sequence[float] | np.ndarray) -> tuple[float, float]
     v = np.asarray(values, dtype=np.float64).ravel()
     if v.size == 0 or not np.all(np.isfinite(v)):
         raise UserError("need at least one finite value to summarise across seeds")
-    spread = float(np.std(v, ddof=1)) if v.size > 1 else 0.0
-    return float(v.mean()), spread
+    summary = MeanSpread.of(v.tolist())
+    return summary.mean, summary.spread
 
 
 def format_value(value: float, spread: float = 0.0, digits: int = 3) -> str:

@@ -48,9 +48,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from lostmid.compare.metrics import _wasserstein1
-
-FIT_METRICS = ("w1", "log-lsq")
-SPIKE_POLICIES = ("free", "pinned")
+from lostmid.typing import Float
 
 _LN10 = float(np.log(10.0))
 _GRID = 61
@@ -73,7 +71,9 @@ class ShapeFit:
     loss: float
 
 
-def best_spike_share(shape: np.ndarray, measured: np.ndarray, target: int) -> float:
+def best_spike_share(
+    shape: Float[np.ndarray, " L"], measured: Float[np.ndarray, " L"], target: int
+) -> float:
     """The spike share s in [0, 1] that minimises W1((1-s) g/sum g + s e_t, m).
 
     Exact: W1 is convex and piecewise linear in s; its minimum is the weighted median
@@ -103,7 +103,9 @@ def best_spike_share(shape: np.ndarray, measured: np.ndarray, target: int) -> fl
     return float(np.clip(median, 0.0, 1.0))
 
 
-def pin_spike(profile: np.ndarray, share: float, target: int) -> np.ndarray:
+def pin_spike(
+    profile: Float[np.ndarray, " L"], share: float, target: int
+) -> Float[np.ndarray, " L"]:
     """``profile`` normalised to sum 1 with its share at the target set to ``share``:
     p_t = share, p_j = (1 - share) g_j / sum_{i != t} g_i elsewhere.
 
@@ -116,7 +118,9 @@ def pin_spike(profile: np.ndarray, share: float, target: int) -> np.ndarray:
     return out
 
 
-def place(normalised: np.ndarray, measured: np.ndarray) -> np.ndarray:
+def place(
+    normalised: Float[np.ndarray, " L"], measured: Float[np.ndarray, " L"]
+) -> Float[np.ndarray, " L"]:
     """A profile that sums to 1 put on the measured axis: the same total influence."""
     return normalised * float(np.sum(measured))
 
@@ -137,7 +141,7 @@ def fit_shape(
             ``bounds`` is None (a family without a shape parameter).
         measured: (L,) m >= 0, checked by the caller.
         target: 1-indexed t.
-        fit_metric: one of :data:`FIT_METRICS`; spike: one of :data:`SPIKE_POLICIES`.
+        fit_metric: ``w1`` or ``log-lsq``; spike: ``free`` or ``pinned``.
         bounds: the search interval of theta, or None.
         guesses: extra starting values (e.g. a closed-form least-squares theta); the
             interval is widened to contain them.

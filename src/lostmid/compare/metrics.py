@@ -23,11 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from lostmid.checks import check_position, check_positive
+from lostmid.compare.options import LOG_BINS
 from lostmid.errors import UserError
 from lostmid.theory import summarize_profile
-
-LOG_BINS = 32
-"""Default number of log-position bins before the target (see :func:`log_bin`)."""
+from lostmid.typing import Float, Int
 
 AGREEMENT_METRICS = (
     "wasserstein1",
@@ -327,7 +326,9 @@ def compare_profiles(
     )
 
 
-def log_bin_index(length: int, bins: int = LOG_BINS, target: int | None = None) -> np.ndarray:
+def log_bin_index(
+    length: int, bins: int = LOG_BINS, target: int | None = None
+) -> Int[np.ndarray, " L"]:
     """The log-position bin of each position, as used by :func:`log_bin`.
 
     Positions j = 1..t-1 (1-indexed) fall in bin
@@ -360,7 +361,9 @@ def log_bin_index(length: int, bins: int = LOG_BINS, target: int | None = None) 
     return dense.astype(np.int64)
 
 
-def log_bin(profile: np.ndarray, bins: int = LOG_BINS, target: int | None = None) -> np.ndarray:
+def log_bin(
+    profile: Float[np.ndarray, " L"], bins: int = LOG_BINS, target: int | None = None
+) -> Float[np.ndarray, " B"]:
     """Sum of a profile over log-position bins (see :func:`log_bin_index`).
 
     b_k = sum over positions j in bin k of a_j. Total mass is conserved. The target is

@@ -19,9 +19,9 @@ from rich.table import Table
 
 from lostmid.checks import check_choice, check_positive
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
-from lostmid.compare.fitting import FIT_METRICS, SPIKE_POLICIES
 from lostmid.compare.inputs import load_measured, load_theory
-from lostmid.compare.metrics import AGREEMENT_METRICS, LOG_BINS
+from lostmid.compare.metrics import AGREEMENT_METRICS
+from lostmid.compare.options import FIT_METRICS, OPTION_DEFAULTS, SPIKE_POLICIES
 from lostmid.compare.plot import plot_overlay
 from lostmid.errors import UserError
 from lostmid.report.plots import save_figure
@@ -61,20 +61,6 @@ POLICY_DEFINITIONS = {
     "fit_metric:log-lsq": "fitted candidates minimise the squared log error off the target",
 }
 
-# Help text for each option, shared by the config's docs and the CLI (one wording).
-OPTION_HELP = {
-    "measured": "measure.json written by lostmid measure; repeat the option for several "
-    "seeds of one model (noise floor and out-of-sample scores need at least 2).",
-    "theory": "theory.json written by lostmid theory.",
-    "predict": "Also predict the theory from the measured a_l (nothing fitted).",
-    "kernel": "rollout | jacobian | both: the kernels of the predicted and fitted theory.",
-    "fit_metric": "w1 | log-lsq: what the fitted candidates minimise (w1: the metric they "
-    "are judged by).",
-    "spike": "free | pinned: the target's share is fitted for every fitted candidate "
-    "(free), or set to the measured share for every candidate (pinned).",
-    "bins": "Log-position bins for the binned Spearman and W1.",
-}
-
 
 def parse_kernels(kernel: str) -> tuple[str, ...]:
     """``rollout``, ``jacobian`` or ``both`` as a tuple of kernels.
@@ -109,10 +95,10 @@ class CompareConfig:
     measured: tuple[Path, ...]
     theory: Path | None = None
     predict: bool = False
-    kernels: tuple[str, ...] = KERNELS
-    fit_metric: str = "w1"
-    spike: str = "free"
-    bins: int = LOG_BINS
+    kernels: tuple[str, ...] = parse_kernels(OPTION_DEFAULTS["kernel"])
+    fit_metric: str = OPTION_DEFAULTS["fit_metric"]
+    spike: str = OPTION_DEFAULTS["spike"]
+    bins: int = OPTION_DEFAULTS["bins"]
     seed: int = 0
 
     def __post_init__(self) -> None:

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from lostmid.compare.fitting import Family, pin_spike
-from lostmid.compare.metrics import AGREEMENT_METRICS, LOG_BINS, ProfileComparison, compare_profiles
+from lostmid.compare.metrics import AGREEMENT_METRICS, ProfileComparison, compare_profiles
+from lostmid.compare.options import LOG_BINS
 from lostmid.errors import UserError
 from lostmid.typing import Float
 
@@ -118,7 +119,9 @@ def noise_floor(
     return NoiseFloor(seeds=len(rows), pairs=pairs, metrics=summarize(pairs))
 
 
-def pool_profiles(profiles: Sequence[np.ndarray] | Float[np.ndarray, "S L"]) -> np.ndarray:
+def pool_profiles(
+    profiles: Sequence[np.ndarray] | Float[np.ndarray, "S L"],
+) -> Float[np.ndarray, " L"]:
     """Seeds pooled: mean of the profiles normalised to sum 1, times the mean total.
 
     >>> pool_profiles([[1.0, 3.0], [4.0, 4.0]]).tolist()  # shapes 1:3 and 1:1
