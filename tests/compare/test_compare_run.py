@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-import lostmid.theory
 from lostmid.compare.candidates import compare_measurement, compare_measurements
 from lostmid.compare.claims import VERDICTS
 from lostmid.compare.inputs import MeasuredProfile, load_measured
 from lostmid.compare.metrics import wasserstein1
+from lostmid.compare.predicted import positional_predictions
 from lostmid.compare.run import CompareConfig, run_compare
 from lostmid.errors import UserError
 from lostmid.report.html import PNG_SIGNATURE
@@ -281,18 +281,10 @@ def test_outside_predictions_are_scored_like_the_others() -> None:
     assert claims["predicted:wrong matches the measurement (W1, nothing fitted)"] != "reproduced"
 
 
-def test_positional_prediction_uses_each_seeds_gains(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The position-resolved kernel lives in lostmid.theory (another package); compare
-    calls it with each seed's measured gains. A stand-in kernel records the calls."""
-    calls = []
-
-    def positional_influence_row(gains, *, kernel, mask, target):  # noqa: ANN001, ANN202
-        calls.append((np.array(gains), kernel, mask, target))
-        a = gains.mean() / (1 + gains.mean())
-        return influence_row(gains.shape[1], gains.shape[0], a, kernel=kernel, target=target)
-
+def test_positional_prediction_uses_each_seeds_gains(tmp_path: Path) -> None:
+    """compare feeds each seed's measured per-position gains to the position-resolved
+    kernel. With gains equal over positions and layers (s_k for seed k) that kernel
+    reduces to the uniform theory with a = s/(1+s): an independent reference."""
     gains = [np.full((H, L), 0.2 + 0.1 * k) for k in range(2)]
     files = [
         write_measure(
@@ -313,23 +305,19 @@ def test_positional_prediction_uses_each_seeds_gains(
     np.testing.assert_array_equal(loaded.residual_strength_forward, [0.01] * H)
 
     measurements = [load_measured(f) for f in files]
-    card = compare_measurements(measurements, predict=True, kernels=("jacobian",))
-    assert "predicted:positional" not in card.candidates  # the kernel does not exist yet
-    assert any("positional_influence_row" in n for n in card.notes)
-
-    monkeypatch.setattr(
-        lostmid.theory, "positional_influence_row", positional_influence_row, raising=False
-    )
     card = compare_measurements(measurements, predict=True)
     assert {"predicted:positional", "predicted:positional-rollout"} <= set(card.candidates)
-    assert [(c[1], c[3]) for c in calls] == [
-        ("rollout", L),
-        ("rollout", L),
-        ("jacobian", L),
-        ("jacobian", L),
-    ]
-    np.testing.assert_array_equal(calls[0][0], gains[0])
-    np.testing.assert_array_equal(calls[1][0], gains[1])
+    predictions, notes = positional_predictions(measurements, ("jacobian", "rollout"))
+    assert notes == []
+    for name, kernel in (
+        ("predicted:positional", "jacobian"),
+        ("predicted:positional-rollout", "rollout"),
+    ):
+        rows = predictions[name].rows
+        for k in range(2):
+            s = 0.2 + 0.1 * k
+            want = influence_row(L, H, s / (1 + s), kernel=kernel)
+            np.testing.assert_allclose(rows[k] / rows[k].sum(), want / want.sum(), atol=1e-12)
     assert card.candidates["predicted:positional"].out_of_sample is not None
 
     old = [load_measured(write_measure(tmp_path / f"old{k}.json", noise_seed=k)) for k in range(2)]

@@ -6,8 +6,7 @@ per seed, and the seeds pooled into one measurement.
   Jacobian gain, or the peer's forward ratio; ``residual_strength_method`` says which).
 * ``predicted:positional`` (jacobian kernel) and ``predicted:positional-rollout``: the
   position-resolved theory with each seed's per-position gains (``gain_per_position``),
-  through ``lostmid.theory.positional_influence_row(gains, kernel=, mask=, target=)``
-  when this lostmid has it.
+  through :func:`lostmid.theory.positional_influence_row`.
 """
 
 from __future__ import annotations
@@ -18,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-import lostmid.theory
 from lostmid.compare.fit import predict_theory
 from lostmid.compare.inputs import MeasuredProfile
 from lostmid.compare.scoring import pool_profiles
 from lostmid.errors import UserError
+from lostmid.theory import positional_influence_row
 
 
 @dataclass(frozen=True)
@@ -84,14 +83,8 @@ def positional_predictions(
     measurements: Sequence[MeasuredProfile], kernels: Sequence[str]
 ) -> tuple[dict[str, Prediction], list[str]]:
     """``predicted:positional`` (jacobian) and ``predicted:positional-rollout`` from
-    each seed's per-position gains, with a note instead when the gains or the kernel
-    are missing. Returns (predictions, notes)."""
-    row = getattr(lostmid.theory, "positional_influence_row", None)
-    if row is None:
-        return {}, [
-            "predicted:positional skipped: this lostmid has no "
-            "lostmid.theory.positional_influence_row"
-        ]
+    each seed's per-position gains, with a note instead when the gains are missing.
+    Returns (predictions, notes)."""
     if any(m.gain_per_position is None for m in measurements):
         return {}, [
             "predicted:positional skipped: the measure.json files carry no "
@@ -101,7 +94,9 @@ def positional_predictions(
     for kernel in kernels:
         name = "predicted:positional" + ("" if kernel == "jacobian" else f"-{kernel}")
         rows = [
-            row(m.gain_per_position, kernel=kernel, mask=m.mask, target=m.target)
+            positional_influence_row(
+                m.gain_per_position, kernel=kernel, mask=m.mask, target=m.target
+            )
             for m in measurements
         ]
         out[name] = Prediction(
