@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from lostmid.errors import UserError
 
@@ -65,6 +66,47 @@ def sweep_command(
     ] = False,
 ) -> None:
     """Run a grid of units (measure, theory, train) in-process or on Ray; resumable."""
+    try:
+        _sweep(
+            task,
+            models,
+            seeds,
+            lengths,
+            param,
+            config,
+            backend,
+            address,
+            retries,
+            cpus,
+            gpus,
+            memory,
+            out,
+            overwrite,
+        )
+    except UserError as err:
+        # printed here, not by lostmid.cli.main, whose markup would eat "[cluster]"
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(2) from None
+
+
+def _sweep(
+    task: str | None,
+    models: str | None,
+    seeds: str | None,
+    lengths: str | None,
+    param: list[str] | None,
+    config: Path | None,
+    backend: str,
+    address: str | None,
+    retries: int,
+    cpus: float | None,
+    gpus: float | None,
+    memory: float | None,
+    out: Path,
+    overwrite: bool,
+) -> None:
     from lostmid.sweep.grid import Resources, grid_from_flags, load_sweep_file
     from lostmid.sweep.run import SweepConfig, run_sweep
 

@@ -10,6 +10,7 @@ machine it is).
 from __future__ import annotations
 
 import os
+import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -170,12 +171,38 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def check_address(address: str) -> tuple[str, int] | None:
+    """``auto``, or ``[ray://]HOST:PORT`` split into host and port; else one line.
+
+    >>> check_address("10.0.0.5:6379"), check_address("auto")
+    (('10.0.0.5', 6379), None)
+    """
+    if address == "auto":
+        return None
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UserError(f"--address {address!r}: give auto or HOST:PORT, e.g. 10.0.0.5:6379")
+    return host.strip("[]"), int(port)
+
+
 def start_ray(address: str | None) -> bool:
     """Connect to Ray (``auto``, ``HOST:PORT``) or start a local instance (``None``) unless
-    one is already running in this process. Returns whether this call started it."""
+    one is already running in this process. Returns whether this call started it.
+
+    A HOST:PORT where nothing answers fails at once (Ray itself would retry for
+    minutes)."""
     ray = import_ray()
     if ray.is_initialized():
         return False
+    target = None if address is None else check_address(address)
+    if target is not None:
+        try:
+            socket.create_connection(target, timeout=10).close()
+        except OSError as err:
+            raise UserError(
+                f"--address {address}: nothing answers there ({err.strerror or err}); start "
+                "a cluster with `ray start --head`, or omit --address for a local instance"
+            ) from None
     quiet = {"log_to_driver": False, "logging_level": "ERROR", "configure_logging": True}
     try:
         if address is None:
@@ -202,52 +229,75 @@ def _ray_unit(unit: Unit, spec: TaskSpec, out: str, retries: int) -> UnitOutcome
     return execute_unit(unit, spec, Path(out), retries)
 
 
+def infeasible(units: Sequence[Unit], cluster: dict[str, float]) -> str | None:
+    """Why some unit can never be scheduled on a cluster with ``cluster`` resources
+    (``ray.cluster_resources()``), or None when every unit fits.
+
+    >>> from lostmid.sweep.grid import Resources
+    >>> unit = Unit.make("measure", {"seed": 0}, Resources(cpus=1, gpus=1))
+    >>> infeasible([unit], {"CPU": 2.0}).split("; ")[1]
+    'the Ray cluster has 0 GPU (set --gpus-per-unit)'
+    """
+    for unit in units:
+        asks = (
+            (unit.resources.cpus or 0, cluster.get("CPU", 0.0), "CPU", "--cpus-per-unit"),
+            (unit.resources.gpus or 0, cluster.get("GPU", 0.0), "GPU", "--gpus-per-unit"),
+            (
+                (unit.resources.memory_gb or 0),
+                cluster.get("memory", 0.0) / 2**30,
+                "GiB",
+                "--memory-per-unit",
+            ),
+        )
+        for want, have, name, flag in asks:
+            if want > have:
+                return (
+                    f"unit {unit.key} asks for {want:g} {name}; the Ray cluster has "
+                    f"{have:.3g} {name} (set {flag})"
+                )
+    return None
+
+
 def run_ray(
     units: Sequence[tuple[Unit, TaskSpec]],
     out: Path,
     retries: int,
     report: Report,
-    *,
-    address: str | None = None,
 ) -> None:
     """Run every unit as a Ray task with its resource request; report each as it ends.
 
-    Exceptions inside a unit are retried by :func:`execute_unit`; a lost worker (killed,
-    out of memory) is retried by Ray (``max_retries``) and then reported as failed.
+    Needs a connected Ray (:func:`start_ray`). Exceptions inside a unit are retried by
+    :func:`execute_unit`; a lost worker (killed, out of memory) is retried by Ray
+    (``max_retries``) and then reported as failed.
     """
     ray = import_ray()
-    started = start_ray(address)
-    try:
-        remote = ray.remote(_ray_unit)
-        pending: dict[Any, Unit] = {}
-        for unit, spec in units:
-            res = unit.resources
-            options: dict[str, Any] = {
-                "num_cpus": res.cpus if res.cpus is not None else 1,
-                "num_gpus": res.gpus or 0,
-                "max_retries": retries,
-            }
-            if res.memory_gb:
-                options["memory"] = int(res.memory_gb * 2**30)
-            ref = remote.options(**options).remote(unit, spec, str(out), retries)
-            pending[ref] = unit
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                unit = pending.pop(ref)
-                try:
-                    outcome = ray.get(ref)
-                except Exception as err:  # a lost task is reported, never dropped
-                    outcome = UnitOutcome(
-                        key=unit.key,
-                        status="failed",
-                        seconds=0.0,
-                        compute_seconds=None,
-                        attempts=retries + 1,
-                        error=_one_line(err),
-                        traceback=traceback.format_exc(),
-                    )
-                report(unit, outcome)
-    finally:
-        if started:
-            ray.shutdown()
+    remote = ray.remote(_ray_unit)
+    pending: dict[Any, Unit] = {}
+    for unit, spec in units:
+        res = unit.resources
+        options: dict[str, Any] = {
+            "num_cpus": res.cpus if res.cpus is not None else 1,
+            "num_gpus": res.gpus or 0,
+            "max_retries": retries,
+        }
+        if res.memory_gb:
+            options["memory"] = int(res.memory_gb * 2**30)
+        ref = remote.options(**options).remote(unit, spec, str(out), retries)
+        pending[ref] = unit
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            unit = pending.pop(ref)
+            try:
+                outcome = ray.get(ref)
+            except Exception as err:  # a lost task is reported, never dropped
+                outcome = UnitOutcome(
+                    key=unit.key,
+                    status="failed",
+                    seconds=0.0,
+                    compute_seconds=None,
+                    attempts=retries + 1,
+                    error=_one_line(err),
+                    traceback=traceback.format_exc(),
+                )
+            report(unit, outcome)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from lostmid.checks import check_choice
@@ -30,10 +31,13 @@ from lostmid.sweep.execute import (
     STATUSES,
     UNITS_DIR,
     UnitOutcome,
+    check_address,
     import_ray,
+    infeasible,
     run_local,
     run_ray,
     saved_outcome,
+    start_ray,
 )
 from lostmid.sweep.grid import Grid, Unit, expand
 from lostmid.sweep.units import TaskSpec, task_spec
@@ -63,8 +67,10 @@ class SweepConfig:
             raise UserError(f"--retries must be a whole number >= 0, got {self.retries!r}")
         if self.retries < 0:
             raise UserError(f"--retries must be >= 0, got {self.retries}")
-        if self.address is not None and self.backend != "ray":
-            raise UserError("--address is for --backend ray; add --backend ray or drop it")
+        if self.address is not None:
+            if self.backend != "ray":
+                raise UserError("--address is for --backend ray; add --backend ray or drop it")
+            check_address(self.address)
         if not self.grids:
             raise UserError("the sweep has no grid; give --task or --config")
         if self.backend == "ray":
@@ -189,15 +195,27 @@ def run_sweep(
         outcomes[unit.key] = outcome
         progress.update(bar, advance=1, last=f"{outcome.status}: {unit.key}")
 
+    ray_started = False
+    if todo and config.backend == "ray":
+        ray_started = start_ray(config.address)
+        why = infeasible([u for u, _ in todo], import_ray().cluster_resources())
+        if why is not None and config.address is None:  # a fixed cluster: it would hang
+            if ray_started:
+                import_ray().shutdown()
+            raise UserError(why)
+        if why is not None and console is not None:  # an autoscaler may still provide it
+            console.print(f"[yellow]warning:[/] {escape(why)}")
     complete = False
     try:
         with progress:
             if todo and config.backend == "ray":
-                run_ray(todo, out, config.retries, report, address=config.address)
+                run_ray(todo, out, config.retries, report)
             elif todo:
                 run_local(todo, out, config.retries, report)
         complete = True
     finally:  # an interrupted sweep still says which units finished
+        if ray_started:
+            import_ray().shutdown()
         result = SweepResult(
             config=config,
             units=tuple(UnitRecord(u, outcomes[u.key]) for u, _ in plan if u.key in outcomes),

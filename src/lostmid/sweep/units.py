@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,10 @@ from lostmid.checks import check_choice
 from lostmid.errors import UserError
 
 Params = Mapping[str, Any]
+
+
+def _never(params: Params) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,7 @@ class TaskSpec:
     axes: Mapping[str, str]
     build: Callable[[Params], Any]
     run: Callable[[Any, Path], dict[str, Any]]
-    needs_gpu: Callable[[Params], bool] = field(default=lambda params: False)
+    needs_gpu: Callable[[Params], bool] = _never
 
     def check_name(self, name: str) -> None:
         known = self.defaults()
