@@ -186,3 +186,27 @@ def test_cli_exits_1_when_a_unit_failed(tmp_path: Path, run_cli: Any, flaky: Any
     assert code == 1 and "1 failed" in out and "1 of 1 units failed" in err
     (unit,) = _sweep_json(tmp_path)["units"]
     assert unit["error"] == "RuntimeError: planned failure 1 of seed 0"
+
+
+def test_train_units_map_models_to_presets_and_lengths_to_context(tmp_path: Path) -> None:
+    from lostmid.train.config import from_dict
+    from lostmid.train.run import run_training
+
+    grid = grid_from_flags(
+        "train", models="micro", lengths="16,24", params=["steps=3", "model.layers=1"]
+    )
+    result = run_sweep(SweepConfig(grids=(grid,)), out=tmp_path / "sweep")
+    assert result.counts()["done"] == 2
+    for unit, context in zip(result.units, (16, 24), strict=True):
+        swept = json.loads((tmp_path / "sweep" / unit.result).read_text())
+        assert swept["model"]["context"] == context and swept["model"]["layers"] == 1
+        # the same run made directly: training is deterministic, so the records agree
+        config = from_dict(
+            {"preset": "micro", "steps": 3, "model": {"context": context, "layers": 1}}
+        )
+        run_training(config, out=tmp_path / f"direct{context}")
+        direct = json.loads((tmp_path / f"direct{context}" / "dynamics.json").read_text())
+        for record in (*swept["records"], *direct["records"]):
+            record.pop("timings_s")  # the one field that differs between identical runs
+        assert swept["records"] == direct["records"]
+        assert unit.outcome.summary["heldout_loss"] == direct["records"][-1]["heldout_loss"]
