@@ -3,8 +3,9 @@
 Both backends do the same thing per unit, :func:`execute_unit`: compute it through the
 stage store of the sweep folder (so its result is saved the moment it finishes, by
 whichever process computed it) and return a :class:`UnitOutcome`. With Ray each unit is
-one Ray task, so the sweep folder must be on a file system every node sees (on one
-machine it is).
+one Ray task. On a cluster of several machines, every node needs the same lostmid (and
+Ray) installed, and the sweep folder must be on a file system every node sees; on one
+machine both hold by themselves.
 """
 
 from __future__ import annotations
