@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from lostmid.errors import UserError
+from lostmid.sweep.cli import sweep_command
 
 app = typer.Typer(
     add_completion=False,
@@ -267,6 +268,9 @@ def reproduce(
         device=device,
     )
     run_reproduce(config, out=out, overwrite=overwrite, console=console)
+
+
+app.command("sweep")(sweep_command)
 
 
 def main() -> None:
