@@ -33,18 +33,20 @@ def run_cli(
 
 @pytest.fixture
 def unknown_family_dir(tmp_path: Path) -> Path:
-    """A directory with only the config.json of a tiny GPT-NeoX, a family no adapter
-    serves (so the generic adapter is used)."""
+    """A directory with only the config.json of a tiny GPT-J, a family no adapter
+    serves and no layout fits (one shared norm, GPT-2 names): the generic adapter."""
     from transformers import AutoConfig
 
     config = AutoConfig.for_model(
-        "gpt_neox",
+        "gptj",
         vocab_size=64,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        n_positions=64,
+        rotary_dim=4,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
     return tmp_path

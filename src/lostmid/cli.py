@@ -27,6 +27,7 @@ from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.reproduce.config import ReproduceConfig, parse_models
 from lostmid.train.config import HELP as TRAIN_HELP
 from lostmid.train.config import resolve_cli_config
+from lostmid.sweep.cli import sweep_command
 
 app = typer.Typer(
     add_completion=False,
@@ -240,6 +241,9 @@ def reproduce(
         device=device,
     )
     run_reproduce(config, out=out, overwrite=overwrite, console=console)
+
+
+app.command("sweep")(sweep_command)
 
 
 def main() -> None:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
-from lostmid.compare.candidates import compare_measurement
+from lostmid.compare.candidates import compare_measurement, compare_measurements
+from lostmid.compare.claims import VERDICTS
 from lostmid.compare.inputs import MeasuredProfile, load_measured
+from lostmid.compare.metrics import wasserstein1
+from lostmid.compare.predicted import positional_predictions
+from lostmid.compare.run import CompareConfig, run_compare
 from lostmid.errors import UserError
 from lostmid.report.html import PNG_SIGNATURE
 from lostmid.theory import influence_row
@@ -18,18 +25,27 @@ from lostmid.theory import influence_row
 L, H = 64, 4
 ALPHAS = [0.2, 0.35, 0.3, 0.25]
 
-RunCli = Callable[..., tuple[int, str, str]]
-
 
 def write_measure(
-    path: Path, length: int = L, residual: bool = True, target: int | None = None
+    path: Path,
+    length: int = L,
+    residual: bool = True,
+    target: int | None = None,
+    noise_seed: int | None = None,
+    extra: dict | None = None,
 ) -> Path:
-    """A measurement that is exactly the jacobian theory of ALPHAS, times 2."""
+    """A measurement that is the jacobian theory of ALPHAS, times 2; with
+    ``noise_seed``, times independent mean-one log-normal noise per position (one
+    seed of a noisy measurement)."""
     influence = 2.0 * influence_row(length, H, ALPHAS, kernel="jacobian")
+    if noise_seed is not None:
+        rng = np.random.default_rng(noise_seed)
+        influence = influence * np.exp(0.05 * rng.standard_normal(length) - 0.05**2 / 2)
     data = {
         "influence": influence.tolist(),
         "stderr": (0.05 * influence).tolist(),
         "config": {"length": length, "layers": H, "target": target},
+        **(extra or {}),
     }
     if residual:
         data["residual_strength"] = ALPHAS
@@ -51,105 +67,102 @@ def write_theory(path: Path, length: int = L, target: int | None = None) -> Path
     return path
 
 
-def test_compare_writes_json_and_plot(tmp_path: Path, run_cli: RunCli) -> None:
+def run(out: Path, **options: object) -> dict:
+    """run_compare with a CompareConfig built from ``options``; returns compare.json."""
+    overwrite = bool(options.pop("overwrite", False))
+    run_compare(CompareConfig(**options), out=out, overwrite=overwrite)
+    return json.loads((out / "compare.json").read_text())
+
+
+def test_compare_writes_json_and_plot(tmp_path: Path) -> None:
     measure = write_measure(tmp_path / "measure.json")
     theory = write_theory(tmp_path / "theory.json")
     out = tmp_path / "out"
-    code, stdout, stderr = run_cli(
-        "compare",
-        "--measured",
-        measure,
-        "--theory",
-        theory,
-        "--predict",
-        "--out",
-        out,
-        "--seed",
-        "3",
+    console = Console(file=io.StringIO(), width=120)
+    result = run_compare(
+        CompareConfig(measured=(measure,), theory=theory, predict=True, seed=3),
+        out=out,
+        console=console,
     )
-    assert code == 0, stderr
-    assert "fitted:rollout" in stdout and "Spearman" in stdout and "compare.json" in stdout
+    printed = console.file.getvalue()
+    assert "fitted:rollout" in printed and "Spearman" in printed and "compare.json" in printed
     assert (out / "compare.png").read_bytes().startswith(PNG_SIGNATURE)
 
-    result = json.loads((out / "compare.json").read_text())
-    assert set(result) >= {"measured", "candidates", "ranking", "metric_definitions", "run"}
-    assert result["run"]["command"] == "compare" and result["run"]["seed"] == 3
-    assert list(result["candidates"]) == [
-        "theory",
-        "predicted:rollout",
-        "predicted:jacobian",
-        "fitted:rollout",
-        "fitted:jacobian",
-        "baseline:flat+spike",
-        "baseline:linear+spike",
-        "baseline:power+spike",
-        "baseline:exponential+spike",
-    ]
-    predicted = result["candidates"]["predicted:jacobian"]
+    data = json.loads((out / "compare.json").read_text())
+    assert set(data) >= {"measured", "candidates", "ranking", "metric_definitions", "metadata"}
+    assert "run" not in data  # provenance has one key everywhere: "metadata"
+    assert data["metadata"]["command"] == "compare" and data["metadata"]["seed"] == 3
+    assert data["metadata"]["config"]["measured"] == [str(measure)]
+    assert (
+        list(data["candidates"])
+        == list(result.candidates)
+        == [
+            "theory",
+            "predicted:rollout",
+            "predicted:jacobian",
+            "fitted:rollout",
+            "fitted:jacobian",
+            "baseline:flat+spike",
+            "baseline:linear+spike",
+            "baseline:power+spike",
+            "baseline:exponential+spike",
+        ]
+    )
+    predicted = data["candidates"]["predicted:jacobian"]
     assert predicted["parameter_count"] == 0
     assert predicted["parameters"]["alphas"] == pytest.approx(ALPHAS)
+    # The measurement is the jacobian theory of ALPHAS: the prediction is exact.
     assert predicted["metrics"]["wasserstein1"] < 1e-12
     assert predicted["metrics"]["spearman"] == pytest.approx(1.0)
-    assert np.allclose(predicted["profile"], result["measured"]["influence"], rtol=1e-9)
+    assert np.allclose(predicted["profile"], data["measured"]["influence"], rtol=1e-9)
     # The exact prediction beats every baseline; the ranking says so.
-    assert result["ranking"]["wasserstein1"][0] in ("predicted:jacobian", "fitted:jacobian")
-    baselines = [v for k, v in result["candidates"].items() if k.startswith("baseline:")]
+    assert data["ranking"]["wasserstein1"][0] in ("predicted:jacobian", "fitted:jacobian")
+    baselines = [v for k, v in data["candidates"].items() if k.startswith("baseline:")]
     assert min(b["metrics"]["wasserstein1"] for b in baselines) > 1e-6
-    assert result["candidates"]["fitted:jacobian"]["parameter_count"] == 2
-    assert result["candidates"]["theory"]["parameters"]["kernel"] == "rollout"
+    # The theory file is rollout at a = 0.3, not the truth: it must score worse.
+    assert data["candidates"]["theory"]["parameters"]["kernel"] == "rollout"
+    assert data["candidates"]["theory"]["metrics"]["wasserstein1"] > 1e-4
 
 
-def test_kernel_option_and_refusal_to_overwrite(tmp_path: Path, run_cli: RunCli) -> None:
+def test_kernel_option_and_refusal_to_overwrite(tmp_path: Path) -> None:
     measure = write_measure(tmp_path / "measure.json")
     out = tmp_path / "out"
-    code, _, _ = run_cli("compare", "--measured", measure, "--kernel", "rollout", "--out", out)
-    assert code == 0
-    names = list(json.loads((out / "compare.json").read_text())["candidates"])
+    names = list(run(out, measured=measure, kernels="rollout")["candidates"])
     assert "fitted:rollout" in names and not any("jacobian" in n for n in names)
     assert "theory" not in names and not any(n.startswith("predicted") for n in names)
 
     before = (out / "compare.json").read_text()
-    code, _, stderr = run_cli("compare", "--measured", measure, "--out", out)
-    assert code == 2
-    assert "compare.json already exists; pass --overwrite" in stderr
+    with pytest.raises(UserError, match="compare.json already exists; pass --overwrite"):
+        run(out, measured=measure)
     assert (out / "compare.json").read_text() == before
-    code, _, _ = run_cli("compare", "--measured", measure, "--out", out, "--overwrite")
-    assert code == 0
+    assert "fitted:jacobian" in run(out, measured=measure, overwrite=True)["candidates"]
 
 
 @pytest.mark.parametrize(
     ("make", "message"),
     [
         (
-            lambda d: ("--theory", write_theory(d / "t.json", length=L + 1)),
+            lambda d: {"theory": write_theory(d / "t.json", length=L + 1)},
             f"theory has L = {L + 1} positions but the measurement has L = {L}",
         ),
         (
-            lambda d: ("--theory", write_theory(d / "t.json", target=L - 1)),
+            lambda d: {"theory": write_theory(d / "t.json", target=L - 1)},
             f"theory targets position {L - 1} but the measurement targets {L}",
         ),
-        (lambda d: ("--kernel", "softmax"), "unknown kernel 'softmax'"),
+        (lambda d: {"kernels": "softmax"}, "--kernel 'softmax' unknown"),
+        (
+            lambda d: {"predict": True, "measured": write_measure(d / "m.json", residual=False)},
+            "--predict needs the measured residual strengths",
+        ),
     ],
 )
-def test_user_errors_are_one_line(
-    tmp_path: Path, run_cli: RunCli, make: Callable[[Path], tuple], message: str
+def test_user_errors_leave_no_output(
+    tmp_path: Path, make: Callable[[Path], dict], message: str
 ) -> None:
-    measure = write_measure(tmp_path / "measure.json")
-    code, _, stderr = run_cli(
-        "compare", "--measured", measure, *make(tmp_path), "--out", tmp_path / "out"
-    )
-    assert code == 2
-    assert message in stderr
-    assert len(stderr.strip().splitlines()) == 1
+    options = {"measured": write_measure(tmp_path / "measure.json"), **make(tmp_path)}
+    with pytest.raises(UserError, match=re.escape(message)):
+        run(tmp_path / "out", **options)
     assert not (tmp_path / "out" / "compare.json").exists()
-
-
-def test_predict_needs_residual_strengths(tmp_path: Path, run_cli: RunCli) -> None:
-    measure = write_measure(tmp_path / "measure.json", residual=False)
-    code, _, stderr = run_cli(
-        "compare", "--measured", measure, "--predict", "--out", tmp_path / "out"
-    )
-    assert code == 2 and "--predict needs the measured residual strengths" in stderr
 
 
 def test_missing_and_malformed_measurement(tmp_path: Path) -> None:
@@ -179,3 +192,153 @@ def test_compare_measurement_in_memory_target_inside() -> None:
     assert all(c.profile[t - 1] > 0 for c in cands.values())
     # Nothing after the target in any candidate, as in the causal measurement.
     assert all(np.all(c.profile[t:] == 0) for c in cands.values())
+
+
+# -- several seeds: noise floor, out of sample, verdicts ---------------------------------
+
+
+def test_several_seeds_give_floor_held_out_scores_and_verdicts(tmp_path: Path) -> None:
+    files = [write_measure(tmp_path / f"m{k}.json", noise_seed=k) for k in range(3)]
+    data = run(tmp_path / "out", measured=files, predict=True)
+    rows = np.array([json.loads(f.read_text())["influence"] for f in files])
+
+    # The pooled measurement: mean of the normalised seeds on the mean total.
+    shares = rows / rows.sum(axis=1, keepdims=True)
+    expected = shares.mean(axis=0) * rows.sum(axis=1).mean()
+    np.testing.assert_allclose(data["measured"]["influence"], expected, rtol=1e-12)
+    assert data["measured"]["seeds"] == 3 and data["measured"]["sources"] == list(map(str, files))
+
+    floor = data["noise_floor"]
+    assert floor["seeds"] == 3 and floor["pairs"] == 3
+    w1_pairs = [wasserstein1(rows[i], rows[j]) for i, j in ((0, 1), (0, 2), (1, 2))]
+    assert floor["metrics"]["wasserstein1"]["mean"] == pytest.approx(np.mean(w1_pairs))
+    assert floor["metrics"]["wasserstein1"]["spread"] == pytest.approx(np.std(w1_pairs, ddof=1))
+
+    for name, c in data["candidates"].items():
+        held = c["out_of_sample"]
+        assert held["folds"] == 3 and len(held["per_fold"]) == 3, name
+        assert set(held["metrics"]) >= {"wasserstein1", "spearman", "binned_wasserstein1"}
+    # The prediction (each seed's a_l: here ALPHAS) scored on each seed as it is.
+    truth = influence_row(L, H, ALPHAS, kernel="jacobian")
+    per_fold = data["candidates"]["predicted:jacobian"]["out_of_sample"]["per_fold"]
+    for k, fold in enumerate(per_fold):
+        assert fold["metrics"]["wasserstein1"] == pytest.approx(wasserstein1(truth, rows[k]))
+        assert fold["parameters"] == {}
+    ranked = data["ranking"]["out_of_sample_wasserstein1"]
+    assert set(ranked) == set(data["candidates"])
+    assert ranked[0] in ("predicted:jacobian", "fitted:jacobian")  # the true kernel
+
+    claims = {c["claim"]: c for c in data["claims"]}
+    w1_claim = claims["predicted:jacobian matches the measurement (W1, nothing fitted)"]
+    assert w1_claim["verdict"] == "reproduced" and "seed-to-seed" in w1_claim["ours"]
+    assert all(c["verdict"] in VERDICTS for c in data["claims"])
+    assert data["notes"] == [] or all("positional" in n for n in data["notes"])
+    assert data["settings"]["fit_metric"] == "w1" and data["settings"]["spike"] == "free"
+    assert set(data["settings"]["definitions"]) >= {"spike:free", "fit_metric:w1", "pooling"}
+
+
+def test_one_measurement_says_there_is_no_fold(tmp_path: Path) -> None:
+    data = run(tmp_path / "out", measured=[write_measure(tmp_path / "m.json", noise_seed=0)])
+    assert data["noise_floor"] is None
+    assert all(c["out_of_sample"] is None for c in data["candidates"].values())
+    assert data["ranking"]["out_of_sample_wasserstein1"] is None
+    assert any("no held-out seed" in note for note in data["notes"])
+
+
+def test_pinned_spike_holds_for_every_candidate(tmp_path: Path) -> None:
+    files = [write_measure(tmp_path / f"m{k}.json", noise_seed=k) for k in range(2)]
+    measurements = [load_measured(f) for f in files]
+    card = compare_measurements(measurements, predict=True, spike="pinned")
+    share = card.measured.influence[-1] / card.measured.influence.sum()
+    assert {c.kind for c in card.candidates.values()} == {"predicted", "fitted", "baseline"}
+    for c in card.candidates.values():
+        assert c.profile[-1] / c.profile.sum() == pytest.approx(share, rel=1e-12), c.name
+        assert c.parameter_count >= 1, c.name  # the spike share is taken from the data
+
+
+def test_outside_predictions_are_scored_like_the_others() -> None:
+    truth = influence_row(L, H, ALPHAS, kernel="jacobian")
+    wrong = influence_row(L, H, 0.9, kernel="rollout")
+    measured = [
+        MeasuredProfile(
+            influence=truth * (1 + 0.01 * k),
+            stderr=None,
+            residual_strength=None,
+            layers=H,
+            target=L,
+        )
+        for k in range(2)
+    ]
+    card = compare_measurements(
+        measured, predicted={"predicted:exact": truth, "predicted:wrong": np.stack([wrong] * 2)}
+    )
+    exact, off = card.candidates["predicted:exact"], card.candidates["predicted:wrong"]
+    assert exact.kind == "predicted" and exact.parameter_count == 0
+    assert exact.metrics.wasserstein1 < 1e-12 and off.metrics.wasserstein1 > 0.01
+    assert exact.out_of_sample is not None and len(exact.out_of_sample.folds) == 2
+    claims = {c.claim: c.verdict for c in card.claims}
+    assert claims["predicted:exact matches the measurement (W1, nothing fitted)"] == "reproduced"
+    assert claims["predicted:wrong matches the measurement (W1, nothing fitted)"] != "reproduced"
+
+
+def test_positional_prediction_uses_each_seeds_gains(tmp_path: Path) -> None:
+    """compare feeds each seed's measured per-position gains to the position-resolved
+    kernel. With gains equal over positions and layers (s_k for seed k) that kernel
+    reduces to the uniform theory with a = s/(1+s): an independent reference."""
+    gains = [np.full((H, L), 0.2 + 0.1 * k) for k in range(2)]
+    files = [
+        write_measure(
+            tmp_path / f"m{k}.json",
+            noise_seed=k,
+            extra={
+                "gain_per_position": gains[k].tolist(),
+                "branch_gain": [0.3] * H,
+                "residual_strength_method": "jacobian",
+                "residual_strength_forward": [0.01] * H,
+            },
+        )
+        for k in range(2)
+    ]
+    loaded = load_measured(files[1])
+    assert loaded.residual_strength_method == "jacobian"
+    np.testing.assert_array_equal(loaded.gain_per_position, gains[1])
+    np.testing.assert_array_equal(loaded.residual_strength_forward, [0.01] * H)
+
+    measurements = [load_measured(f) for f in files]
+    card = compare_measurements(measurements, predict=True)
+    assert {"predicted:positional", "predicted:positional-rollout"} <= set(card.candidates)
+    predictions, notes = positional_predictions(measurements, ("jacobian", "rollout"))
+    assert notes == []
+    for name, kernel in (
+        ("predicted:positional", "jacobian"),
+        ("predicted:positional-rollout", "rollout"),
+    ):
+        rows = predictions[name].rows
+        for k in range(2):
+            s = 0.2 + 0.1 * k
+            want = influence_row(L, H, s / (1 + s), kernel=kernel)
+            np.testing.assert_allclose(rows[k] / rows[k].sum(), want / want.sum(), atol=1e-12)
+    assert card.candidates["predicted:positional"].out_of_sample is not None
+
+    old = [load_measured(write_measure(tmp_path / f"old{k}.json", noise_seed=k)) for k in range(2)]
+    assert old[0].gain_per_position is None and old[0].residual_strength_method is None
+    card = compare_measurements(old, predict=True)
+    assert "predicted:positional" not in card.candidates
+    assert any("gain_per_position" in n for n in card.notes)
+
+
+def test_new_measure_keys_are_checked(tmp_path: Path) -> None:
+    bad = write_measure(tmp_path / "m.json", extra={"gain_per_position": [[1.0] * L] * (H - 1)})
+    with pytest.raises(UserError, match=f"'gain_per_position' must be {H} x {L} finite numbers"):
+        load_measured(bad)
+
+
+def test_seeds_of_different_settings_are_refused(tmp_path: Path) -> None:
+    a = write_measure(tmp_path / "a.json")
+    b = write_measure(tmp_path / "b.json", length=L + 1)
+    with pytest.raises(UserError, match=f"has length L {L + 1} but .* has {L}; give seeds of one"):
+        run(tmp_path / "out", measured=[a, b])
+    with pytest.raises(UserError, match="the same file is given twice"):
+        CompareConfig(measured=[a, a])
+    with pytest.raises(UserError, match="--spike 'loose' unknown; choose one of free, pinned"):
+        CompareConfig(measured=[a], spike="loose")

@@ -15,6 +15,8 @@ from lostmid.compare.metrics import (
     anchor_error,
     compare_profiles,
     log10_rmse,
+    log_bin,
+    log_bin_index,
     log_correlation,
     peak_to_valley,
     spearman,
@@ -119,12 +121,16 @@ def test_peak_to_valley_side_by_side() -> None:
     assert ptv.log10_difference == pytest.approx(1.0)
 
 
-def test_peak_to_valley_of_theory_row_matches_summary_definition() -> None:
-    row = influence_row(64, 4, 0.3)
-    ptv = peak_to_valley(row, row)
-    # Causal rollout: peak at the target, valley at t-1.
-    assert ptv.first == pytest.approx(row[-1] / row[-2])
-    assert ptv.log10_difference == 0.0
+def test_peak_to_valley_of_theory_rows_against_the_rollout_definition() -> None:
+    # Causal rollout: every term of rho_H decreases in x, so the valley sits at t - 1
+    # (PAPER_NOTES); the peak is the target for a shallow net, position 1 for a deep one.
+    shallow, deep = influence_row(64, 2, 0.3), influence_row(64, 8, 0.3)
+    assert np.argmax(shallow) == 63 and np.argmax(deep) == 0
+    ptv = peak_to_valley(shallow, deep)
+    assert ptv.first == pytest.approx(shallow[-1] / shallow[-2])
+    assert ptv.second == pytest.approx(deep[0] / deep[-2])
+    expected = np.log10(shallow[-1] / shallow[-2]) - np.log10(deep[0] / deep[-2])
+    assert ptv.log10_difference == pytest.approx(expected)
 
 
 def test_anchor_error_hand_case_and_scale_invariance() -> None:
@@ -141,6 +147,62 @@ def test_anchor_error_hand_case_and_scale_invariance() -> None:
 def test_anchor_error_nan_where_measured_is_zero() -> None:
     e = anchor_error([1.0, 1.0, 1.0], [0.0, 1.0, 1.0])
     assert math.isnan(e.primacy) and e.recency == pytest.approx(-1 / 3)
+
+
+# -- log binning --------------------------------------------------------------------------
+
+
+def test_log_bins_are_powers_of_the_target() -> None:
+    # t = 2^10 and 10 bins: bin k holds 2^k <= j < 2^(k+1), the target its own bin.
+    index = log_bin_index(1024, bins=10)
+    for k in range(10):
+        lo, hi = 2**k, 2 ** (k + 1)
+        assert np.all(index[lo - 1 : hi - 1] == k), k
+    assert index[-1] == 10
+    # Three bins of 1024 = (2^(10/3))^3: edges at 10.08 and 101.6.
+    assert log_bin_index(1024, bins=3)[[0, 9, 10, 100, 101, 1022, 1023]].tolist() == [
+        0,
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+    ]
+
+
+def test_log_bin_conserves_mass_and_drops_empty_bins() -> None:
+    profile = RNG.random(300) + 0.01
+    for bins in (1, 7, 32, 200):
+        binned = log_bin(profile, bins=bins)
+        assert binned.sum() == pytest.approx(profile.sum(), rel=1e-12)
+        assert binned.size <= bins + 1 and np.all(binned > 0)  # no empty bin survives
+        assert binned[-1] == profile[-1]  # the target alone
+    # 200 bins of ln 300: narrower than one position at the start, so most are empty.
+    assert log_bin(profile, bins=200).size < 200
+
+
+def test_log_bin_with_an_inner_target() -> None:
+    profile = np.arange(1.0, 11.0)  # target 6: positions 7..10 make one last bin
+    index = log_bin_index(10, bins=4, target=6)
+    assert index[5] == index[4] + 1 and np.all(index[6:] == index[5] + 1)
+    binned = log_bin(profile, bins=4, target=6)
+    assert binned[-2:].tolist() == [6.0, 7.0 + 8.0 + 9.0 + 10.0]
+    assert binned.sum() == profile.sum()
+
+
+def test_binned_metrics_see_the_shape_not_the_noise_in_the_middle() -> None:
+    # A U-shaped profile with a long flat middle; two noisy copies of it.
+    j = np.arange(1, 1025.0)
+    u = 1.0 + 50.0 * j**-2.0
+    u[-1] = 200.0
+    a = u * (1 + 0.05 * RNG.standard_normal(u.size))
+    b = u * (1 + 0.05 * RNG.standard_normal(u.size))
+    c = compare_profiles(a, b)
+    assert c.spearman < 0.9  # the flat middle is ranked by noise
+    assert c.binned_spearman > 0.99  # in log bins the shape decides
+    assert c.binned_spearman == spearman(log_bin(a), log_bin(b))
+    assert c.binned_wasserstein1 == wasserstein1(log_bin(a), log_bin(b))
 
 
 # -- bundle -------------------------------------------------------------------------------
@@ -168,7 +230,11 @@ def test_compare_profiles_ranks_a_wrong_shape_worse() -> None:
 
 
 def test_log10_rmse_removes_the_shared_scale() -> None:
-    assert log10_rmse([1.0, 10.0], [10.0, 10.0]) == pytest.approx(0.5)
+    # log10 ratios 0 and 2: about their mean 1 the RMS is 1 decade, whatever the scale.
+    assert log10_rmse([1.0, 100.0], [1.0, 1.0]) == pytest.approx(1.0)
+    assert log10_rmse([7.0, 700.0], [0.1, 0.1]) == pytest.approx(1.0)
+    # A zero on either side leaves that position out: here only a constant ratio is left.
+    assert log10_rmse([0.0, 1.0, 10.0], [5.0, 2.0, 20.0]) == pytest.approx(0.0, abs=1e-15)
 
 
 # -- bad input ----------------------------------------------------------------------------
@@ -197,5 +263,7 @@ def test_bad_input_is_a_user_error(
 
 
 def test_target_out_of_range() -> None:
-    with pytest.raises(UserError, match=r"target position must be in 1\.\.3"):
+    with pytest.raises(
+        UserError, match=r"target must be a position in 1\.\.3 \(1-indexed\), got 4"
+    ):
         compare_profiles([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], target=4)

@@ -58,3 +58,63 @@ def test_generic_family_says_it_needs_an_adapter(unknown_family_dir) -> None:
     loaded = load_model(str(unknown_family_dir))
     with pytest.raises(UserError, match="needs a family adapter"):
         residual_strength(loaded, random_token_ids(64, 1, 8, seed=0))
+
+
+def test_jacobian_method_is_s_over_one_plus_s_of_the_branch_gain() -> None:
+    from lostmid.influence.gains import branch_gains
+
+    loaded = load_model("tiny-qwen2", dtype="float64")
+    ids = random_token_ids(256, 2, 12, seed=3)
+    gains = branch_gains(loaded, ids, directions=3, seed=7)
+    got = residual_strength(loaded, ids, method="jacobian", directions=3, seed=7)
+    np.testing.assert_allclose(got, gains.gain / (1 + gains.gain), rtol=1e-14)
+    forward = residual_strength(loaded, ids)  # the default stays the peer's ratio
+    np.testing.assert_array_equal(forward, residual_strength(loaded, ids, method="forward"))
+    assert np.all(forward < got)
+
+
+def test_strength_from_gain_inverts_the_layer_operator() -> None:
+    """(1-a) I + a A W is (I + s A W) / (1+s) for a = s/(1+s): check on random matrices."""
+    from lostmid.influence.residual import strength_from_gain
+
+    gen = np.random.default_rng(0)
+    attention, w = gen.random((5, 5)), gen.normal(size=(5, 5))
+    for s in (0.0, 0.3, 7.0):
+        a = float(strength_from_gain(s))
+        left = (1 - a) * np.eye(5) + a * attention @ w
+        np.testing.assert_allclose(left, (np.eye(5) + s * attention @ w) / (1 + s), atol=1e-14)
+    with pytest.raises(UserError, match="branch gains must be finite and >= 0"):
+        strength_from_gain(np.array([0.5, -1.0]))
+
+
+def test_forward_ratio_shrinks_like_one_over_sqrt_position() -> None:
+    """Uniform attention at depth 1: lambda ~ mean_i r_i / (1 + r_i), r_i = s / sqrt(i).
+
+    The branch averages i nearly independent values of norm ~ s ||x||, so the forward
+    ratio is far below s / (1 + s) and falls with L; the Jacobian strength does not.
+    """
+    from lostmid.influence.gains import branch_gains
+
+    loaded = load_model("tiny-qwen2", dtype="float64", config_overrides={"num_hidden_layers": 1})
+    with torch.no_grad():
+        attn = loaded.adapter.attention(loaded.adapter.blocks(loaded.model)[0])
+        for proj in (attn.q_proj, attn.k_proj):
+            proj.weight.zero_()
+            proj.bias.zero_()
+    forward, jacobian = [], []
+    for length in (16, 64):
+        ids = random_token_ids(256, 8, length, seed=0)
+        s = float(branch_gains(loaded, ids, exact=True).gain[0])
+        r = s / np.sqrt(np.arange(1, length + 1))
+        lam = float(residual_strength(loaded, ids)[0])
+        assert lam == pytest.approx(float(np.mean(r / (1 + r))), rel=0.15)
+        forward.append(lam)
+        jacobian.append(s / (1 + s))
+    assert forward[1] < 0.8 * forward[0]
+    assert jacobian[1] == pytest.approx(jacobian[0], rel=0.05)
+
+
+def test_unknown_method_is_refused() -> None:
+    loaded = load_model("tiny-gpt2")
+    with pytest.raises(UserError, match="residual strength method 'ratio' unknown"):
+        residual_strength(loaded, random_token_ids(256, 1, 4, seed=0), method="ratio")

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from lostmid.errors import UserError
-from lostmid.models import PRESETS, load_model
+from lostmid.models import MODEL_PRESETS, load_model
 from lostmid.models.load import _preset_config
 
 
 def test_required_presets_have_the_paper_shapes() -> None:
-    assert {"qwen2-0.5b", "gpt2", "gpt2-medium", "tiny-qwen2", "tiny-gpt2"} <= set(PRESETS)
+    assert {"qwen2-0.5b", "gpt2", "gpt2-medium", "tiny-qwen2", "tiny-gpt2"} <= set(MODEL_PRESETS)
     qwen = _preset_config("qwen2-0.5b")
     assert (qwen.num_hidden_layers, qwen.hidden_size, qwen.intermediate_size) == (24, 896, 4864)
     assert (qwen.num_attention_heads, qwen.num_key_value_heads) == (14, 2)
@@ -30,9 +30,15 @@ def test_required_presets_have_the_paper_shapes() -> None:
 @pytest.mark.parametrize(
     ("spec", "family", "adapter"),
     [
-        ("tiny-qwen2", "qwen2", "qwen2"),
+        ("tiny-qwen2", "qwen2", "llama-style"),
         ("tiny-gpt2", "gpt2", "gpt2"),
-        ("tiny-llama", "llama", "qwen2"),
+        ("tiny-llama", "llama", "llama-style"),
+        ("tiny-mistral", "mistral", "llama-style"),
+        ("tiny-gemma2", "gemma2", "gemma2"),
+        ("tiny-neox", "gpt_neox", "gpt-neox"),
+        ("tiny-opt", "opt", "opt"),
+        ("tiny-bloom", "bloom", "bloom"),
+        ("tiny-phi", "phi", "phi"),
     ],
 )
 def test_tiny_presets_load_frozen_in_eval_mode(spec: str, family: str, adapter: str) -> None:
@@ -63,7 +69,7 @@ def test_config_overrides_change_the_shape_and_reject_unknown_fields() -> None:
 
 
 def test_directory_with_config_only_builds_untrained(tmp_path) -> None:
-    config = {k: v for k, v in PRESETS["tiny-gpt2"].items() if not k.startswith("_")}
+    config = {k: v for k, v in MODEL_PRESETS["tiny-gpt2"].items() if not k.startswith("_")}
     (tmp_path / "config.json").write_text(json.dumps(config))
     loaded = load_model(str(tmp_path), seed=1)
     assert (loaded.source, loaded.init, loaded.family) == ("directory", "random", "gpt2")
@@ -125,3 +131,25 @@ def test_float64_and_bfloat16_dtypes() -> None:
         == torch.float64
     )
     assert load_model("tiny-gpt2", dtype="bfloat16").model.lm_head.weight.dtype == torch.bfloat16
+
+
+def test_no_alibi_flag_is_applied_and_recorded() -> None:
+    """Equal inputs with large q.k: ALiBi alone makes layer-1 attention non-uniform."""
+    rows = {}
+    for flag in (False, True):
+        loaded = load_model("tiny-bloom", no_alibi=flag, dtype="float64")
+        assert loaded.describe()["no_alibi"] is flag
+        adapter, block = loaded.adapter, loaded.adapter.blocks(loaded.model)[0]
+        with torch.no_grad():
+            for tensor in adapter.query_key(block):
+                tensor.mul_(20.0)
+        kept = {}
+        handle = adapter.attention(block).register_forward_hook(
+            lambda m, a, o, kept=kept: kept.update(w=o[1])
+        )
+        with torch.no_grad():
+            adapter.base(loaded.model)(input_ids=torch.full((1, 8), 5), use_cache=False)
+        handle.remove()
+        rows[flag] = kept["w"][0, :, -1]  # (heads, L): the last position's attention row
+    assert torch.allclose(rows[True], torch.full_like(rows[True], 1 / 8), rtol=0, atol=1e-6)
+    assert (rows[False] - 1 / 8).abs().max() > 1e-2

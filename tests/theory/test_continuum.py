@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from math import comb, factorial, log
 
 import numpy as np
@@ -68,23 +69,55 @@ def test_continuum_jacobian_kernel_and_target() -> None:
     assert continuum_error(exact, cont, 2000).l1_rel_error < 0.01
 
 
-def test_regions_quantify_the_three_claims() -> None:
-    h, a, t = 24, 0.1, 2048
-    exact = influence_row(t, h, a)
-    r = regions(exact, h, a, t)
-    assert r.recency_anchor_weight == pytest.approx(0.9**24)
-    # the k = H asymptotic tail never dominates at this scale: x* = exp(-H(H-1)(1-a)/a)
-    assert r.tail_dominates_below == pytest.approx(np.exp(-24 * 23 * 0.9 / 0.1))
-    assert r.tail_dominates_positions == 0
-    assert r.dead_zone_pure_attention == pytest.approx(log(2) ** 23 / factorial(23))
+def path_terms(alphas: list[float], u: float) -> list[float]:
+    """T_k(u) = b_k u^(k-1)/(k-1)!, k = 1..H, with b_k by expanding the product by hand."""
+    h = len(alphas)
+    b = [0.0] * (h + 1)
+    for chosen in itertools.product([0, 1], repeat=h):
+        weight = 1.0
+        for a, took_attention in zip(alphas, chosen, strict=True):
+            weight *= a if took_attention else 1 - a
+        b[sum(chosen)] += weight
+    return [b[k] * u ** (k - 1) / factorial(k - 1) for k in range(1, h + 1)]
+
+
+def test_regions_against_brute_force_path_terms() -> None:
+    alphas, t = [0.95, 0.7, 0.85, 0.9], 1000
+    exact = influence_row(t, 4, alphas)
+    r = regions(exact, 4, alphas, t)
+    # positions where the k = H term is the largest of all, counted one by one
+    dominated = [j for j in range(1, t + 1) if np.argmax(path_terms(alphas, log(t / j))) == 3]
+    assert dominated == list(range(1, r.tail_dominates_positions + 1))
+    assert 10 < r.tail_dominates_positions < t - 10  # a case where the boundary is inside
+    assert r.dominant_hops_start == 1 + int(np.argmax(path_terms(alphas, log(t))))
+    assert r.dominant_hops_middle == 1 + int(np.argmax(path_terms(alphas, log(2))))
+    assert r.dominant_hops_end == 1 + int(np.argmax(path_terms(alphas, log(t / (t - 1)))))
+    assert r.recency_anchor_weight == pytest.approx(0.05 * 0.3 * 0.15 * 0.1)
     assert exact[r.above_uniform_until - 1] >= 1 / t > exact[r.above_uniform_until]
-    # with pure attention the deepest path dominates everywhere
-    r1 = regions(influence_row(t, 4, 1.0), 4, 1.0, t)
-    assert r1.tail_dominates_below == 1.0 or r1.dominant_hops_middle == 4
+
+
+def test_dead_zone_levels_are_limits_of_the_exact_row() -> None:
+    """t times the exact influence at j = t/2 tends to the continuum density at x = 1/2."""
+    h, t = 6, 100_000
+    pure = regions(influence_row(t, h, 1.0), h, 1.0, t)
+    assert pure.dead_zone_pure_attention == pytest.approx(
+        t * influence_row(t, h, 1.0)[t // 2 - 1], rel=1e-3
+    )
+    alphas = [0.3, 0.6, 0.2, 0.9, 0.5, 0.4]
+    mixed = regions(influence_row(t, h, alphas), h, alphas, t)
+    assert mixed.dead_zone_density == pytest.approx(
+        t * influence_row(t, h, alphas)[t // 2 - 1], rel=1e-3
+    )
 
 
 def test_continuum_rejects_bad_input() -> None:
     with pytest.raises(UserError, match="x in"):
         density(0.0, 3, 0.5)
-    with pytest.raises(UserError, match="unknown kernel"):
+    with pytest.raises(UserError, match="kernel 'ntk' unknown; choose one of rollout, jacobian"):
         continuum_row(10, 3, 0.5, kernel="ntk")
+    with pytest.raises(
+        UserError, match=r"target must be a position in 1..10 \(1-indexed\), got 11"
+    ):
+        continuum_row(10, 3, 0.5, target=11)
+    with pytest.raises(UserError, match="at least one layer"):
+        regions(np.ones(10), 0, 0.5, 10)

@@ -20,41 +20,21 @@ from lostmid.theory import (
     resolve_alphas,
 )
 
-# -- brute force, written from the definitions, independent of the package ------------
+# -- brute force from the definitions (dense_attention: tests/theory/conftest.py) -----
 
 
-def dense_attention(mask: str, n: int) -> np.ndarray:
-    """A[i, j] = 1/|allowed(i)| over the allowed positions (1-indexed i, j)."""
-    allowed = np.zeros((n, n), dtype=bool)
-    for i in range(1, n + 1):
-        for j in range(1, n + 1):
-            if mask == "causal":
-                ok = j <= i
-            elif mask == "bidirectional":
-                ok = True
-            elif mask.startswith("sliding:"):
-                w = int(mask.split(":")[1])
-                ok = i - w < j <= i
-            else:
-                p = int(mask.split(":")[1])
-                ok = (i <= p and j <= p) or (i > p and j <= i)
-            allowed[i - 1, j - 1] = ok
-    return allowed / allowed.sum(axis=1, keepdims=True)
-
-
-def brute_rollout(mask: str, n: int, alphas: np.ndarray, target: int) -> np.ndarray:
+def brute_rollout(a_mat: np.ndarray, alphas: np.ndarray, target: int) -> np.ndarray:
     """Row t of N_H ... N_1 by dense products."""
-    a_mat = dense_attention(mask, n)
+    n = a_mat.shape[0]
     prod = np.eye(n)
     for a in alphas:
         prod = ((1 - a) * np.eye(n) + a * a_mat) @ prod
     return prod[target - 1]
 
 
-def brute_jacobian(mask: str, n: int, alphas: np.ndarray, target: int) -> np.ndarray:
+def brute_jacobian(a_mat: np.ndarray, alphas: np.ndarray, target: int) -> np.ndarray:
     """sqrt(sum over layer subsets S of c_S^2 (A^|S|)[t, :]^2), enumerating every S."""
-    a_mat = dense_attention(mask, n)
-    total = np.zeros(n)
+    total = np.zeros(a_mat.shape[0])
     layers = len(alphas)
     for chosen in itertools.product([0, 1], repeat=layers):
         c = np.prod([a if s else 1 - a for a, s in zip(alphas, chosen, strict=True)])
@@ -70,12 +50,13 @@ SCHEDULES = [0.3, 1.0, [0.9, 0.1, 0.5, 0.0, 0.7]]
 @pytest.mark.parametrize("mask", MASKS)
 @pytest.mark.parametrize("alpha", SCHEDULES, ids=["const", "pure-attn", "per-layer"])
 @pytest.mark.parametrize("kernel", ["rollout", "jacobian"])
-def test_rows_match_brute_force(mask: str, alpha: object, kernel: str) -> None:
+def test_rows_match_brute_force(mask: str, alpha: object, kernel: str, dense_attention) -> None:
     n, layers = 23, 5
+    a_mat = dense_attention(mask, n)
     alphas = resolve_alphas(alpha, layers)
     brute = brute_rollout if kernel == "rollout" else brute_jacobian
     for target in (1, 9, n):
-        expected = brute(mask, n, alphas, target)
+        expected = brute(a_mat, alphas, target)
         got = influence_row(n, layers, alphas, mask=mask, kernel=kernel, target=target)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-300)
         got_log = np.exp(log_influence_row(n, layers, alphas, mask, kernel, target))
@@ -83,19 +64,19 @@ def test_rows_match_brute_force(mask: str, alpha: object, kernel: str) -> None:
 
 
 @pytest.mark.parametrize("mask", MASKS)
-def test_influence_matrix_matches_brute_force(mask: str) -> None:
+def test_influence_matrix_matches_brute_force(mask: str, dense_attention) -> None:
     n, alphas = 17, resolve_alphas([0.2, 0.8, 0.5], 3)
+    a_mat = dense_attention(mask, n)
     for kernel, brute in (("rollout", brute_rollout), ("jacobian", brute_jacobian)):
         mat = influence_matrix(n, 3, alphas, mask=mask, kernel=kernel)
-        expected = np.stack([brute(mask, n, alphas, t) for t in range(1, n + 1)])
+        expected = np.stack([brute(a_mat, alphas, t) for t in range(1, n + 1)])
         np.testing.assert_allclose(mat, expected, rtol=1e-12, atol=1e-15)
 
 
-def test_long_row_matches_brute_force_at_64() -> None:
+def test_long_row_matches_brute_force_at_64(dense_attention) -> None:
     alphas = resolve_alphas(0.37, 12)
-    np.testing.assert_allclose(
-        influence_row(64, 12, alphas), brute_rollout("causal", 64, alphas, 64), rtol=1e-12
-    )
+    expected = brute_rollout(dense_attention("causal", 64), alphas, 64)
+    np.testing.assert_allclose(influence_row(64, 12, alphas), expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("mask", MASKS)
@@ -140,13 +121,20 @@ def test_path_weights_are_binomial_for_constant_alpha() -> None:
     )
 
 
-def test_path_decomposition_reassembles_both_kernels() -> None:
-    for kernel in ("rollout", "jacobian"):
-        d = path_decomposition(40, 6, [0.1, 0.9, 0.4, 0.6, 0.2, 0.5], kernel=kernel)
-        total = d.contributions.sum(axis=0)
-        row = influence_row(40, 6, [0.1, 0.9, 0.4, 0.6, 0.2, 0.5], kernel=kernel)
-        np.testing.assert_allclose(total if kernel == "rollout" else np.sqrt(total), row)
-        np.testing.assert_allclose(d.rows[2], influence_row(40, 2, 1.0), rtol=1e-13)
+@pytest.mark.parametrize("kernel", ["rollout", "jacobian"])
+def test_path_decomposition_against_dense_powers(kernel: str, dense_attention) -> None:
+    alphas = resolve_alphas([0.1, 0.9, 0.4, 0.6, 0.2, 0.5], 6)
+    a_mat = dense_attention("sliding:9", 40)
+    d = path_decomposition(40, 6, alphas, mask="sliding:9", kernel=kernel, target=33)
+    for k in range(7):
+        expected = np.linalg.matrix_power(a_mat, k)[32]
+        np.testing.assert_allclose(d.rows[k], expected, rtol=1e-12, atol=1e-300)
+    brute = brute_rollout if kernel == "rollout" else brute_jacobian
+    total = d.contributions.sum(axis=0)
+    reassembled = total if kernel == "rollout" else np.sqrt(total)
+    np.testing.assert_allclose(reassembled, brute(a_mat, alphas, 33), rtol=1e-12)
+    # a window of 9 moves at most 8 back per hop: position 1 needs >= 4 hops to reach 33
+    assert np.all(d.rows[:4, 0] == 0) and d.dominant_hops[0] >= 4
 
 
 def test_log_domain_keeps_values_far_below_float_range() -> None:
@@ -159,7 +147,8 @@ def test_log_domain_keeps_values_far_below_float_range() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"length": 0}, "length must be an integer >= 1"),
+        ({"length": 0}, "length must be positive, got 0"),
+        ({"length": 2.5}, "length must be a whole number, got 2.5"),
         ({"layers": -1}, "number of layers must be an integer >= 0"),
         ({"alpha": 1.5}, "alpha must lie in [0, 1]"),
         ({"alpha": [0.1, 0.2]}, "schedule has 2 values but there are 4 layers"),
@@ -167,11 +156,13 @@ def test_log_domain_keeps_values_far_below_float_range() -> None:
         ({"mask": "sliding:11"}, "exceeds the length 10"),
         ({"mask": "prefix:11"}, "prefix length 11 exceeds the length 10"),
         ({"mask": "diagonal"}, "unknown mask 'diagonal'"),
-        ({"target": 11}, "target position must be in 1..10"),
-        ({"kernel": "ntk"}, "unknown kernel 'ntk'"),
+        ({"target": 11}, "target must be a position in 1..10 (1-indexed), got 11"),
+        ({"kernel": "ntk"}, "kernel 'ntk' unknown; choose one of rollout, jacobian"),
     ],
 )
 def test_bad_input_raises_user_error(kwargs: dict, message: str) -> None:
     args = {"length": 10, "layers": 4, "alpha": 0.5} | kwargs
-    with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        influence_row(**args)
+    for function in (influence_row, log_influence_row, path_decomposition):
+        with pytest.raises(UserError) as err:
+            function(**args)
+        assert message in str(err.value)

@@ -3,22 +3,34 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lostmid.theory import influence_row
+from lostmid.errors import UserError
+from lostmid.theory import Causal, SlidingWindow
+from lostmid.theory.run import TheoryConfig, compute_theory, run_theory
 
 
-def test_theory_command_writes_json_and_png(run_cli, tmp_path: Path) -> None:
+def dense_rollout_row(a_mat: np.ndarray, alphas: list[float], target: int) -> np.ndarray:
+    """Row t of prod_l ((1 - a_l) I + a_l A), by dense products."""
+    n = a_mat.shape[0]
+    product = np.eye(n)
+    for a in alphas:
+        product = ((1 - a) * np.eye(n) + a * a_mat) @ product
+    return product[target - 1]
+
+
+def test_theory_command_writes_json_and_png(run_cli, tmp_path: Path, dense_attention) -> None:
     code, out, err = run_cli(
         "theory", "--layers", "6", "--length", "200", "--alpha", "0.3", "--out", tmp_path
     )
     assert code == 0, err
     record = json.loads((tmp_path / "theory.json").read_text())
-    np.testing.assert_allclose(record["influence"], influence_row(200, 6, 0.3), rtol=1e-12)
-    assert len(record["influence"]) == 200
+    expected = dense_rollout_row(dense_attention("causal", 200), [0.3] * 6, 200)
+    np.testing.assert_allclose(record["influence"], expected, rtol=1e-12)
     assert record["peak_to_valley"] == pytest.approx(
         max(record["influence"]) / min(record["influence"][:-1])
     )
@@ -40,7 +52,7 @@ def test_log_domain_is_used_automatically_when_float64_underflows(run_cli, tmp_p
     assert record["influence"][-1] == 0.0
 
 
-def test_schedule_and_target(run_cli, tmp_path: Path) -> None:
+def test_schedule_mask_and_target(run_cli, tmp_path: Path, dense_attention) -> None:
     code, _, err = run_cli(
         "theory",
         "-H",
@@ -49,6 +61,8 @@ def test_schedule_and_target(run_cli, tmp_path: Path) -> None:
         "20",
         "--alpha-schedule",
         "list:0.1,0.5,0.9",
+        "--mask",
+        "sliding:4",
         "--target",
         "7",
         "--out",
@@ -56,9 +70,10 @@ def test_schedule_and_target(run_cli, tmp_path: Path) -> None:
     )
     assert code == 0, err
     record = json.loads((tmp_path / "theory.json").read_text())
-    np.testing.assert_allclose(
-        record["influence"], influence_row(20, 3, [0.1, 0.5, 0.9], target=7), rtol=1e-12
-    )
+    expected = dense_rollout_row(dense_attention("sliding:4", 20), [0.1, 0.5, 0.9], 7)
+    np.testing.assert_allclose(record["influence"], expected, rtol=1e-12, atol=1e-300)
+    assert record["params"]["mask"] == "sliding:4" and record["params"]["target"] == 7
+    assert record["metadata"]["config"]["alphas"] == [0.1, 0.5, 0.9]
 
 
 def test_existing_results_are_not_overwritten(run_cli, tmp_path: Path) -> None:
@@ -72,7 +87,7 @@ def test_existing_results_are_not_overwritten(run_cli, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--length", "0"], "length must be an integer >= 1"),
+        (["--length", "0"], "length must be positive, got 0"),
         (["--layers", "-2"], "number of layers must be an integer >= 0"),
         (["--alpha", "1.2"], "alpha must lie in [0, 1]"),
         (["--alpha-schedule", "list:0.1,0.2"], "schedule has 2 values but there are 4"),
@@ -80,9 +95,9 @@ def test_existing_results_are_not_overwritten(run_cli, tmp_path: Path) -> None:
         (["--alpha-schedule", "cosine"], "unknown alpha schedule"),
         (["--mask", "sliding:40"], "exceeds the length 32"),
         (["--mask", "prefix:x"], "needs an integer"),
-        (["--target", "33"], "target position must be in 1..32"),
-        (["--kernel", "ntk"], "unknown kernel"),
-        (["--log-domain", "maybe"], "log_domain must be auto, on or off"),
+        (["--target", "33"], "target must be a position in 1..32 (1-indexed), got 33"),
+        (["--kernel", "ntk"], "kernel 'ntk' unknown; choose one of rollout, jacobian"),
+        (["--log-domain", "maybe"], "log_domain 'maybe' unknown; choose one of auto, on, off"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(run_cli, tmp_path, args, message) -> None:
@@ -91,3 +106,39 @@ def test_bad_input_is_one_line_exit_2(run_cli, tmp_path, args, message) -> None:
     assert message in err.replace("\n", " ")
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "theory.json").exists()
+
+
+def test_config_holds_parsed_values_and_checks_once() -> None:
+    c = TheoryConfig(layers=3, length=50, alpha=0.4, mask="sliding:5", alpha_schedule="power:1")
+    assert c.mask == SlidingWindow(5) and c.target_position == 50 and c.target is None
+    np.testing.assert_allclose(c.alphas, [0.4, 0.2, 0.4 / 3], rtol=1e-15)
+    # derived values follow a replaced option: the default target is the new last position
+    longer = replace(c, length=80, mask=Causal())
+    assert longer.target_position == 80 and longer.mask == Causal()
+    with pytest.raises(UserError, match=r"target must be a position in 1..50 \(1-indexed\)"):
+        TheoryConfig(length=50, target=51)
+    with pytest.raises(UserError, match="sliding window width 60 exceeds the length 50"):
+        TheoryConfig(length=50, mask="sliding:60")
+
+
+def test_python_run_keeps_the_seed_in_the_config(tmp_path: Path) -> None:
+    config = TheoryConfig(layers=2, length=16, alpha=0.5, seed=7)
+    result = run_theory(config, out=tmp_path / "a")
+    record = json.loads((tmp_path / "a" / "theory.json").read_text())
+    assert record["metadata"]["seed"] == 7 and record["metadata"]["config"]["seed"] == 7
+    assert result.config.seed == 7
+    # the keyword the CLI still passes overrides the config's seed
+    run_theory(config, out=tmp_path / "b", seed=3)
+    record = json.loads((tmp_path / "b" / "theory.json").read_text())
+    assert record["metadata"]["seed"] == 3
+
+
+def test_log_domain_on_agrees_with_float64() -> None:
+    """Forcing the log domain gives the same row where float64 is exact."""
+    linear = compute_theory(TheoryConfig(layers=8, length=300, alpha=0.6, log_domain="off"))
+    logged = compute_theory(TheoryConfig(layers=8, length=300, alpha=0.6, log_domain="on"))
+    assert not linear.log_domain_used and logged.log_domain_used
+    np.testing.assert_allclose(logged.influence, linear.influence, rtol=1e-12)
+    assert logged.summary.log10_peak_to_valley == pytest.approx(
+        linear.summary.log10_peak_to_valley, rel=1e-12
+    )

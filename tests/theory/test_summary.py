@@ -45,5 +45,5 @@ def test_bad_profiles() -> None:
         summarize_profile(np.array([0.5, -0.1]))
     with pytest.raises(UserError, match="exactly one"):
         summarize_profile()
-    with pytest.raises(UserError, match="target must be in 1..2"):
+    with pytest.raises(UserError, match=r"target must be a position in 1..2 \(1-indexed\), got 3"):
         summarize_profile(np.array([0.5, 0.5]), target=3)

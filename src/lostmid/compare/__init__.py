@@ -1,85 +1,119 @@
-"""Theory against measurement: metrics, naive baselines, fitted and predicted theory,
-and claim verdicts.
+"""Theory against measurement: metrics, naive baselines, predicted and fitted theory,
+fair scoring over seeds, and claim verdicts.
 
-* :mod:`~lostmid.compare.metrics`: Spearman, Wasserstein-1, log correlation,
-  peak-to-valley, anchor errors, bundled by :func:`compare_profiles`.
-* :mod:`~lostmid.compare.baselines`: naive profiles fitted to the measurement.
-* :mod:`~lostmid.compare.fit`: theory parameters predicted (measured a_l) or fitted.
-* :mod:`~lostmid.compare.candidates`: every candidate scored against one measurement.
-* :mod:`~lostmid.compare.claims`: verdicts on the paper's claims by stated rules.
-* :mod:`~lostmid.compare.run`: the ``lostmid compare`` command.
+The public surface, by task:
+
+* run a comparison: :class:`CompareConfig`, :func:`run_compare` -> :class:`CompareResult`
+  (``lostmid compare``);
+* read a measurement: :func:`load_measured` -> :class:`MeasuredProfile`;
+* score two profiles: :func:`compare_profiles` -> :class:`ProfileComparison` (the one
+  agreement record), :func:`spearman`, :func:`wasserstein1`, :func:`log_bin`;
+* score candidates: :func:`compare_measurements` (seeds of one model: in and out of
+  sample, noise floor, verdicts) or :func:`compare_measurement` (one measurement) ->
+  :class:`Candidate` by name; :func:`predict_theory`;
+* fair scoring from arrays: :func:`noise_floor`, :func:`score_out_of_sample`;
+* claims: :class:`Claim`, judged by :func:`verdict_at_least`, :func:`verdict_at_most`,
+  :func:`verdict_order_of_magnitude`, with our number written by :func:`format_value`.
+
+Everything else lives in the submodules: :mod:`~lostmid.compare.metrics`,
+:mod:`~lostmid.compare.fitting` (the objective and spike policy every fit shares),
+:mod:`~lostmid.compare.baselines`, :mod:`~lostmid.compare.fit`,
+:mod:`~lostmid.compare.scoring`, :mod:`~lostmid.compare.candidates`,
+:mod:`~lostmid.compare.claims` (the verdict strings), :mod:`~lostmid.compare.inputs`,
+:mod:`~lostmid.compare.options` (the command's help and defaults),
+:mod:`~lostmid.compare.run`.
 
 >>> from lostmid.compare import compare_profiles
 >>> compare_profiles([3.0, 1.0, 2.0], [6.0, 2.0, 4.0]).wasserstein1
 0.0
 """
 
-from lostmid.compare.baselines import BASELINE_NAMES, Baseline, baseline_profiles, fit_baselines
-from lostmid.compare.candidates import Candidate, compare_measurement, parse_kernels
-from lostmid.compare.claims import (
-    NOT_REPRODUCED,
-    PARTLY,
-    REPRODUCED,
-    VERDICTS,
-    Claim,
-    Verdict,
-    format_value,
-    mean_and_spread,
-    verdict_at_least,
-    verdict_at_most,
-    verdict_order_of_magnitude,
-)
-from lostmid.compare.fit import TheoryFit, fit_theory, predict_theory
-from lostmid.compare.inputs import MeasuredProfile, TheoryProfile, load_measured, load_theory
-from lostmid.compare.metrics import (
-    AnchorError,
-    PeakToValley,
-    ProfileComparison,
-    anchor_error,
-    compare_profiles,
-    log10_rmse,
-    log_correlation,
-    peak_to_valley,
-    spearman,
-    validate_profile,
-    wasserstein1,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each public name and the submodule that defines it. Submodules load on first use,
+# so a light one (``lostmid.compare.options``, read by the CLI at start-up) does not
+# pull in scipy and matplotlib through this package.
+_PUBLIC = {
+    "Candidate": "candidates",
+    "compare_measurement": "candidates",
+    "compare_measurements": "candidates",
+    "Claim": "claims",
+    "format_value": "claims",
+    "verdict_at_least": "claims",
+    "verdict_at_most": "claims",
+    "verdict_order_of_magnitude": "claims",
+    "predict_theory": "fit",
+    "MeasuredProfile": "inputs",
+    "load_measured": "inputs",
+    "ProfileComparison": "metrics",
+    "compare_profiles": "metrics",
+    "log_bin": "metrics",
+    "spearman": "metrics",
+    "wasserstein1": "metrics",
+    "CompareConfig": "run",
+    "CompareResult": "run",
+    "run_compare": "run",
+    "noise_floor": "scoring",
+    "score_out_of_sample": "scoring",
+}
 
 __all__ = [
-    "BASELINE_NAMES",
-    "NOT_REPRODUCED",
-    "PARTLY",
-    "REPRODUCED",
-    "VERDICTS",
-    "AnchorError",
-    "Baseline",
     "Candidate",
     "Claim",
+    "CompareConfig",
+    "CompareResult",
     "MeasuredProfile",
-    "PeakToValley",
     "ProfileComparison",
-    "TheoryFit",
-    "TheoryProfile",
-    "Verdict",
-    "anchor_error",
-    "baseline_profiles",
     "compare_measurement",
+    "compare_measurements",
     "compare_profiles",
-    "fit_baselines",
-    "fit_theory",
     "format_value",
     "load_measured",
-    "load_theory",
-    "log10_rmse",
-    "log_correlation",
-    "mean_and_spread",
-    "parse_kernels",
-    "peak_to_valley",
+    "log_bin",
+    "noise_floor",
     "predict_theory",
+    "run_compare",
+    "score_out_of_sample",
     "spearman",
-    "validate_profile",
     "verdict_at_least",
     "verdict_at_most",
     "verdict_order_of_magnitude",
     "wasserstein1",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'lostmid.compare' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"lostmid.compare.{_PUBLIC[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
+
+
+if TYPE_CHECKING:
+    from lostmid.compare.candidates import Candidate, compare_measurement, compare_measurements
+    from lostmid.compare.claims import (
+        Claim,
+        format_value,
+        verdict_at_least,
+        verdict_at_most,
+        verdict_order_of_magnitude,
+    )
+    from lostmid.compare.fit import predict_theory
+    from lostmid.compare.inputs import MeasuredProfile, load_measured
+    from lostmid.compare.metrics import (
+        ProfileComparison,
+        compare_profiles,
+        log_bin,
+        spearman,
+        wasserstein1,
+    )
+    from lostmid.compare.run import CompareConfig, CompareResult, run_compare
+    from lostmid.compare.scoring import noise_floor, score_out_of_sample

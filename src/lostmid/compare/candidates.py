@@ -1,18 +1,54 @@
-"""Every candidate profile for one measurement, with its metrics: the given theory,
-the predicted and the fitted theory for each kernel, and the naive baselines."""
+"""Every candidate profile for one model's measurements, with its metrics: the given
+theory, the predicted theory (from the measured a_l, per kernel, and any
+position-resolved prediction), the fitted theory for each kernel, and the naive
+baselines; with several seeds also the noise floor, the out-of-sample scores and the
+verdicts on the paper's numbers.
+
+Kinds: ``theory`` (a theory file) and ``predicted`` are zero-parameter candidates
+(nothing fitted to the measurement; under the ``pinned`` spike policy their spike
+share is taken from it); ``fitted`` and ``baseline`` are fitted families
+(:mod:`lostmid.compare.fitting`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from lostmid.compare.baselines import fit_baselines
-from lostmid.compare.fit import TheoryFit, fit_theory, predict_theory
+from lostmid.checks import check_choice
+from lostmid.compare.baselines import BASELINE_FAMILIES
+from lostmid.compare.claims import (
+    CLAIM_TOLERANCE,
+    PAPER_SPEARMAN,
+    PAPER_WASSERSTEIN1,
+    Claim,
+    format_value,
+    verdict_at_least,
+    verdict_at_most,
+)
+from lostmid.compare.fit import TheoryFamily, _log_scale
+from lostmid.compare.fitting import Family, pin_spike, place
 from lostmid.compare.inputs import MeasuredProfile, TheoryProfile
 from lostmid.compare.metrics import ProfileComparison, compare_profiles
+from lostmid.compare.options import FIT_METRICS, LOG_BINS, SPIKE_POLICIES
+from lostmid.compare.predicted import (
+    Prediction,
+    pooled_measurement,
+    positional_predictions,
+    predicted_theory,
+)
+from lostmid.compare.scoring import (
+    MeanSpread,
+    NoiseFloor,
+    OutOfSample,
+    noise_floor,
+    per_seed,
+    pool_profiles,
+    score_out_of_sample,
+)
 from lostmid.errors import UserError
 from lostmid.theory import KERNELS
 
@@ -24,15 +60,17 @@ class Candidate:
     """One profile set beside the measurement.
 
     Attributes:
-        name: unique key: ``theory``, ``predicted:<kernel>``, ``fitted:<kernel>`` or
-            ``baseline:<name>``.
+        name: unique key: ``theory``, ``predicted:<kernel>``, ``predicted:<name>``,
+            ``fitted:<kernel>`` or ``baseline:<name>``.
         kind: one of ``KINDS``.
-        kernel: the theory kernel, None for baselines.
+        kernel: the theory kernel, None for baselines and outside predictions.
         description: one line for tables and legends.
         parameters: the parameters it was made with (fitted values included).
-        parameter_count: parameters fitted to this measurement (0: a true prediction).
-        profile: (L,) the profile on the measured scale.
-        metrics: its :class:`ProfileComparison` against the measurement.
+        parameter_count: numbers taken from this measurement (0: a true prediction).
+        profile: (L,) the profile on the measured scale, fitted to all seeds pooled.
+        metrics: its :class:`ProfileComparison` against the pooled measurement
+            (in sample for a fitted candidate).
+        out_of_sample: its scores on held-out seeds (None with one measurement).
     """
 
     name: str
@@ -43,6 +81,7 @@ class Candidate:
     parameter_count: int
     profile: np.ndarray
     metrics: ProfileComparison
+    out_of_sample: OutOfSample | None = None
 
     def record(self) -> dict[str, Any]:
         """The JSON layout of one candidate (compare.json, reproduce.json)."""
@@ -52,22 +91,42 @@ class Candidate:
             "description": self.description,
             "parameter_count": self.parameter_count,
             "parameters": self.parameters,
-            "metrics": asdict(self.metrics),
+            "metrics": self.metrics.record(),
+            "out_of_sample": None if self.out_of_sample is None else self.out_of_sample.record(),
             "profile": self.profile,
         }
 
+    def score(self, metric: str) -> MeanSpread:
+        """``metric`` out of sample (mean and spread over held-out seeds) when there
+        are several seeds, else in sample (spread 0, n 1)."""
+        if self.out_of_sample is not None:
+            return self.out_of_sample.metrics[metric]
+        return MeanSpread.of([getattr(self.metrics, metric)])
 
-def parse_kernels(kernel: str) -> tuple[str, ...]:
-    """``rollout``, ``jacobian`` or ``both`` as a tuple of kernels.
 
-    >>> parse_kernels("both")
-    ('rollout', 'jacobian')
+@dataclass(frozen=True)
+class Scorecard:
+    """Every candidate scored against the measurements of one model.
+
+    Attributes:
+        measured: the pooled measurement (one seed: that seed).
+        seeds: the number of measurements S.
+        candidates: every candidate by name, in a stable order.
+        noise_floor: agreement between seeds (None with one measurement).
+        claims: the paper's numbers judged for each zero-parameter candidate.
+        notes: what could not be done and why (e.g. one seed: no out-of-sample fold).
+        fit_metric, spike, bins: the scoring policy used.
     """
-    if kernel == "both":
-        return KERNELS
-    if kernel not in KERNELS:
-        raise UserError(f"unknown kernel '{kernel}'; use rollout, jacobian or both")
-    return (kernel,)
+
+    measured: MeasuredProfile
+    seeds: int
+    candidates: dict[str, Candidate]
+    noise_floor: NoiseFloor | None
+    claims: tuple[Claim, ...]
+    notes: tuple[str, ...]
+    fit_metric: str
+    spike: str
+    bins: int
 
 
 def compare_measurement(
@@ -76,125 +135,279 @@ def compare_measurement(
     predict: bool = False,
     kernels: Sequence[str] = KERNELS,
     baselines: bool = True,
+    *,
+    predicted: Mapping[str, np.ndarray] | None = None,
+    fit_metric: str = "w1",
+    spike: str = "free",
+    bins: int = LOG_BINS,
 ) -> dict[str, Candidate]:
-    """Build and score every candidate against ``measured``, in a stable order:
-    the given theory, predicted (per kernel), fitted (per kernel), baselines.
-
-    Raises :class:`UserError` when the theory and the measurement disagree on the
-    length or the target, or when ``predict`` is asked without measured residual
-    strengths.
+    """Build and score every candidate against one measurement, in a stable order:
+    the given theory, predicted (per kernel, then ``predicted``), fitted (per kernel),
+    baselines. See :func:`compare_measurements` for several seeds and the arguments.
     """
-    m, t = measured.influence, measured.target
-    out: dict[str, Candidate] = {}
+    return compare_measurements(
+        [measured],
+        theory,
+        predict=predict,
+        kernels=kernels,
+        baselines=baselines,
+        predicted=predicted,
+        fit_metric=fit_metric,
+        spike=spike,
+        bins=bins,
+    ).candidates
 
-    def add(
-        cand_name: str,
-        kind: str,
-        kernel: str | None,
-        description: str,
-        parameters: dict[str, Any],
-        count: int,
-        profile: np.ndarray,
-    ) -> None:
-        out[cand_name] = Candidate(
-            name=cand_name,
-            kind=kind,
-            kernel=kernel,
-            description=description,
-            parameters=parameters,
-            parameter_count=count,
-            profile=profile,
-            metrics=compare_profiles(profile, m, target=t),
-        )
 
+def compare_measurements(
+    measurements: Sequence[MeasuredProfile],
+    theory: TheoryProfile | None = None,
+    *,
+    predict: bool = False,
+    kernels: Sequence[str] = KERNELS,
+    baselines: bool = True,
+    predicted: Mapping[str, np.ndarray] | None = None,
+    families: Sequence[Family] = (),
+    fit_metric: str = "w1",
+    spike: str = "free",
+    bins: int = LOG_BINS,
+) -> Scorecard:
+    """Score every candidate against the measurements (seeds) of one model.
+
+    In sample: each candidate against the pooled measurement (fitted ones fitted to
+    it). With S >= 2 seeds also the noise floor and the out-of-sample scores
+    (:mod:`lostmid.compare.scoring`), and the paper's claims are judged on the
+    per-seed scores against that floor.
+
+    Args:
+        measurements: one :class:`MeasuredProfile` per seed, all of one length, target,
+            depth and mask.
+        theory: a theory file's row, scored as a zero-parameter candidate.
+        predict: add ``predicted:<kernel>`` from the measured residual strengths (each
+            seed's own a_l for its fold; their mean in sample) and, where the measure
+            files carry ``gain_per_position`` and :mod:`lostmid.theory` has
+            ``positional_influence_row``, ``predicted:positional`` (jacobian kernel)
+            and ``predicted:positional-rollout``.
+        kernels: the kernels of the predicted and fitted theory.
+        baselines: add the naive baselines.
+        predicted: more zero-parameter candidates by name, e.g.
+            ``{"predicted:positional": row}``: (L,) for every seed or (S, L) per seed.
+        families: more fitted candidates (:class:`~lostmid.compare.fitting.Family`).
+        fit_metric, spike: the objective and spike policy of every fit.
+        bins: log bins of the binned metrics.
+
+    Raises :class:`UserError` when the measurements or the theory disagree on the
+    length or the target, or when ``predict`` is asked without residual strengths.
+    """
+    check_choice("fit_metric", fit_metric, FIT_METRICS)
+    check_choice("spike", spike, SPIKE_POLICIES)
+    seeds = _check_same_model(measurements)
+    first = measurements[0]
+    length, t = first.length, first.target
+    rows = np.stack([m.influence for m in measurements])
+    pooled = pooled_measurement(measurements)
+    pooled_share = float(pooled.influence[t - 1] / pooled.influence.sum())
+    notes: list[str] = []
+
+    # Zero-parameter candidates, one row per seed.
+    fixed: dict[str, Prediction] = {}
     if theory is not None:
-        if theory.length != measured.length:
-            raise UserError(
-                f"theory has L = {theory.length} positions but the measurement has "
-                f"L = {measured.length}; compute the theory at --length {measured.length}"
-            )
-        if theory.target != t:
-            raise UserError(
-                f"theory targets position {theory.target} but the measurement targets {t}; "
-                f"compute the theory with --target {t}"
-            )
-        scale = _log_scale(theory.influence, m)
-        add(
-            "theory",
-            "theory",
-            theory.kernel,
-            f"theory file ({theory.kernel or 'unknown'} kernel)",
-            {**theory.params, "scale": scale},
-            0,
-            scale * theory.influence,
+        _check_theory(theory, first)
+        fixed["theory"] = Prediction(
+            kind="theory",
+            kernel=theory.kernel,
+            description=f"theory file ({theory.kernel or 'unknown'} kernel)",
+            parameters=dict(theory.params),
+            rows=np.broadcast_to(theory.influence, rows.shape),
+        )
+    if predict:
+        fixed.update(predicted_theory(measurements, kernels))
+        positional, skipped = positional_predictions(measurements, kernels)
+        fixed.update(positional)
+        notes += skipped
+    for name, profile in (predicted or {}).items():
+        if name in fixed:
+            raise UserError(f"predicted candidate {name!r} is given twice; rename one")
+        fixed[name] = Prediction(
+            kind="predicted",
+            kernel=None,
+            description=f"{name}: given profile (nothing fitted)",
+            parameters={},
+            rows=per_seed(name, profile, seeds, length),
         )
 
-    if predict:
-        if measured.residual_strength is None:
-            raise UserError(
-                "--predict needs the measured residual strengths ('residual_strength' in "
-                "measure.json); measure them or pass --theory instead"
-            )
-        for kernel in kernels:
-            fit = predict_theory(
-                measured.length,
-                measured.residual_strength,
-                kernel,
-                target=t,
-                mask=measured.mask,
-                measured=m,
-            )
-            add(
-                f"predicted:{kernel}",
-                "predicted",
-                kernel,
-                f"theory, measured a_l, {kernel} kernel (nothing fitted)",
-                _fit_parameters(fit),
-                fit.parameter_count,
-                fit.profile,
-            )
+    fitted: list[Family] = [TheoryFamily(k, first.layers, first.mask) for k in kernels]
+    if baselines:
+        fitted += BASELINE_FAMILIES
+    fitted += families
+    names = [*fixed, *(f.name for f in fitted)]
+    if len(set(names)) != len(names):
+        raise UserError(f"candidate names must be unique, got {names}")
 
-    for kernel in kernels:
-        fit = fit_theory(m, measured.layers, kernel, target=t, mask=measured.mask)
-        add(
-            f"fitted:{kernel}",
-            "fitted",
-            kernel,
-            f"theory, constant a = {fit.alpha:.3f} fitted, {kernel} kernel",
-            _fit_parameters(fit),
+    out: dict[str, Candidate] = {}
+    m = pooled.influence
+    for name, p in fixed.items():
+        profile = pool_profiles(p.rows) if seeds > 1 else np.array(p.rows[0])
+        if spike == "pinned":
+            profile = place(pin_spike(profile, pooled_share, t), m)
+        else:
+            profile = profile * np.exp(_log_scale(_log(profile), m))
+        count = 1 if spike == "pinned" else 0
+        metrics = compare_profiles(profile, m, target=t, bins=bins)
+        out[name] = Candidate(
+            name, p.kind, p.kernel, p.description, p.parameters, count, profile, metrics
+        )
+    for family in fitted:
+        fit = family.fit(m, t, fit_metric=fit_metric, spike=spike)
+        metrics = compare_profiles(fit.profile, m, target=t, bins=bins)
+        out[family.name] = Candidate(
+            family.name,
+            family.kind,
+            family.kernel,
+            fit.description,
+            {**fit.parameters, "loss": fit.loss},
             fit.parameter_count,
             fit.profile,
+            metrics,
         )
 
-    if baselines:
-        for name, base in fit_baselines(m, target=t).items():
-            add(
-                f"baseline:{name}",
-                "baseline",
-                None,
-                f"baseline {name}: {base.formula}",
-                dict(base.parameters),
-                base.parameter_count,
-                base.profile,
+    floor = None
+    if seeds > 1:
+        floor = noise_floor(rows, target=t, bins=bins)
+        scores = score_out_of_sample(
+            rows,
+            fitted,
+            predicted={name: p.rows for name, p in fixed.items()},
+            target=t,
+            fit_metric=fit_metric,
+            spike=spike,
+            bins=bins,
+        )
+        out = {name: _with(c, scores[name]) for name, c in out.items()}
+    else:
+        notes.append(
+            "one measurement: no held-out seed, so no out-of-sample scores and no noise "
+            "floor (fitted candidates are scored in sample); give one measure.json per "
+            "seed (--measured several times) to get them"
+        )
+    return Scorecard(
+        measured=pooled,
+        seeds=seeds,
+        candidates=out,
+        noise_floor=floor,
+        claims=judge_predictions(out, floor),
+        notes=tuple(notes),
+        fit_metric=fit_metric,
+        spike=spike,
+        bins=bins,
+    )
+
+
+def judge_predictions(
+    candidates: Mapping[str, Candidate], floor: NoiseFloor | None
+) -> tuple[Claim, ...]:
+    """The paper's step-0 numbers (Spearman >= 0.99, W1 <= 0.02, nothing fitted) for
+    every zero-parameter candidate, and our check that the best of them is no worse
+    than the best baseline on W1.
+
+    Ours is the candidate's score per seed (mean +- spread over seeds, each seed judged
+    as it is) with several seeds, else its in-sample score; the resolution is the noise
+    floor (:func:`lostmid.compare.claims.verdict_at_least`). The check: reproduced if
+    the prediction's W1 interval lies at or below the best baseline's mean W1
+    (ours + spread <= baseline), partly if the two intervals touch, otherwise not
+    reproduced (out of sample when there are several seeds).
+    """
+    claims = []
+    zero = [c for c in candidates.values() if c.kind in ("theory", "predicted")]
+    for c in zero:
+        for metric, paper, judge, text in (
+            ("spearman", PAPER_SPEARMAN, verdict_at_least, "Spearman"),
+            ("wasserstein1", PAPER_WASSERSTEIN1, verdict_at_most, "W1"),
+        ):
+            ours = c.score(metric)
+            floor_value = None if floor is None else floor.metrics[metric]
+            verdict = judge(
+                ours.mean,
+                paper,
+                CLAIM_TOLERANCE[metric],
+                spread=ours.spread,
+                resolution=None if floor_value is None else floor_value.mean,
+                resolution_spread=0.0 if floor_value is None else floor_value.spread,
             )
-    return out
+            where = "per seed" if c.out_of_sample is not None else "in sample"
+            floor_text = (
+                ""
+                if floor_value is None
+                else f"; seed-to-seed {format_value(floor_value.mean, floor_value.spread)}"
+            )
+            claims.append(
+                Claim.judged(
+                    f"{c.name} matches the measurement ({text}, nothing fitted)",
+                    f"{paper:g}",
+                    f"{format_value(ours.mean, ours.spread, 4)} ({where}, n={ours.n})" + floor_text,
+                    verdict,
+                )
+            )
+    bases = [c for c in candidates.values() if c.kind == "baseline"]
+    if zero and bases:
+        best = min(zero, key=lambda c: _mean_or_inf(c.score("wasserstein1")))
+        base = min(bases, key=lambda c: _mean_or_inf(c.score("wasserstein1")))
+        ours, theirs = best.score("wasserstein1"), base.score("wasserstein1")
+        claims.append(
+            Claim.judged(
+                f"{best.name} is no worse than the best fitted baseline on W1 "
+                "(our check, not the paper's)",
+                f"{base.name} {format_value(theirs.mean, theirs.spread, 4)}",
+                format_value(ours.mean, ours.spread, 4),
+                verdict_at_most(ours.mean, theirs.mean, 0.0, ours.spread, theirs.spread),
+            )
+        )
+    return tuple(claims)
 
 
-def _fit_parameters(fit: TheoryFit) -> dict[str, Any]:
-    return {
-        "method": fit.method,
-        "kernel": fit.kernel,
-        "layers": fit.layers,
-        "alpha": fit.alpha,
-        "alphas": fit.alphas.tolist(),
-        "scale": fit.scale,
-        "log10_rmse": fit.log10_rmse,
-    }
+# -- internals ---------------------------------------------------------------------------
 
 
-def _log_scale(theory: np.ndarray, measured: np.ndarray) -> float:
-    """exp(mean ln(m_j / T_j)) over positions where both are > 0 (see compare.fit)."""
-    both = (theory > 0) & (measured > 0)
-    if not both.any():
-        return 1.0
-    return float(np.exp(np.mean(np.log(measured[both]) - np.log(theory[both]))))
+def _check_same_model(measurements: Sequence[MeasuredProfile]) -> int:
+    if not measurements:
+        raise UserError("give at least one measurement")
+    first = measurements[0]
+    for m in measurements[1:]:
+        for what, a, b in (
+            ("length L", m.length, first.length),
+            ("target", m.target, first.target),
+            ("depth H", m.layers, first.layers),
+            ("mask", m.mask, first.mask),
+        ):
+            if a != b:
+                raise UserError(
+                    f"{m.source or 'a measurement'} has {what} {a} but "
+                    f"{first.source or 'the first'} has {b}; give seeds of one model and "
+                    "one measurement setting"
+                )
+    return len(measurements)
+
+
+def _check_theory(theory: TheoryProfile, measured: MeasuredProfile) -> None:
+    if theory.length != measured.length:
+        raise UserError(
+            f"theory has L = {theory.length} positions but the measurement has "
+            f"L = {measured.length}; compute the theory at --length {measured.length}"
+        )
+    if theory.target != measured.target:
+        raise UserError(
+            f"theory targets position {theory.target} but the measurement targets "
+            f"{measured.target}; compute the theory with --target {measured.target}"
+        )
+
+
+def _log(profile: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(profile)
+
+
+def _with(candidate: Candidate, scores: OutOfSample) -> Candidate:
+    return Candidate(**{**candidate.__dict__, "out_of_sample": scores})
+
+
+def _mean_or_inf(value: MeanSpread) -> float:
+    return value.mean if np.isfinite(value.mean) else float("inf")

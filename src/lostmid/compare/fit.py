@@ -2,18 +2,15 @@
 
 * Predicted (no fitting): the residual strengths a_l measured on the model, one per
   layer, go straight into the theory row (:func:`predict_theory`).
-* Fitted: one constant a in [0, 1] chosen to minimise the squared log error against
-  the measurement, with an optional global scale (:func:`fit_theory`).
+* Fitted: one constant a in [0, 1] and the spike share, chosen by the objective and the
+  spike policy every candidate shares (:mod:`lostmid.compare.fitting`;
+  :func:`fit_theory`, :class:`TheoryFamily`).
 
 A rollout row sums to 1 and a jacobian row is an RMS Jacobian norm; neither is in the
-units of a measured gradient norm. Shapes are therefore compared after removing a
-global scale: with T_j the theory and m_j the measurement, the placed profile is
-s * T_j with
-
-    ln s = mean_j (ln m_j - ln T_j)   over positions with m_j > 0,
-
-the least-squares scale in log space. No metric of :mod:`lostmid.compare.metrics`
-depends on s; it only puts the curve on the measured axis of a plot.
+units of a measured gradient norm, and no metric of :mod:`lostmid.compare.metrics`
+depends on the scale. A predicted row is put on the measured axis (for plots) by the
+log-least-squares scale s: ln s = mean_j (ln m_j - ln T_j) over positions with both
+> 0; a fitted row by its objective (:func:`lostmid.compare.fitting.place`).
 """
 
 from __future__ import annotations
@@ -22,9 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
+from lostmid.checks import check_choice, check_position
+from lostmid.compare.fitting import Family, FamilyFit, fit_shape
 from lostmid.compare.metrics import validate_profile
+from lostmid.compare.options import FIT_METRICS, SPIKE_POLICIES
 from lostmid.errors import UserError
 from lostmid.theory import KERNELS, Mask, influence_row, log_influence_row, resolve_alphas
 
@@ -39,13 +38,14 @@ class TheoryFit:
         layers: depth H.
         alphas: (H,) the residual strength of each layer used.
         alpha: the constant a when fitted; the mean of ``alphas`` when predicted.
-        scale: the global scale s (see the module docstring).
-        influence: (L,) the theory row as computed (rollout: sums to 1).
-        profile: (L,) ``scale * influence``, on the measured scale.
-        log10_rmse: RMS of log10(profile_j / m_j) over positions with both > 0: the
-            objective at the optimum, in decades.
-        parameter_count: free parameters fitted to the measurement (0 when predicted;
-            1 or 2 when fitted: a, and the scale when ``fit_scale``).
+        influence: (L,) the theory row as computed (rollout: sums to 1), with its own
+            spike.
+        profile: (L,) the candidate on the measured axis; when fitted, its spike share
+            follows the spike policy instead of the row's own.
+        spike_share: the share of ``profile`` at the target.
+        loss: the fit objective at the optimum (nan when predicted).
+        parameter_count: numbers taken from the measurement (0 when predicted; a and the
+            spike when fitted).
         target: the 1-indexed target position t.
     """
 
@@ -54,10 +54,10 @@ class TheoryFit:
     layers: int
     alphas: np.ndarray
     alpha: float
-    scale: float
     influence: np.ndarray
     profile: np.ndarray
-    log10_rmse: float
+    spike_share: float
+    loss: float
     parameter_count: int
     target: int
 
@@ -85,27 +85,32 @@ def predict_theory(
     >>> fit.profile.tolist(), fit.parameter_count
     ([0.25, 0.25, 0.25, 0.25], 0)
     """
-    _check_kernel(kernel)
+    check_choice("kernel", kernel, KERNELS)
     alphas = resolve_alphas(residual_strength_per_layer, int(np.size(residual_strength_per_layer)))
-    t = length if target is None else int(target)
+    t = check_position("target", target, length)
     log_row = log_influence_row(length, alphas.size, alphas, mask=mask, kernel=kernel, target=t)
     influence = influence_row(length, alphas.size, alphas, mask=mask, kernel=kernel, target=t)
     if measured is None:
-        scale, rmse = 1.0, float("nan")
+        scale = 1.0
     else:
-        log_m = _log_measured(measured, length)
-        log_s, rmse = _profiled_scale(log_m, log_row)
-        scale = float(np.exp(log_s))
+        m = validate_profile(measured, "measured profile")
+        if m.size != length:
+            raise UserError(
+                f"measured profile has {m.size} positions but the theory has {length}; "
+                "use the same length L"
+            )
+        scale = float(np.exp(_log_scale(log_row, m)))
+    profile = scale * influence
     return TheoryFit(
         method="predicted",
         kernel=kernel,
         layers=int(alphas.size),
         alphas=alphas,
         alpha=float(alphas.mean()) if alphas.size else float("nan"),
-        scale=scale,
         influence=influence,
-        profile=scale * influence,
-        log10_rmse=rmse,
+        profile=profile,
+        spike_share=float(profile[t - 1] / profile.sum()),
+        loss=float("nan"),
         parameter_count=0,
         target=t,
     )
@@ -117,116 +122,97 @@ def fit_theory(
     kernel: str,
     target: int | None = None,
     mask: str | Mask = "causal",
-    fit_scale: bool = True,
+    *,
+    fit_metric: str = "w1",
+    spike: str = "free",
     alpha_bounds: tuple[float, float] = (1e-3, 1.0),
 ) -> TheoryFit:
-    """Constant residual strength a (and a global scale) fitted on log influence.
+    """Constant residual strength a (and the spike share) fitted to a measurement.
 
-    What is fitted. With T_j(a) the theory row for constant a over H layers and m_j the
-    measurement, over the positions P = {j : m_j > 0}:
-
-    * ``fit_scale=True`` (default): minimise over a and c
-      sum_{j in P} (ln m_j - ln T_j(a) - c)^2. c is solved in closed form for each a
-      (the mean residual), so the search is over a alone; 2 fitted parameters.
-    * ``fit_scale=False``: both profiles normalised to sum 1 and compared directly,
-      minimise sum_{j in P} (ln q_j - ln p_j(a))^2 with p = T/sum T, q = m/sum m;
-      1 fitted parameter.
-
-    The search over a is a 61-point grid on ``alpha_bounds`` followed by a bounded
-    Brent refinement around the best grid point (robust to a second local minimum).
+    The shape off the target is the theory row T_j(a) for constant a over H layers; a
+    is searched on ``alpha_bounds`` and the spike follows ``spike``, both by the
+    objective ``fit_metric`` (:mod:`lostmid.compare.fitting`: ``w1`` by default, the
+    metric it is judged by; ``log-lsq`` the least squares on log values).
 
     >>> true = influence_row(64, 6, 0.3, kernel="jacobian")
     >>> fit = fit_theory(7.0 * true, layers=6, kernel="jacobian")
-    >>> round(fit.alpha, 4), round(fit.scale, 4)
-    (0.3, 7.0)
+    >>> round(fit.alpha, 4), fit.loss < 1e-9
+    (0.3, True)
     """
-    _check_kernel(kernel)
+    check_choice("kernel", kernel, KERNELS)
+    check_choice("fit_metric", fit_metric, FIT_METRICS)
+    check_choice("spike", spike, SPIKE_POLICIES)
     m = validate_profile(measured, "measured profile")
-    length = m.size
-    t = length if target is None else int(target)
+    t = check_position("target", target, m.size)
     lo, hi = alpha_bounds
     if not 0.0 <= lo < hi <= 1.0:
         raise UserError(f"alpha_bounds must satisfy 0 <= lo < hi <= 1, got {alpha_bounds}")
-    log_m = _log_measured(m, length)
+    family = TheoryFamily(kernel, layers, mask, alpha_bounds)
+    return family.theory_fit(m, t, fit_metric=fit_metric, spike=spike)
 
-    def rows(a: float) -> np.ndarray:
-        return log_influence_row(length, layers, a, mask=mask, kernel=kernel, target=t)
 
-    def loss(a: float) -> float:
-        log_row = rows(a)
-        if fit_scale:
-            return _profiled_scale(log_m, log_row)[1]
-        return _normalised_rmse(log_m, log_row)
+@dataclass(frozen=True)
+class TheoryFamily(Family):
+    """The theory with one constant a over H layers, as a fitted family
+    (candidate ``fitted:<kernel>``)."""
 
-    grid = np.linspace(lo, hi, 61)
-    losses = np.array([loss(a) for a in grid])
-    best = int(np.nanargmin(np.where(np.isfinite(losses), losses, np.nan)))
-    left, right = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
-    res = minimize_scalar(loss, bounds=(left, right), method="bounded", options={"xatol": 1e-8})
-    alpha = float(res.x) if loss(float(res.x)) <= losses[best] else float(grid[best])
+    kernel: str
+    layers: int
+    mask: str | Mask = "causal"
+    alpha_bounds: tuple[float, float] = (1e-3, 1.0)
+    kind: str = "fitted"
 
-    log_row = rows(alpha)
-    if fit_scale:
-        log_s, rmse = _profiled_scale(log_m, log_row)
-    else:
-        log_s = float(np.log(np.sum(m)) - np.logaddexp.reduce(log_row))
-        rmse = _normalised_rmse(log_m, log_row)
-    influence = influence_row(length, layers, alpha, mask=mask, kernel=kernel, target=t)
-    scale = float(np.exp(log_s))
-    return TheoryFit(
-        method="fitted",
-        kernel=kernel,
-        layers=layers,
-        alphas=resolve_alphas(alpha, layers),
-        alpha=alpha,
-        scale=scale,
-        influence=influence,
-        profile=scale * influence,
-        log10_rmse=rmse,
-        parameter_count=2 if fit_scale else 1,
-        target=t,
-    )
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"fitted:{self.kernel}"
+
+    def theory_fit(
+        self, measured: np.ndarray, target: int, *, fit_metric: str, spike: str
+    ) -> TheoryFit:
+        """The fit as a :class:`TheoryFit` (inputs checked by the caller)."""
+        length = measured.size
+
+        def log_shape(a: float | None) -> np.ndarray:
+            return log_influence_row(
+                length, self.layers, a, mask=self.mask, kernel=self.kernel, target=target
+            )
+
+        fit = fit_shape(log_shape, measured, target, fit_metric, spike, self.alpha_bounds)
+        alpha = float(fit.theta)
+        return TheoryFit(
+            method="fitted",
+            kernel=self.kernel,
+            layers=self.layers,
+            alphas=resolve_alphas(alpha, self.layers),
+            alpha=alpha,
+            influence=influence_row(
+                length, self.layers, alpha, mask=self.mask, kernel=self.kernel, target=target
+            ),
+            profile=fit.profile,
+            spike_share=fit.spike_share,
+            loss=fit.loss,
+            parameter_count=2,
+            target=target,
+        )
+
+    def fit(self, measured: np.ndarray, target: int, *, fit_metric: str, spike: str) -> FamilyFit:
+        fit = self.theory_fit(measured, target, fit_metric=fit_metric, spike=spike)
+        return FamilyFit(
+            profile=fit.profile,
+            parameters={"alpha": fit.alpha, "spike_share": fit.spike_share},
+            parameter_count=fit.parameter_count,
+            loss=fit.loss,
+            description=f"theory, constant a = {fit.alpha:.3f} fitted ({fit_metric}, "
+            f"spike {spike}), {self.kernel} kernel",
+        )
 
 
 # -- internals ---------------------------------------------------------------------------
 
-_LN10 = float(np.log(10.0))
 
-
-def _check_kernel(kernel: str) -> None:
-    if kernel not in KERNELS:
-        raise UserError(f"unknown kernel '{kernel}'; use one of: {', '.join(KERNELS)}")
-
-
-def _log_measured(measured: np.ndarray, length: int) -> np.ndarray:
-    """ln m_j, nan where m_j = 0 (left out of every fit)."""
-    m = validate_profile(measured, "measured profile")
-    if m.size != length:
-        raise UserError(
-            f"measured profile has {m.size} positions but the theory has {length}; "
-            "use the same length L"
-        )
-    out = np.full(m.size, np.nan)
-    out[m > 0] = np.log(m[m > 0])
-    return out
-
-
-def _profiled_scale(log_m: np.ndarray, log_row: np.ndarray) -> tuple[float, float]:
-    """ln s = mean residual; returns (ln s, RMS residual in log10 units)."""
-    used = np.isfinite(log_m)
-    resid = log_m[used] - log_row[used]
-    if not np.all(np.isfinite(resid)):
-        return 0.0, float("inf")  # the theory is exactly 0 where the measurement is not
-    log_s = float(resid.mean())
-    return log_s, float(np.sqrt(np.mean((resid - log_s) ** 2)) / _LN10)
-
-
-def _normalised_rmse(log_m: np.ndarray, log_row: np.ndarray) -> float:
-    """RMS of log10(q_j / p_j) with both normalised to sum 1 (log10 units)."""
-    used = np.isfinite(log_m)
-    log_q = log_m - np.logaddexp.reduce(log_m[used])
-    log_p = log_row - np.logaddexp.reduce(log_row[np.isfinite(log_row)])
-    resid = log_q[used] - log_p[used]
-    if not np.all(np.isfinite(resid)):
-        return float("inf")
-    return float(np.sqrt(np.mean(resid**2)) / _LN10)
+def _log_scale(log_row: np.ndarray, measured: np.ndarray) -> float:
+    """ln s = mean of ln m_j - ln T_j over positions where both are > 0 (0 if none)."""
+    both = np.isfinite(log_row) & (measured > 0)
+    if not both.any():
+        return 0.0
+    return float(np.mean(np.log(measured[both]) - log_row[both]))

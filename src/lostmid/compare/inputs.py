@@ -4,6 +4,11 @@ measure.json (written by ``lostmid measure``): ``influence`` (L floats, position
 ``stderr`` (L floats, optional), ``residual_strength`` (H floats, one per layer, first
 layer first; needed only to predict the theory) and ``config`` with at least
 ``length``, ``layers`` and ``target`` (1-indexed, null meaning L), optionally ``mask``.
+Optional, read when present (None when missing, so older files still load):
+``residual_strength_method`` (``"jacobian"``: a_l = s_l/(1+s_l) from the branch gain;
+``"forward"``: the peer's forward ratio), ``branch_gain`` (H floats, s_l),
+``residual_strength_forward`` (H floats) and ``gain_per_position`` (H x L floats, the
+branch gain of each layer at each source position).
 
 theory.json (written by ``lostmid theory``): ``influence`` (L floats) or
 ``log10_influence`` (L floats, null meaning -inf) and ``params`` with ``length``,
@@ -18,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from lostmid.checks import check_position
 from lostmid.compare.metrics import validate_profile
 from lostmid.errors import UserError
 from lostmid.runinfo import read_json
@@ -35,6 +41,12 @@ class MeasuredProfile:
         target: 1-indexed target position t.
         mask: attention mask spec of the model (``causal`` for decoders).
         source: where it was read from, for provenance.
+        residual_strength_method: how ``residual_strength`` was measured (``jacobian``
+            or ``forward``), or None when the file does not say.
+        branch_gain: (H,) the attention branch's Jacobian gain s_l per layer, or None.
+        residual_strength_forward: (H,) the peer's forward ratio per layer, or None.
+        gain_per_position: (H, L) the branch gain of each layer at each source
+            position (array index j-1: position j), or None.
     """
 
     influence: np.ndarray
@@ -44,6 +56,10 @@ class MeasuredProfile:
     target: int
     mask: str = "causal"
     source: str | None = None
+    residual_strength_method: str | None = None
+    branch_gain: np.ndarray | None = None
+    residual_strength_forward: np.ndarray | None = None
+    gain_per_position: np.ndarray | None = None
 
     @property
     def length(self) -> int:
@@ -94,6 +110,11 @@ def load_measured(path: Path) -> MeasuredProfile:
             f"{path}: residual_strength has {residual.size} values but config.layers is "
             f"{layers}; give one value per layer"
         )
+    per_layer = {
+        key: _optional_floats(data, key, path, (layers,))
+        for key in ("branch_gain", "residual_strength_forward")
+    }
+    method = data.get("residual_strength_method")
     return MeasuredProfile(
         influence=influence,
         stderr=stderr,
@@ -102,6 +123,9 @@ def load_measured(path: Path) -> MeasuredProfile:
         target=_target(config.get("target"), length, path),
         mask=str(config.get("mask", "causal")),
         source=str(path),
+        residual_strength_method=None if method is None else str(method),
+        gain_per_position=_optional_floats(data, "gain_per_position", path, (layers, length)),
+        **per_layer,
     )
 
 
@@ -148,8 +172,25 @@ def _floats(data: dict[str, Any], key: str, path: Path) -> np.ndarray:
         raise UserError(f"{path}: '{key}' has an entry that is not a number") from None
 
 
+def _optional_floats(
+    data: dict[str, Any], key: str, path: Path, shape: tuple[int, ...]
+) -> np.ndarray | None:
+    """``data[key]`` as a finite float array of ``shape``, or None when absent."""
+    if data.get(key) is None:
+        return None
+    try:
+        values = np.array(data[key], dtype=np.float64)
+    except (TypeError, ValueError):
+        values = np.array([])
+    if values.shape != shape or not np.all(np.isfinite(values)):
+        dims = " x ".join(map(str, shape))
+        raise UserError(f"{path}: '{key}' must be {dims} finite numbers, one per layer/position")
+    return values
+
+
 def _target(target: Any, length: int, path: Path) -> int:
-    t = length if target is None else target
-    if isinstance(t, bool) or not isinstance(t, int | float) or int(t) != t or not 1 <= t <= length:
-        raise UserError(f"{path}: target must be a position in 1..{length}, got {target}")
-    return int(t)
+    if target is not None and (
+        isinstance(target, bool) or not isinstance(target, int | float) or int(target) != target
+    ):
+        raise UserError(f"{path}: target must be a whole number or null, got {target!r}")
+    return check_position(f"{path}: target", None if target is None else int(target), length)

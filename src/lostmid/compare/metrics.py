@@ -9,7 +9,11 @@ gradient norm can be compared directly. Conventions:
 * x_j = (j - 1) / (L - 1): positions scaled to [0, 1].
 * t: the target position (the recency anchor), default L.
 
-:func:`compare_profiles` bundles all metrics in one :class:`ProfileComparison`.
+:func:`compare_profiles` bundles all metrics in one :class:`ProfileComparison`, the one
+agreement record of the package (compare, reproduce and train write its
+:meth:`~ProfileComparison.record`). It includes Spearman and W1 on log-binned profiles
+(:func:`log_bin`), where the flat middle, hundreds of positions of nearly equal
+influence, no longer dominates the ranks with its noise.
 """
 
 from __future__ import annotations
@@ -18,8 +22,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lostmid.checks import check_position, check_positive
+from lostmid.compare.options import LOG_BINS
 from lostmid.errors import UserError
 from lostmid.theory import summarize_profile
+from lostmid.typing import Float, Int
+
+AGREEMENT_METRICS = (
+    "wasserstein1",
+    "spearman",
+    "binned_wasserstein1",
+    "binned_spearman",
+    "log_correlation",
+    "log10_rmse",
+)
+"""The fields of :class:`ProfileComparison` that measure agreement between two profiles
+(the others describe one side), summarised over seeds and folds."""
 
 
 def validate_profile(profile: np.ndarray, name: str = "profile") -> np.ndarray:
@@ -86,7 +104,10 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     >>> spearman([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
     -1.0
     """
-    a, b = _pair(a, b)
+    return _spearman(*_pair(a, b))
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return _pearson(_ranks(a), _ranks(b))
 
 
@@ -105,7 +126,10 @@ def wasserstein1(a: np.ndarray, b: np.ndarray) -> float:
     >>> wasserstein1([1.0, 0.0, 0.0], [0.0, 5.0, 0.0])
     0.5
     """
-    a, b = _pair(a, b)
+    return _wasserstein1(*_pair(a, b))
+
+
+def _wasserstein1(a: np.ndarray, b: np.ndarray) -> float:
     cdf_gap = np.cumsum(a / a.sum())[:-1] - np.cumsum(b / b.sum())[:-1]
     return float(np.abs(cdf_gap).sum() / (a.size - 1))
 
@@ -120,7 +144,10 @@ def log_correlation(a: np.ndarray, b: np.ndarray) -> float:
     >>> round(log_correlation([1.0, 10.0, 100.0], [2.0, 20.0, 200.0]), 12)
     1.0
     """
-    a, b = _pair(a, b)
+    return _log_correlation(*_pair(a, b))
+
+
+def _log_correlation(a: np.ndarray, b: np.ndarray) -> float:
     both = (a > 0) & (b > 0)
     if both.sum() < 2:
         return float("nan")
@@ -216,6 +243,8 @@ class ProfileComparison:
     Attributes:
         spearman: :func:`spearman` (1 is perfect; weak evidence alone).
         wasserstein1: :func:`wasserstein1` (0 is perfect, 1 is the worst).
+        binned_spearman, binned_wasserstein1: the same on the log-binned profiles
+            (:func:`log_bin`; W1 then moves mass in units of bins, not positions).
         log_correlation: :func:`log_correlation` (1 is perfect).
         log10_peak_to_valley: log10 peak/valley of the candidate.
         log10_peak_to_valley_measured: log10 peak/valley of the measurement.
@@ -227,6 +256,8 @@ class ProfileComparison:
 
     spearman: float
     wasserstein1: float
+    binned_spearman: float
+    binned_wasserstein1: float
     log_correlation: float
     log10_peak_to_valley: float | None
     log10_peak_to_valley_measured: float | None
@@ -247,7 +278,10 @@ def log10_rmse(a: np.ndarray, b: np.ndarray) -> float:
     >>> log10_rmse([1.0, 10.0], [10.0, 10.0])  # log10 ratios -1 and 0, about their mean
     0.5
     """
-    a, b = _pair(a, b)
+    return _log10_rmse(*_pair(a, b))
+
+
+def _log10_rmse(a: np.ndarray, b: np.ndarray) -> float:
     both = (a > 0) & (b > 0)
     if not both.any():
         return float("nan")
@@ -256,9 +290,17 @@ def log10_rmse(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def compare_profiles(
-    theory: np.ndarray, measured: np.ndarray, target: int | None = None
+    theory: np.ndarray,
+    measured: np.ndarray,
+    target: int | None = None,
+    bins: int = LOG_BINS,
 ) -> ProfileComparison:
     """Every metric of this module for one candidate profile against the measurement.
+
+    Args:
+        theory, measured: (L,) profiles over positions 1..L.
+        target: 1-indexed target t (default L).
+        bins: log-position bins for the binned metrics (see :func:`log_bin`).
 
     >>> c = compare_profiles([0.5, 0.2, 0.3], [5.0, 2.0, 3.0])
     >>> (c.spearman, c.wasserstein1, c.recency_error)
@@ -268,20 +310,84 @@ def compare_profiles(
     t = _target(target, theory.size)
     ptv = peak_to_valley(theory, measured, target=t)
     anchors = anchor_error(theory, measured, target=t)
+    index = log_bin_index(theory.size, bins, t)
+    binned_theory, binned_measured = _bin_sums(theory, index), _bin_sums(measured, index)
     return ProfileComparison(
-        spearman=spearman(theory, measured),
-        wasserstein1=wasserstein1(theory, measured),
-        log_correlation=log_correlation(theory, measured),
+        spearman=_spearman(theory, measured),
+        wasserstein1=_wasserstein1(theory, measured),
+        binned_spearman=_spearman(binned_theory, binned_measured),
+        binned_wasserstein1=_wasserstein1(binned_theory, binned_measured),
+        log_correlation=_log_correlation(theory, measured),
         log10_peak_to_valley=ptv.log10_first,
         log10_peak_to_valley_measured=ptv.log10_second,
         recency_error=anchors.recency,
         primacy_error=anchors.primacy,
-        log10_rmse=log10_rmse(theory, measured),
+        log10_rmse=_log10_rmse(theory, measured),
     )
 
 
+def log_bin_index(
+    length: int, bins: int = LOG_BINS, target: int | None = None
+) -> Int[np.ndarray, " L"]:
+    """The log-position bin of each position, as used by :func:`log_bin`.
+
+    Positions j = 1..t-1 (1-indexed) fall in bin
+
+        k(j) = floor(bins * ln j / ln t),   k in 0..bins-1,
+
+    so bin k covers t^(k/bins) <= j < t^((k+1)/bins): equal widths in ln j. The target
+    t gets a bin of its own after them, and the positions after the target (t < L)
+    one more bin at the end. Bins that no position falls in (the narrow ones at small
+    j) are dropped and the rest numbered 0, 1, ... in order, so every bin holds at least
+    one position and the result has at most bins + 2 distinct values.
+
+    Returns:
+        (L,) bin numbers (array index j-1 holds position j's bin).
+
+    >>> log_bin_index(16, bins=4).tolist()  # bins [1,2), [2,4), [4,8), [8,16), {16}
+    [0, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 4]
+    """
+    check_positive("bins", bins)
+    t = _target(target, length)
+    j = np.arange(1, length + 1, dtype=np.float64)
+    raw = np.empty(length, dtype=np.int64)
+    if t > 1:
+        # The 1e-9 keeps exact edges (j = t^(k/bins)) in the bin they open.
+        raw[: t - 1] = np.floor(bins * np.log(j[: t - 1]) / np.log(t) + 1e-9)
+        raw[: t - 1] = np.minimum(raw[: t - 1], bins - 1)
+    raw[t - 1] = bins
+    raw[t:] = bins + 1
+    _, dense = np.unique(raw, return_inverse=True)
+    return dense.astype(np.int64)
+
+
+def log_bin(
+    profile: Float[np.ndarray, " L"], bins: int = LOG_BINS, target: int | None = None
+) -> Float[np.ndarray, " B"]:
+    """Sum of a profile over log-position bins (see :func:`log_bin_index`).
+
+    b_k = sum over positions j in bin k of a_j. Total mass is conserved. The target is
+    a bin of its own (the recency spike is not averaged with its neighbours), and bins
+    that hold no position are dropped, so b has B <= bins + 2 entries, all from at least
+    one position. Metrics on b weigh the primacy tail and the middle by log position:
+    hundreds of middle positions of nearly equal influence become a few bins, so their
+    noise no longer decides the ranks.
+
+    Args:
+        profile: (L,) non-negative influence of positions 1..L.
+        bins: number of equal-width bins in ln j over positions 1..t-1.
+        target: 1-indexed target t (default L).
+
+    >>> log_bin([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], bins=3).tolist()
+    [1.0, 5.0, 22.0, 8.0]
+    """
+    values = validate_profile(profile)
+    return _bin_sums(values, log_bin_index(values.size, bins, target))
+
+
+def _bin_sums(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    return np.bincount(index, weights=values)
+
+
 def _target(target: int | None, length: int) -> int:
-    t = length if target is None else target
-    if isinstance(t, bool) or int(t) != t or not 1 <= t <= length:
-        raise UserError(f"target position must be in 1..{length} (1-indexed), got {target}")
-    return int(t)
+    return check_position("target", target, length)

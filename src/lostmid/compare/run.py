@@ -1,11 +1,15 @@
-"""``lostmid compare``: score theories and naive baselines against a measured profile.
+"""``lostmid compare``: score theories and naive baselines against the measured profiles
+of one model (one measure.json per seed).
 
-Writes ``OUT/compare.json`` (every candidate's parameters, profile and metrics, plus
-the run's provenance) and ``OUT/compare.png`` (the overlay plot), and prints a table.
+Writes ``OUT/compare.json`` (:meth:`CompareResult.record`: every candidate's
+parameters, profile and metrics in and out of sample, the noise floor, the verdicts,
+and the run's provenance under ``"metadata"``) and ``OUT/compare.png`` (the overlay
+plot), and prints the tables.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +17,24 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from lostmid.compare.candidates import Candidate, compare_measurement, parse_kernels
-from lostmid.compare.inputs import MeasuredProfile, load_measured, load_theory
+from lostmid.checks import check_choice, check_positive
+from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
+from lostmid.compare.inputs import load_measured, load_theory
+from lostmid.compare.metrics import AGREEMENT_METRICS
+from lostmid.compare.options import FIT_METRICS, OPTION_DEFAULTS, SPIKE_POLICIES
 from lostmid.compare.plot import plot_overlay
+from lostmid.errors import UserError
+from lostmid.report.plots import save_figure
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.theory import KERNELS
 
 OUTPUT_FILES = ["compare.json", "compare.png"]
 
 METRIC_DEFINITIONS = {
     "spearman": "Spearman rank correlation over positions 1..L (average ranks for ties)",
     "wasserstein1": "W1 between the profiles normalised to sum 1, positions x=(j-1)/(L-1)",
+    "binned_spearman": "Spearman of the log-binned profiles (see log_binning)",
+    "binned_wasserstein1": "W1 of the log-binned profiles, bins equally spaced in [0, 1]",
     "log_correlation": "Pearson correlation of log10 profiles where both are > 0",
     "log10_peak_to_valley": "log10(peak / valley) of the candidate; valley excludes the target",
     "log10_peak_to_valley_measured": "the same for the measurement",
@@ -31,151 +43,300 @@ METRIC_DEFINITIONS = {
     "log10_rmse": "RMS of log10(p_j/q_j) about its mean (shape error in decades)",
 }
 
+POLICY_DEFINITIONS = {
+    "log_binning": "sum of influence over bins of equal width in ln j for positions "
+    "1..t-1 (bin k: t^(k/bins) <= j < t^((k+1)/bins)), the target t a bin of its own, "
+    "positions after t one more bin; bins holding no position are dropped",
+    "pooling": "several seeds: the mean of the profiles normalised to sum 1, times the "
+    "mean total; fitted candidates are fitted to it in sample",
+    "out_of_sample": "leave one seed out: every fitted candidate fitted on the pool of "
+    "the other seeds, scored on the held-out seed; predictions scored on each seed "
+    "(from that seed's own a_l); mean and spread (sample sd) over the held-out seeds",
+    "noise_floor": "agreement between every pair of seeds (mean and spread over pairs)",
+    "spike:free": "the share of the target in the profile is fitted with the shape, "
+    "for every fitted candidate (theory fits included); predictions keep their own",
+    "spike:pinned": "the share of the target is set to the measured share (of the "
+    "fitting data) for every candidate, predictions included",
+    "fit_metric:w1": "fitted candidates minimise W1, the metric they are judged by",
+    "fit_metric:log-lsq": "fitted candidates minimise the squared log error off the target",
+}
+
+
+def parse_kernels(kernel: str) -> tuple[str, ...]:
+    """``rollout``, ``jacobian`` or ``both`` as a tuple of kernels.
+
+    >>> parse_kernels("both")
+    ('rollout', 'jacobian')
+    """
+    if kernel == "both":
+        return KERNELS
+    return (check_choice("--kernel", kernel, (*KERNELS, "both")),)
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """What ``lostmid compare`` compares; validated on construction, values parsed.
+
+    Attributes:
+        measured: the measure.json files, one per seed of one model (paths).
+        theory: a theory.json to compare too, or None.
+        predict: also predict the theory from the measured residual strengths.
+        kernels: the kernels of the predicted and fitted theory; ``"both"``,
+            ``"rollout"`` or ``"jacobian"`` are parsed into a tuple.
+        fit_metric: ``w1`` or ``log-lsq`` (:mod:`lostmid.compare.fitting`).
+        spike: ``free`` or ``pinned`` (:mod:`lostmid.compare.fitting`).
+        bins: log-position bins of the binned metrics.
+        seed: recorded for provenance (the comparison itself is deterministic).
+
+    >>> CompareConfig(measured="m.json", kernels="both").kernels
+    ('rollout', 'jacobian')
+    """
+
+    measured: tuple[Path, ...]
+    theory: Path | None = None
+    predict: bool = False
+    kernels: tuple[str, ...] = parse_kernels(OPTION_DEFAULTS["kernel"])
+    fit_metric: str = OPTION_DEFAULTS["fit_metric"]
+    spike: str = OPTION_DEFAULTS["spike"]
+    bins: int = OPTION_DEFAULTS["bins"]
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        measured = (self.measured,) if isinstance(self.measured, str | Path) else self.measured
+        if not measured:
+            raise UserError("--measured: give at least one measure.json")
+        measured = tuple(Path(m) for m in measured)
+        if len(set(measured)) != len(measured):
+            raise UserError("--measured: the same file is given twice; give one per seed")
+        object.__setattr__(self, "measured", measured)
+        if self.theory is not None:
+            object.__setattr__(self, "theory", Path(self.theory))
+        kernels = parse_kernels(self.kernels) if isinstance(self.kernels, str) else self.kernels
+        kernels = tuple(check_choice("--kernel", k, KERNELS) for k in kernels)
+        if not kernels:
+            raise UserError("--kernel: give at least one kernel (rollout, jacobian or both)")
+        object.__setattr__(self, "kernels", kernels)
+        check_choice("--fit-metric", self.fit_metric, FIT_METRICS)
+        check_choice("--spike", self.spike, SPIKE_POLICIES)
+        check_positive("--bins", self.bins)
+
+    def record(self) -> dict[str, Any]:
+        """The resolved config as JSON (paths as text)."""
+        return {
+            "measured": [str(m) for m in self.measured],
+            "theory": None if self.theory is None else str(self.theory),
+            "predict": self.predict,
+            "kernels": list(self.kernels),
+            "fit_metric": self.fit_metric,
+            "spike": self.spike,
+            "bins": self.bins,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Everything ``lostmid compare`` computed; :meth:`record` is compare.json.
+
+    Attributes:
+        config: the resolved config.
+        scorecard: every candidate scored, the noise floor and the verdicts.
+        metadata: provenance (:func:`lostmid.runinfo.run_metadata`), None until the run
+            has finished.
+    """
+
+    config: CompareConfig
+    scorecard: Scorecard
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def candidates(self) -> dict[str, Candidate]:
+        return self.scorecard.candidates
+
+    def record(self) -> dict[str, Any]:
+        """The compare.json layout (see the README of compare)."""
+        card = self.scorecard
+        m = card.measured
+        first = next(iter(card.candidates.values()), None)
+        policies = (
+            "log_binning",
+            "pooling",
+            "out_of_sample",
+            "noise_floor",
+            f"spike:{card.spike}",
+            f"fit_metric:{card.fit_metric}",
+        )
+        ranked = {k: _ranking(card.candidates, k) for k in AGREEMENT_METRICS}
+        ranked["out_of_sample_wasserstein1"] = (
+            None
+            if card.noise_floor is None
+            else _ranking(card.candidates, "wasserstein1", out_of_sample=True)
+        )
+        return {
+            "measured": {
+                "sources": [str(p) for p in self.config.measured],
+                "seeds": card.seeds,
+                "length": m.length,
+                "layers": m.layers,
+                "target": m.target,
+                "mask": m.mask,
+                "log10_peak_to_valley": (
+                    None if first is None else first.metrics.log10_peak_to_valley_measured
+                ),
+                "influence": m.influence,
+                "stderr": m.stderr,
+                "residual_strength": m.residual_strength,
+                "residual_strength_method": m.residual_strength_method,
+                "branch_gain": m.branch_gain,
+            },
+            "theory_source": None if self.config.theory is None else str(self.config.theory),
+            "settings": {
+                "fit_metric": card.fit_metric,
+                "spike": card.spike,
+                "bins": card.bins,
+                "kernels": list(self.config.kernels),
+                "definitions": {k: POLICY_DEFINITIONS[k] for k in policies},
+            },
+            "metric_definitions": METRIC_DEFINITIONS,
+            "noise_floor": None if card.noise_floor is None else card.noise_floor.record(),
+            "candidates": {name: c.record() for name, c in card.candidates.items()},
+            "ranking": ranked,
+            "claims": [c.record() for c in card.claims],
+            "notes": list(card.notes),
+            "files": {"plot": "compare.png"},
+            "metadata": self.metadata,
+        }
+
 
 def run_compare(
-    theory_path: Path | None,
-    measured_path: Path,
-    predict: bool,
-    kernel: str,
+    config: CompareConfig,
+    *,
     out: Path,
-    overwrite: bool,
+    overwrite: bool = False,
     console: Console | None = None,
-    seed: int | None = None,
-) -> dict[str, Any]:
+) -> CompareResult:
     """Read the inputs, score every candidate, write compare.json and compare.png.
 
     Args:
-        theory_path: a theory.json to compare, or None.
-        measured_path: the measure.json to compare against.
-        predict: also build the theory from the measured residual strengths.
-        kernel: ``rollout``, ``jacobian`` or ``both`` for the predicted and fitted theory.
+        config: what to compare (validated).
         out: output directory; existing results are kept unless ``overwrite``.
-        console: where the table goes (None: print nothing).
-        seed: recorded for provenance (the comparison itself is deterministic).
-
-    Returns:
-        The content written to compare.json.
+        console: where the tables go (None: print nothing).
     """
     timer = Timer()
-    kernels = parse_kernels(kernel)
     with timer("read"):
-        measured = load_measured(Path(measured_path))
-        theory = None if theory_path is None else load_theory(Path(theory_path))
+        measurements = [load_measured(path) for path in config.measured]
+        theory = None if config.theory is None else load_theory(config.theory)
     prepare_out(out, OUTPUT_FILES, overwrite)
     with timer("compare"):
-        candidates = compare_measurement(measured, theory, predict=predict, kernels=kernels)
-    with timer("plot"):
-        theories = {c.name: c.profile for c in candidates.values() if c.kind != "baseline"}
-        baselines = {c.name: c.profile for c in candidates.values() if c.kind == "baseline"}
-        fig = plot_overlay(
-            measured.influence,
-            theories,
-            baselines,
-            stderr=measured.stderr,
-            title=f"Influence on position {measured.target}: "
-            f"measured vs theory and baselines (L = {measured.length})",
+        card = compare_measurements(
+            measurements,
+            theory,
+            predict=config.predict,
+            kernels=config.kernels,
+            fit_metric=config.fit_metric,
+            spike=config.spike,
+            bins=config.bins,
         )
-        fig.savefig(out / "compare.png", dpi=120)
-    config = {
-        "theory": None if theory_path is None else str(theory_path),
-        "measured": str(measured_path),
-        "predict": predict,
-        "kernel": kernel,
-        "out": str(out),
-    }
-    result = compare_json(measured, candidates, theory_source=config["theory"])
-    result["run"] = run_metadata("compare", config, seed, timer.seconds)
-    write_json(out / "compare.json", result)
+    with timer("plot"):
+        cands = card.candidates.values()
+        m = card.measured
+        seeds = f", {card.seeds} seeds pooled" if card.seeds > 1 else ""
+        fig = plot_overlay(
+            m.influence,
+            {c.name: c.profile for c in cands if c.kind != "baseline"},
+            {c.name: c.profile for c in cands if c.kind == "baseline"},
+            stderr=m.stderr,
+            title=f"Influence on position {m.target}: measured vs theory and baselines "
+            f"(L = {m.length}{seeds})",
+        )
+        save_figure(fig, out / "compare.png")
+    metadata = run_metadata(
+        "compare", {**config.record(), "out": str(out)}, config.seed, timer.seconds
+    )
+    result = CompareResult(config, card, metadata)
+    write_json(out / "compare.json", result.record())
     if console is not None:
-        console.print(comparison_table(candidates, measured))
+        console.print(comparison_table(card))
+        console.print(claims_table(card))
+        for note in card.notes:
+            console.print(f"note: {note}")
         console.print(f"wrote {out / 'compare.json'} and {out / 'compare.png'}")
     return result
 
 
-def compare_json(
-    measured: MeasuredProfile, candidates: dict[str, Candidate], theory_source: str | None = None
-) -> dict[str, Any]:
-    """The compare.json layout (without the ``run`` block); see the README of compare."""
-    ranked = {
-        "wasserstein1": _ranking(candidates, "wasserstein1", ascending=True),
-        "log10_rmse": _ranking(candidates, "log10_rmse", ascending=True),
-        "log_correlation": _ranking(candidates, "log_correlation", ascending=False),
-        "spearman": _ranking(candidates, "spearman", ascending=False),
-    }
-    first = next(iter(candidates.values()), None)
-    return {
-        "measured": {
-            "source": measured.source,
-            "length": measured.length,
-            "layers": measured.layers,
-            "target": measured.target,
-            "mask": measured.mask,
-            "log10_peak_to_valley": (
-                None if first is None else first.metrics.log10_peak_to_valley_measured
-            ),
-            "influence": measured.influence,
-            "stderr": measured.stderr,
-            "residual_strength": measured.residual_strength,
-        },
-        "theory_source": theory_source,
-        "metric_definitions": METRIC_DEFINITIONS,
-        "candidates": {name: c.record() for name, c in candidates.items()},
-        "ranking": ranked,
-        "files": {"plot": "compare.png"},
-    }
-
-
-def comparison_table(candidates: dict[str, Candidate], measured: MeasuredProfile) -> Table:
-    """Rows: candidates; columns: the metrics (best first is up to the reader)."""
-    first = next(iter(candidates.values()), None)
+def comparison_table(card: Scorecard) -> Table:
+    """Rows: candidates; columns: parameters and metrics, in sample and held out."""
+    first = next(iter(card.candidates.values()), None)
     ptv = None if first is None else first.metrics.log10_peak_to_valley_measured
+    m = card.measured
+    floor = card.noise_floor
+    floor_text = (
+        "one seed: no noise floor, no held-out scores"
+        if floor is None
+        else f"noise floor ({floor.seeds} seeds): W1 {_pm(floor.wasserstein1, 4)}, "
+        f"Spearman {_pm(floor.spearman, 3)}, binned W1 "
+        f"{_pm(floor.metrics['binned_wasserstein1'], 4)}, binned Spearman "
+        f"{_pm(floor.metrics['binned_spearman'], 3)}"
+    )
     table = Table(
         box=box.SIMPLE_HEAD,
-        title=f"Candidates against the measurement (L = {measured.length}, "
-        f"H = {measured.layers}, measured log10 peak/valley = {_fmt(ptv, 2)})",
-        caption="k: parameters fitted to this measurement; recency, primacy err: "
-        "relative error at the target and at position 1 (profiles normalised to sum 1)",
+        title=f"Candidates against the measurement (L = {m.length}, H = {m.layers}, "
+        f"measured log10 peak/valley = {_fmt(ptv, 2)}; fit {card.fit_metric}, "
+        f"spike {card.spike})",
+        caption=f"k: numbers taken from the measurement; bin: on {card.bins} log-position "
+        f"bins; held out: W1 on held-out seeds, mean +- sd. {floor_text}",
     )
-    # Short two-line headers keep the numbers whole on an 80-column terminal; long
+    # Short two-line headers keep the numbers whole on a 100-column terminal; long
     # candidate names fold instead.
     table.add_column("candidate", overflow="fold")
-    for column in (
-        "k",
-        "Spearman",
-        "W1",
-        "log\ncorr",
-        "log10\nP/V",
-        "recency\nerr",
-        "primacy\nerr",
-    ):
+    for column in ("k", "W1", "Spear-\nman", "W1\nbin", "Spear.\nbin", "W1\nheld out"):
         table.add_column(column, justify="right", no_wrap=True)
-    for c in candidates.values():
-        m = c.metrics
+    for c in card.candidates.values():
+        x = c.metrics
+        held = "-" if c.out_of_sample is None else _pm(c.out_of_sample.metrics["wasserstein1"], 4)
         table.add_row(
             c.name,
             str(c.parameter_count),
-            _fmt(m.spearman, 4),
-            _fmt(m.wasserstein1, 4),
-            _fmt(m.log_correlation, 4),
-            _fmt(m.log10_peak_to_valley, 2),
-            _fmt(m.recency_error, 3, signed=True),
-            _fmt(m.primacy_error, 3, signed=True),
+            _fmt(x.wasserstein1, 4),
+            _fmt(x.spearman, 3),
+            _fmt(x.binned_wasserstein1, 4),
+            _fmt(x.binned_spearman, 3),
+            held,
         )
     return table
 
 
-def _ranking(candidates: dict[str, Candidate], metric: str, ascending: bool) -> list[str]:
+def claims_table(card: Scorecard) -> Table:
+    """The paper's numbers for every zero-parameter candidate, with their verdicts."""
+    table = Table(box=box.SIMPLE_HEAD, title="Claims (rules in compare.json)")
+    for column in ("claim", "paper", "ours", "verdict"):
+        table.add_column(column, overflow="fold")
+    for c in card.claims:
+        table.add_row(c.claim, c.paper, c.ours, c.verdict)
+    return table
+
+
+def _ranking(
+    candidates: dict[str, Candidate], metric: str, out_of_sample: bool = False
+) -> list[str]:
     """Candidate names ordered best first by ``metric``; undefined values last."""
+    lower_is_better = metric in ("wasserstein1", "binned_wasserstein1", "log10_rmse")
 
     def key(name: str) -> tuple[bool, float]:
-        value = getattr(candidates[name].metrics, metric)
+        c = candidates[name]
+        value = c.score(metric).mean if out_of_sample else getattr(c.metrics, metric)
         undefined = value is None or value != value
-        return undefined, 0.0 if undefined else (value if ascending else -value)
+        return undefined, 0.0 if undefined else (value if lower_is_better else -value)
 
     return sorted(candidates, key=key)
 
 
-def _fmt(value: float | None, digits: int, signed: bool = False) -> str:
+def _pm(value: Any, digits: int) -> str:
+    """A :class:`~lostmid.compare.scoring.MeanSpread` as text: mean +- spread."""
+    return f"{_fmt(value.mean, digits)} +- {_fmt(value.spread, digits)}"
+
+
+def _fmt(value: float | None, digits: int) -> str:
     if value is None or value != value:
         return "-"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return f"{value:.{digits}f}"

@@ -1,13 +1,41 @@
-"""Residual strength per layer: how strong the attention branch is against the stream.
+"""Residual strength per layer: the weight a_l of the attention branch in layer l.
 
-The peer project's (Herasimchyk et al.) estimator, per layer l (1-indexed):
+The theory's layer operator is N_l = (1 - a_l) I + a_l A W_l (A the attention matrix,
+W_l a random map with E[W W^T] = I in the jacobian kernel). Two estimators of a_l:
+
+``method="jacobian"`` (what the theory means). For a pre-norm block
+x -> x + Attn(LN(x)) the Jacobian is, position by position,
+
+    d y_i / d x_j = delta_ij I + A_ij J_j,      J_j = W_O W_V dLN(x_j),
+
+(plus the small terms through the attention weights). The residual path has gain 1
+and the branch has gain s_l = ||J_j||_F / sqrt(d) per unit of attention weight
+(:func:`lostmid.influence.gains.branch_gains`; averaged over positions and inputs).
+With J_j ~ s_l W_l,
+
+    I + s A W = (1 + s) [ (1 - a) I + a A W ]      exactly when  a = s / (1 + s),
+
+and the factor (1 + s) is one global scale that normalised profiles do not see. So
+a_l = s_l / (1 + s_l). At depth 1 the theory is exact: the spike over the mean of the
+layer-1 profile at target t is t (1 - a) / a = t / s.
+
+``method="forward"`` (the peer project's, Herasimchyk et al.). Per layer,
 
     lambda_l = mean over tokens and samples of ||a_l|| / (||x_l|| + ||a_l||),
 
-with x_l the block input (the residual stream entering layer l) and a_l the output of
-its attention branch (after the output projection, before the residual add). The
-ratio is taken per token, then averaged over all positions and samples. It is the
-theory's a_l in N_l = (1 - a_l) I + a_l M when the attention branch is the only mixer.
+with x_l the block input and a_l the attention branch's output (after the output
+projection, before the residual add), a ratio of activations, not of Jacobians. At
+position i the branch averages i nearly independent values v_j = W_O W_V LN(x_j),
+each of norm ~ s ||x||, so ||a_i|| ~ s ||x|| / sqrt(i): the ratio shrinks like
+1/sqrt(i) and its mean over i = 1..L is about 2 s / sqrt(L), far below s / (1 + s) for
+long inputs. A perturbation of the stream, in contrast, moves every value in the same
+direction, and its average does not shrink.
+
+Measured at depth 1 (L = 512, random init, benchmarks/bench_depth1.py, 8 samples): the
+spike over the mean of the other positions is 26.5 (Qwen2-0.5B shape) and 214 (GPT-2);
+the branch gain predicts 28.8 and 233, the forward ratio 378 and 2764. What is left of
+GPT-2's gap comes from the attention logits (non-uniform weights and the query/key
+path), which the value-path gain leaves out: with W_Q = W_K = 0 it closes.
 """
 
 from __future__ import annotations
@@ -17,14 +45,44 @@ from typing import Any
 import numpy as np
 import torch
 
+from lostmid.checks import check_choice
 from lostmid.errors import UserError
 from lostmid.models import LoadedModel
+from lostmid.typing import Float
+
+METHODS = ("forward", "jacobian")
+
+
+def strength_from_gain(gain: Float[np.ndarray, " H"] | float) -> Float[np.ndarray, " H"]:
+    """a = s / (1 + s): the residual strength whose layer operator has the branch gain s.
+
+    (1 - a) I + a A W = (I + s A W) / (1 + s), so both have the same normalised shape.
+
+    >>> strength_from_gain(np.array([0.0, 1.0, 3.0])).tolist()
+    [0.0, 0.5, 0.75]
+    """
+    s = np.asarray(gain, dtype=float)
+    if np.any(s < 0) or not np.all(np.isfinite(s)):
+        raise UserError(f"branch gains must be finite and >= 0, got {s.tolist()}")
+    return s / (1.0 + s)
 
 
 def residual_strength(
-    loaded: LoadedModel, input_ids: torch.LongTensor, *, batch_size: int = 1
-) -> np.ndarray:
-    """lambda_l = mean ||a_l|| / (||x_l|| + ||a_l||) for each layer l = 1..H; shape (H,).
+    loaded: LoadedModel,
+    input_ids: torch.LongTensor,
+    *,
+    batch_size: int = 1,
+    method: str = "forward",
+    directions: int = 4,
+    seed: int = 0,
+) -> Float[np.ndarray, " H"]:
+    """Residual strength a_l of each layer l = 1..H; shape (H,).
+
+    Args:
+        method: ``forward`` (the peer's ratio lambda_l = mean ||a_l|| / (||x_l|| +
+            ||a_l||), the default for now) or ``jacobian`` (s_l / (1 + s_l) from
+            :func:`lostmid.influence.gains.branch_gains`; the theory's quantity).
+        directions, seed: random directions of ``jacobian`` (unused by ``forward``).
 
     >>> from lostmid.models import load_model
     >>> from lostmid.influence import random_token_ids
@@ -32,6 +90,26 @@ def residual_strength(
     >>> lam.shape, bool(((lam > 0) & (lam < 1)).all())
     ((2,), True)
     """
+    check_choice("residual strength method", method, METHODS)
+    if method == "jacobian":
+        from lostmid.influence.gains import branch_gains
+
+        gains = branch_gains(
+            loaded,
+            input_ids,
+            directions=directions,
+            seed=seed,
+            per_position=False,
+            batch_size=batch_size,
+        )
+        return gains.residual_strength
+    return _forward_ratio(loaded, input_ids, batch_size=batch_size)
+
+
+def _forward_ratio(
+    loaded: LoadedModel, input_ids: torch.LongTensor, *, batch_size: int = 1
+) -> Float[np.ndarray, " H"]:
+    """lambda_l = mean ||a_l|| / (||x_l|| + ||a_l||) over tokens and samples; shape (H,)."""
     if input_ids.ndim != 2 or input_ids.shape[0] < 1:
         raise UserError("input_ids must be a non-empty (samples, length) tensor")
     if input_ids.shape[1] > loaded.max_length:

@@ -1,23 +1,57 @@
-"""Hugging Face causal LMs for measurement: presets, loading, one adapter per family.
+"""Hugging Face causal LMs for measurement: presets, building, loading, adapters, ablations.
 
 >>> from lostmid.models import load_model
 >>> loaded = load_model("tiny-gpt2", no_pos_emb=True)
 >>> loaded.adapter.name, loaded.num_layers
 ('gpt2', 2)
+>>> gemma = load_model("tiny-gemma2")  # local (W = 16) and global layers alternate
+>>> gemma.adapter.layer_masks(gemma.model.config, 64)
+['sliding:16', 'causal']
 """
 
-from lostmid.models.adapters import ADAPTERS, FamilyAdapter, adapter_for
-from lostmid.models.load import ATTENTION, DTYPES, INITS, LoadedModel, load_model
-from lostmid.models.presets import PRESETS
+from lostmid.models.ablations import (
+    freeze_norm_scale,
+    remove_mlp,
+    remove_positions,
+    scale_embeddings,
+    uniform_attention,
+)
+from lostmid.models.adapters import ADAPTERS, FamilyAdapter, adapter_for, adapter_for_model
+from lostmid.models.build import (
+    ATTENTION,
+    BUILDABLE_FAMILIES,
+    DTYPES,
+    EAGER_MAX_LENGTH,
+    attention_for_length,
+    build_causal_lm,
+    build_config,
+)
+from lostmid.models.devices import resolve_device
+from lostmid.models.load import INITS, LoadedModel, load_model
+from lostmid.models.presets import MODEL_PRESETS
+from lostmid.models.shape import ModelShape
 
 __all__ = [
     "ADAPTERS",
     "ATTENTION",
+    "BUILDABLE_FAMILIES",
     "DTYPES",
+    "EAGER_MAX_LENGTH",
     "INITS",
-    "PRESETS",
+    "MODEL_PRESETS",
     "FamilyAdapter",
     "LoadedModel",
+    "ModelShape",
     "adapter_for",
+    "adapter_for_model",
+    "attention_for_length",
+    "build_causal_lm",
+    "build_config",
+    "freeze_norm_scale",
     "load_model",
+    "remove_mlp",
+    "remove_positions",
+    "resolve_device",
+    "scale_embeddings",
+    "uniform_attention",
 ]

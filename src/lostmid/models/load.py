@@ -20,17 +20,12 @@ import torch
 from torch import nn
 
 from lostmid.errors import UserError
-from lostmid.models.adapters import FamilyAdapter, adapter_for
-from lostmid.models.presets import PRESETS
+from lostmid.models.adapters import FamilyAdapter, adapter_for_model
+from lostmid.models.build import ATTENTION, DTYPES, build_causal_lm, supports_sdpa
+from lostmid.models.devices import resolve_device
+from lostmid.models.presets import MODEL_PRESETS
 
 INITS = ("random", "pretrained", "auto")
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-}
-ATTENTION = ("sdpa", "eager")
 _WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.bin")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
@@ -40,7 +35,9 @@ class LoadedModel:
     """A causal LM in eval mode with frozen parameters, and what it is.
 
     ``max_length`` is the longest input the model accepts (its
-    ``max_position_embeddings``); ``source`` is ``preset``, ``directory`` or ``hub``.
+    ``max_position_embeddings``; ALiBi models have none); ``source`` is ``preset``,
+    ``directory``, ``hub`` or whatever built the module (``training``);
+    ``attention`` the attention implementation the model really runs.
     """
 
     model: nn.Module
@@ -58,6 +55,56 @@ class LoadedModel:
     dtype: str
     device: str
     source: str
+    no_alibi: bool = False
+    attention: str = "eager"
+
+    @classmethod
+    def from_module(
+        cls,
+        model: nn.Module,
+        *,
+        spec: str,
+        init: str,
+        seed: int,
+        source: str,
+        no_rope: bool = False,
+        no_pos_emb: bool = False,
+        no_alibi: bool = False,
+    ) -> LoadedModel:
+        """Describe a built causal LM (shared, not copied); the facts come from its
+        config and parameters, the adapter from :func:`adapter_for_model`. The
+        ``no_*`` flags record switches already applied; they apply nothing.
+
+        >>> from lostmid.models import build_causal_lm, build_config, ModelShape
+        >>> net = build_causal_lm(build_config("opt", ModelShape(2, 32, 4)), seed=0)
+        >>> m = LoadedModel.from_module(net, spec="mine", init="random", seed=0, source="test")
+        >>> m.adapter.name, m.num_layers, m.max_length
+        ('opt', 2, 128)
+        """
+        config = model.config
+        max_length = getattr(config, "max_position_embeddings", None) or getattr(
+            config, "n_positions", None
+        )
+        param = next(model.parameters())
+        return cls(
+            model=model,
+            adapter=adapter_for_model(model),
+            spec=spec,
+            family=str(config.model_type),
+            num_layers=int(config.num_hidden_layers),
+            hidden_size=int(config.hidden_size),
+            vocab_size=int(config.vocab_size),
+            max_length=int(max_length) if max_length else 1 << 30,
+            init=init,
+            seed=seed,
+            no_rope=no_rope,
+            no_pos_emb=no_pos_emb,
+            dtype=str(param.dtype).removeprefix("torch."),
+            device=str(param.device),
+            source=source,
+            no_alibi=no_alibi,
+            attention=str(getattr(config, "_attn_implementation", None) or "eager"),
+        )
 
     def describe(self) -> dict[str, Any]:
         """The resolved facts about the model, for result files."""
@@ -74,27 +121,16 @@ class LoadedModel:
             "seed": self.seed,
             "no_rope": self.no_rope,
             "no_pos_emb": self.no_pos_emb,
+            "no_alibi": self.no_alibi,
+            "attention": self.attention,
             "dtype": self.dtype,
             "device": self.device,
         }
 
 
 def _check_device(device: str) -> torch.device:
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise UserError(f"--device {device!r} is not a device; use cpu or cuda[:N]") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise UserError(
-                f"--device {device} asked for but CUDA is not available on this machine; "
-                "use --device cpu"
-            )
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise UserError(f"--device {device}: only {torch.cuda.device_count()} GPU(s) here")
-    elif dev.type != "cpu":
-        raise UserError(f"--device {device!r} is not supported; use cpu or cuda[:N]")
-    return dev
+    """Deprecated private alias kept for callers outside models; use :func:`resolve_device`."""
+    return torch.device(resolve_device(device))
 
 
 def _has_weights(folder: Path) -> bool:
@@ -115,7 +151,7 @@ def _offline() -> bool:
 def _preset_config(name: str) -> Any:
     from transformers import AutoConfig
 
-    kwargs = {k: v for k, v in PRESETS[name].items() if not k.startswith("_")}
+    kwargs = {k: v for k, v in MODEL_PRESETS[name].items() if not k.startswith("_")}
     return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
 
 
@@ -135,9 +171,9 @@ def _resolve(spec: str) -> tuple[str, Any, str | None]:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise UserError(f"--model {spec}: cannot read config.json ({first})") from None
         return "directory", config, str(path) if _has_weights(path) else None
-    if spec in PRESETS:
+    if spec in MODEL_PRESETS:
         return "preset", _preset_config(spec), None
-    presets = ", ".join(PRESETS)
+    presets = ", ".join(MODEL_PRESETS)
     if spec.startswith(("/", "./", "../", "~")) or spec.endswith("/") or os.sep + os.sep in spec:
         raise UserError(
             f"--model {spec}: no such directory; give an existing path or a preset ({presets})"
@@ -191,6 +227,7 @@ def load_model(
     seed: int = 0,
     no_rope: bool = False,
     no_pos_emb: bool = False,
+    no_alibi: bool = False,
     dtype: str = "float32",
     device: str = "cpu",
     config_overrides: dict[str, Any] | None = None,
@@ -199,17 +236,20 @@ def load_model(
     """A causal LM ready for measurement: eval mode, parameters frozen.
 
     Args:
-        spec: a preset name (see ``PRESETS``), a local directory (weights loaded when
-            ``init`` allows, else built from its config.json) or a cached hub id.
+        spec: a preset name (see ``MODEL_PRESETS``), a local directory (weights loaded
+            when ``init`` allows, else built from its config.json) or a cached hub id.
         init: ``random`` (library initialisation under ``seed``), ``pretrained``
             (weights required) or ``auto`` (weights if present).
         no_rope: make rotary embeddings the identity (families with rotary only).
-        no_pos_emb: zero the learned absolute position embeddings (GPT-2 style only).
+        no_pos_emb: zero the learned absolute position embeddings (GPT-2, OPT).
+        no_alibi: remove the ALiBi attention biases (BLOOM).
         dtype: ``float32`` (default), ``float64``, ``bfloat16`` or ``float16``.
+        device: ``cpu``, ``cuda[:N]`` or ``auto`` (see :func:`resolve_device`).
         config_overrides: config fields to change before building, e.g.
             ``{"num_hidden_layers": 4}``; unknown fields are an error.
         attn_implementation: ``sdpa`` (memory O(L) per layer with a causal kernel)
-            or ``eager`` (explicit attention matrix).
+            or ``eager`` (explicit attention matrix). Families without an SDPA kernel
+            (BLOOM, Gemma2) run eager; ``LoadedModel.attention`` says which ran.
 
     >>> m = load_model("tiny-qwen2", seed=1)
     >>> (m.family, m.num_layers, m.hidden_size, m.max_length)
@@ -221,69 +261,56 @@ def load_model(
         raise UserError(f"--dtype {dtype!r} unknown; choose one of {', '.join(DTYPES)}")
     if attn_implementation not in ATTENTION:
         raise UserError(f"attention {attn_implementation!r} unknown; choose {', '.join(ATTENTION)}")
-    dev = _check_device(device)
+    dev = resolve_device(device)
     source, config, weights = _resolve(spec)
     config = _apply_overrides(config, config_overrides)
     if init == "pretrained" and weights is None:
         what = "a preset holds only the architecture" if source == "preset" else "no weights found"
         raise UserError(f"--init pretrained for {spec}: {what}; use --init random")
     use_weights = weights is not None and init in ("pretrained", "auto")
+    if attn_implementation == "sdpa" and not supports_sdpa(config):
+        attn_implementation = "eager"
 
-    from transformers import AutoModelForCausalLM
+    if use_weights:
+        from transformers import AutoModelForCausalLM
 
-    torch_dtype = DTYPES[dtype]
-    with warnings.catch_warnings():
-        # transformers warns about unused/generation config keys while building; not ours.
-        warnings.simplefilter("ignore", UserWarning)
-        if use_weights:
+        with warnings.catch_warnings():
+            # transformers warns about unused/generation config keys while loading; not ours.
+            warnings.simplefilter("ignore", UserWarning)
             try:
                 model = AutoModelForCausalLM.from_pretrained(
                     weights,
                     config=config,
-                    dtype=torch_dtype,
+                    dtype=DTYPES[dtype],
                     attn_implementation=attn_implementation,
                     local_files_only=_offline() or source == "directory",
                 )
             except OSError as err:
                 first = str(err).strip().splitlines()[0]
                 raise UserError(f"--model {spec}: cannot load weights ({first[:160]})") from None
-        else:
-            torch.manual_seed(seed)
-            try:
-                model = AutoModelForCausalLM.from_config(
-                    config, dtype=torch_dtype, attn_implementation=attn_implementation
-                )
-            except ValueError as err:
-                first = str(err).strip().splitlines()[0]
-                raise UserError(
-                    f"--model {spec}: cannot build a causal LM ({first[:160]})"
-                ) from None
+    else:
+        try:
+            model = build_causal_lm(config, seed=seed, dtype=dtype, attention=attn_implementation)
+        except UserError as err:
+            raise UserError(f"--model {spec}: {err}") from None
     model = model.to(dev).eval()
     for param in model.parameters():
         param.requires_grad_(False)
-    model_type = getattr(config, "model_type", "unknown")
-    adapter = adapter_for(model_type)
-    if no_rope:
-        adapter.remove_rope(model)  # a family without rotary raises its own message
-    if no_pos_emb:
-        adapter.remove_position_embedding(model)
-    max_length = getattr(config, "max_position_embeddings", None) or getattr(
-        config, "n_positions", None
-    )
-    return LoadedModel(
-        model=model,
-        adapter=adapter,
+    loaded = LoadedModel.from_module(
+        model,
         spec=spec,
-        family=model_type,
-        num_layers=int(config.num_hidden_layers),
-        hidden_size=int(config.hidden_size),
-        vocab_size=int(config.vocab_size),
-        max_length=int(max_length) if max_length else 1 << 30,
         init="pretrained" if use_weights else "random",
         seed=seed,
+        source=source,
         no_rope=no_rope,
         no_pos_emb=no_pos_emb,
-        dtype=dtype,
-        device=str(dev),
-        source=source,
+        no_alibi=no_alibi,
     )
+    # A family without the encoding raises its own one-line message.
+    if no_rope:
+        loaded.adapter.remove_rope(model)
+    if no_pos_emb:
+        loaded.adapter.remove_position_embedding(model)
+    if no_alibi:
+        loaded.adapter.remove_alibi(model)
+    return loaded

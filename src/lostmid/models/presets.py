@@ -1,7 +1,8 @@
 """Architecture presets shipped with the package (hyperparameters only, no weights).
 
 Each ``presets/<name>.json`` holds a ``model_type`` and the config keyword arguments
-of that Hugging Face family; ``_comment`` documents the shape.
+of that Hugging Face family; ``_comment`` documents the shape. The ``tiny-*`` presets
+(2 layers, width 32, vocabulary 256) exist for tests and quick runs, one per family.
 """
 
 from __future__ import annotations
@@ -20,5 +21,5 @@ def _read_presets() -> dict[str, dict[str, Any]]:
     return found
 
 
-PRESETS: dict[str, dict[str, Any]] = _read_presets()
+MODEL_PRESETS: dict[str, dict[str, Any]] = _read_presets()
 """Preset name -> config dict (``model_type`` plus family keyword arguments)."""

@@ -1,7 +1,9 @@
 """Exact theory of position bias at initialisation (pure numpy).
 
 Layers N_l = (1 - a_l) I + a_l A with A uniform attention under a mask; the influence of
-input j on output t is row t of N_H ... N_1. See :mod:`lostmid.theory.exact`.
+input j on output t is row t of N_H ... N_1. See :mod:`lostmid.theory.exact`; with a
+gain per layer and source position, N_l = I + A_l diag(s_l), see
+:mod:`lostmid.theory.positional`.
 
 >>> from lostmid.theory import influence_row
 >>> row = influence_row(length=2048, layers=24, alpha=0.1)
@@ -25,8 +27,10 @@ from lostmid.theory.masks import (
     Mask,
     PrefixLM,
     SlidingWindow,
+    layer_masks,
     parse_mask,
 )
+from lostmid.theory.positional import positional_influence_row
 from lostmid.theory.schedules import parse_schedule, power_schedule, resolve_alphas
 from lostmid.theory.summary import ProfileSummary, summarize_profile
 
@@ -42,11 +46,13 @@ __all__ = [
     "influence_matrix",
     "influence_row",
     "jacobian_path_weights",
+    "layer_masks",
     "log_influence_row",
     "parse_mask",
     "parse_schedule",
     "path_decomposition",
     "path_weights",
+    "positional_influence_row",
     "power_schedule",
     "resolve_alphas",
     "summarize_profile",

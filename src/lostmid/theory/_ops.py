@@ -24,10 +24,6 @@ class LinearOps:
         return np.asarray(x, dtype=np.float64)
 
     @staticmethod
-    def decode(x: Array) -> Array:
-        return x
-
-    @staticmethod
     def scale(x: Array, c: Array | float) -> Array:
         """x * c, with c already encoded."""
         return x * c
@@ -72,10 +68,6 @@ class LogOps:
             return np.log(np.asarray(x, dtype=np.float64))
 
     @staticmethod
-    def decode(x: Array) -> Array:
-        return np.exp(x)
-
-    @staticmethod
     def scale(x: Array, c: Array | float) -> Array:
         return x + c
 
@@ -110,7 +102,3 @@ class LogOps:
 
 
 Ops = type[LinearOps] | type[LogOps]
-
-
-def ops_for(log_domain: bool) -> Ops:
-    return LogOps if log_domain else LinearOps

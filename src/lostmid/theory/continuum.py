@@ -27,54 +27,51 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammainc, gammaincc, gammaln, logsumexp
 
+from lostmid.checks import check_choice, check_position, check_positive
 from lostmid.errors import UserError
-from lostmid.theory.exact import AlphaLike, jacobian_path_weights, path_weights
+from lostmid.theory.exact import KERNELS, AlphaLike, _jacobian_weights, _path_weights
 from lostmid.theory.schedules import resolve_alphas
+from lostmid.typing import Float
 
 
-def density(x: np.ndarray | float, layers: int, alpha: AlphaLike) -> np.ndarray:
+def density(x: float | Float[np.ndarray, "*X"], layers: int, alpha: AlphaLike) -> np.ndarray:
     """The continuous part of rho_H(x) for x in (0, 1] (the recency delta excluded).
 
-    rho_H(x) = sum_{k=1..H} b_k (ln 1/x)^(k-1)/(k-1)!, summed in log space.
+    rho_H(x) = sum_{k=1..H} b_k (ln 1/x)^(k-1)/(k-1)!, summed in log space; the result
+    has the shape of ``x``.
 
     >>> float(density(1.0, 3, 0.5))  # only k = 1 survives at x = 1: b_1 = 3/8
     0.375
     """
-    x = np.asarray(x, dtype=np.float64)
-    if np.any((x <= 0) | (x > 1)):
-        raise UserError("the continuum density is defined for x in (0, 1]")
-    b = path_weights(resolve_alphas(alpha, layers))
-    k = np.arange(1, layers + 1)
-    if layers == 0:
-        return np.zeros_like(x)
-    with np.errstate(divide="ignore"):
-        terms = np.log(b[1:]) + _log_power_term(np.log(1.0 / x)[..., None], k)
-        return np.exp(logsumexp(terms, axis=-1))
+    return _density(_unit_x(x), resolve_alphas(alpha, layers))
 
 
-def _log_power_term(u: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """log of u^(k-1)/(k-1)!, with 0^0 = 1."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(k == 1, 0.0, (k - 1) * np.log(u)) - gammaln(k)
-
-
-def effective_learning_rate(x: np.ndarray | float, layers: int, alpha: AlphaLike) -> np.ndarray:
+def effective_learning_rate(
+    x: float | Float[np.ndarray, "*X"], layers: int, alpha: AlphaLike
+) -> np.ndarray:
     """The paper's effective learning rate eta(x) proportional to rho_H(x).
 
     Normalised to mean 1 over (0, 1): eta(x) = rho_H(x) / (1 - b_0), so eta = 1 would
     mean every position learns at the base rate.
+
+    >>> float(effective_learning_rate(1.0, 1, 0.5))  # one layer: rho = a, b_0 = 1 - a
+    1.0
     """
-    b0 = path_weights(resolve_alphas(alpha, layers))[0]
+    a = resolve_alphas(alpha, layers)
+    b0 = _path_weights(a)[0]
     if b0 >= 1.0:
         raise UserError("with alpha = 0 on every layer nothing but the target is learned")
-    return density(x, layers, alpha) / (1.0 - b0)
+    return _density(_unit_x(x), a) / (1.0 - b0)
 
 
-def hop_masses(target: int, hops: int) -> np.ndarray:
+def hop_masses(target: int, hops: int) -> Float[np.ndarray, "K L"]:
     """(hops, target) array: the continuum mass of k = 1..hops in cells j = 1..t.
 
     mass_k(j) = P(k, ln(t/(j-1))) - P(k, ln(t/j)); the difference is taken on whichever
     of P and Q = 1 - P is small there, so no digits cancel.
+
+    >>> np.round(hop_masses(4, 1), 12).tolist()  # one hop is uniform on (0, 1]
+    [[0.25, 0.25, 0.25, 0.25]]
     """
     j = np.arange(1, target + 1, dtype=np.float64)
     with np.errstate(divide="ignore"):
@@ -92,7 +89,7 @@ def continuum_row(
     alpha: AlphaLike,
     kernel: str = "rollout",
     target: int | None = None,
-) -> np.ndarray:
+) -> Float[np.ndarray, " L"]:
     """The continuum prediction of the causal influence row, cell by cell.
 
     rollout: b_0 [j = t] + sum_k b_k mass_k(j); jacobian: sqrt(e_0 [j = t] + sum_k e_k
@@ -102,24 +99,49 @@ def continuum_row(
     >>> round(float(row.sum()), 12)
     1.0
     """
-    t = length if target is None else target
-    if not 1 <= t <= length:
-        raise UserError(f"target position must be in 1..{length} (1-indexed), got {target}")
+    check_positive("length", length)
     a = resolve_alphas(alpha, layers)
-    masses = hop_masses(t, layers)
+    kernel = check_choice("kernel", kernel, KERNELS)
+    return _continuum_row(length, a, kernel, check_position("target", target, length))
+
+
+def _continuum_row(
+    length: int, a: Float[np.ndarray, " H"], kernel: str, t: int
+) -> Float[np.ndarray, " L"]:
+    masses = hop_masses(t, a.size)
     out = np.zeros(length)
     if kernel == "rollout":
-        b = path_weights(a)
+        b = _path_weights(a)
         out[:t] = b[1:] @ masses
         out[t - 1] += b[0]
-    elif kernel == "jacobian":
-        e = jacobian_path_weights(a)
-        out[:t] = e[1:] @ masses**2
-        out[t - 1] += e[0]
-        out = np.sqrt(out)
-    else:
-        raise UserError(f"unknown kernel '{kernel}'; use rollout or jacobian")
-    return out
+        return out
+    e = _jacobian_weights(a)
+    out[:t] = e[1:] @ masses**2
+    out[t - 1] += e[0]
+    return np.sqrt(out)
+
+
+def _unit_x(x: float | np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if np.any((x <= 0) | (x > 1)):
+        raise UserError("the continuum density is defined for x in (0, 1]")
+    return x
+
+
+def _density(x: np.ndarray, a: Float[np.ndarray, " H"]) -> np.ndarray:
+    if a.size == 0:
+        return np.zeros_like(x)
+    b = _path_weights(a)
+    k = np.arange(1, a.size + 1)
+    with np.errstate(divide="ignore"):
+        terms = np.log(b[1:]) + _log_power_term(np.log(1.0 / x)[..., None], k)
+        return np.exp(logsumexp(terms, axis=-1))
+
+
+def _log_power_term(u: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """log of u^(k-1)/(k-1)!, with 0^0 = 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(k == 1, 0.0, (k - 1) * np.log(u)) - gammaln(k)
 
 
 @dataclass(frozen=True)
@@ -138,8 +160,14 @@ class ContinuumError:
     l1_rel_error: float
 
 
-def continuum_error(exact: np.ndarray, continuum: np.ndarray, target: int) -> ContinuumError:
-    """Compare a continuum row with the exact row (both float64, same target)."""
+def continuum_error(
+    exact: Float[np.ndarray, " L"], continuum: Float[np.ndarray, " L"], target: int
+) -> ContinuumError:
+    """Compare a continuum row with the exact row (both float64, same 1-indexed target).
+
+    >>> continuum_error(np.array([0.5, 0.5]), np.array([0.25, 0.75]), 2).max_rel_error
+    0.5
+    """
     exact, continuum = np.asarray(exact), np.asarray(continuum)
     idx = np.flatnonzero(exact > 0)
     idx = idx[idx != target - 1]
@@ -184,13 +212,22 @@ class Regions:
     dominant_hops_end: int
 
 
-def regions(exact: np.ndarray, layers: int, alpha: AlphaLike, target: int) -> Regions:
-    """Quantify the three regions for a causal rollout row ``exact`` (float64)."""
-    a = resolve_alphas(alpha, layers)
-    b = path_weights(a)
-    h = layers
-    if h == 0:
+def regions(exact: Float[np.ndarray, " L"], layers: int, alpha: AlphaLike, target: int) -> Regions:
+    """Quantify the three regions for a causal rollout row ``exact`` (float64) on the
+    1-indexed ``target``.
+
+    >>> regions(np.full(4, 0.25), 1, 1.0, 4).recency_anchor_weight  # b_0 = 1 - a
+    0.0
+    """
+    if layers == 0:
         raise UserError("regions need at least one layer")
+    a = resolve_alphas(alpha, layers)
+    return _regions(np.asarray(exact), a, check_position("target", target, np.size(exact)))
+
+
+def _regions(exact: Float[np.ndarray, " L"], a: Float[np.ndarray, " H"], target: int) -> Regions:
+    b = _path_weights(a)
+    h = a.size
     k = np.arange(1, h + 1)
 
     def dominant(x: float) -> int:
@@ -214,7 +251,7 @@ def regions(exact: np.ndarray, layers: int, alpha: AlphaLike, target: int) -> Re
         tail_dominates_positions=int(np.floor(x_star * target)),
         above_uniform_until=above_until,
         dead_zone_pure_attention=float(np.exp((h - 1) * np.log(np.log(2.0)) - gammaln(h))),
-        dead_zone_density=float(density(0.5, h, a)),
+        dead_zone_density=float(_density(np.asarray(0.5), a)),
         dominant_hops_start=dominant(1.0 / target),
         dominant_hops_middle=dominant(0.5),
         dominant_hops_end=dominant((target - 1) / target) if target > 1 else 1,

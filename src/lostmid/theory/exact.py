@@ -40,18 +40,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lostmid.checks import check_choice, check_position, check_positive
 from lostmid.errors import UserError
 from lostmid.theory._ops import LinearOps, LogOps, Ops
-from lostmid.theory.masks import Causal, Mask, parse_mask
+from lostmid.theory.masks import Causal, Mask, MaskLike, parse_mask
 from lostmid.theory.schedules import resolve_alphas
+from lostmid.typing import Float, Int
 
-KERNELS = ("rollout", "jacobian")
+KERNELS = ("rollout", "jacobian")  # the kernel names, declared once for the package
 DENSE_MAX_LENGTH = 4096
 
-AlphaLike = float | Sequence[float] | np.ndarray
+AlphaLike = float | Sequence[float] | Float[np.ndarray, " H"]
 
 
-def path_weights(alphas: AlphaLike, layers: int | None = None) -> np.ndarray:
+def path_weights(alphas: AlphaLike, layers: int | None = None) -> Float[np.ndarray, " K"]:
     """Binomial mixture weights b_k, k = 0..H: coefficients of prod_l ((1-a_l) + a_l z).
 
     b_k is the total weight of paths that take exactly k attention hops.
@@ -59,28 +61,26 @@ def path_weights(alphas: AlphaLike, layers: int | None = None) -> np.ndarray:
     >>> path_weights(0.5, 2)
     array([0.25, 0.5 , 0.25])
     """
-    a = _alphas(alphas, layers)
-    return _poly_product(1.0 - a, a)
+    return _path_weights(_alphas(alphas, layers))
 
 
-def jacobian_path_weights(alphas: AlphaLike, layers: int | None = None) -> np.ndarray:
+def jacobian_path_weights(alphas: AlphaLike, layers: int | None = None) -> Float[np.ndarray, " K"]:
     """Weights e_k of the jacobian kernel: coefficients of prod_l ((1-a_l)^2 + a_l^2 z).
 
     >>> jacobian_path_weights(0.5, 2)
     array([0.0625, 0.125 , 0.0625])
     """
-    a = _alphas(alphas, layers)
-    return _poly_product((1.0 - a) ** 2, a**2)
+    return _jacobian_weights(_alphas(alphas, layers))
 
 
 def influence_row(
     length: int,
     layers: int,
     alpha: AlphaLike,
-    mask: str | Mask = "causal",
+    mask: MaskLike = "causal",
     kernel: str = "rollout",
     target: int | None = None,
-) -> np.ndarray:
+) -> Float[np.ndarray, " L"]:
     """Influence of every input position on ``target`` after ``layers`` layers (float64).
 
     Args:
@@ -100,17 +100,18 @@ def influence_row(
     >>> row.tolist()
     [0.25, 0.25, 0.25, 0.25]
     """
-    return _row(length, layers, alpha, mask, kernel, target, LinearOps)
+    m, t, a = _resolve(length, layers, alpha, mask, kernel, target)
+    return _influence(m, length, a, kernel, t, LinearOps)
 
 
 def log_influence_row(
     length: int,
     layers: int,
     alpha: AlphaLike,
-    mask: str | Mask = "causal",
+    mask: MaskLike = "causal",
     kernel: str = "rollout",
     target: int | None = None,
-) -> np.ndarray:
+) -> Float[np.ndarray, " L"]:
     """Natural log of :func:`influence_row`, computed entirely in the log domain.
 
     Exact in relative terms even where the influence is far below 1e-300;
@@ -119,32 +120,33 @@ def log_influence_row(
     >>> float(np.exp(log_influence_row(4, 2, 1.0)[-1]))  # (M^2)[4,4] = 1/16
     0.0625
     """
-    return _row(length, layers, alpha, mask, kernel, target, LogOps)
+    m, t, a = _resolve(length, layers, alpha, mask, kernel, target)
+    return _influence(m, length, a, kernel, t, LogOps)
 
 
 @dataclass(frozen=True)
 class PathDecomposition:
-    """Influence split by path length k (number of attention hops).
+    """Influence split by path length k (number of attention hops), k = 0..H.
 
     Attributes:
-        weights: (H+1,) mixture weights (b_k for rollout, e_k for jacobian).
-        rows: (H+1, L) rows (A^k)[t, :].
-        contributions: (H+1, L) weight times row (times row again for jacobian); their
-            sum over k is the rollout influence (the squared jacobian influence).
-        dominant_hops: (L,) the k with the largest contribution at each position.
+        weights: mixture weights (b_k for rollout, e_k for jacobian).
+        rows: rows (A^k)[t, :].
+        contributions: weight times row (times row again for jacobian); their sum over
+            k is the rollout influence (the squared jacobian influence).
+        dominant_hops: the k with the largest contribution at each position.
     """
 
-    weights: np.ndarray
-    rows: np.ndarray
-    contributions: np.ndarray
-    dominant_hops: np.ndarray
+    weights: Float[np.ndarray, " K"]
+    rows: Float[np.ndarray, "K L"]
+    contributions: Float[np.ndarray, "K L"]
+    dominant_hops: Int[np.ndarray, " L"]
 
 
 def path_decomposition(
     length: int,
     layers: int,
     alpha: AlphaLike,
-    mask: str | Mask = "causal",
+    mask: MaskLike = "causal",
     kernel: str = "rollout",
     target: int | None = None,
 ) -> PathDecomposition:
@@ -155,8 +157,8 @@ def path_decomposition(
     >>> np.allclose(d.contributions.sum(axis=0), influence_row(8, 3, 0.5))
     True
     """
-    m, t, a = _validate(length, layers, alpha, mask, kernel, target)
-    weights = path_weights(a) if kernel == "rollout" else jacobian_path_weights(a)
+    m, t, a = _resolve(length, layers, alpha, mask, kernel, target)
+    weights = _path_weights(a) if kernel == "rollout" else _jacobian_weights(a)
     rows = np.zeros((layers + 1, length))
     rows[0, t - 1] = 1.0
     for k in range(1, layers + 1):
@@ -170,42 +172,71 @@ def influence_matrix(
     length: int,
     layers: int,
     alpha: AlphaLike,
-    mask: str | Mask = "causal",
+    mask: MaskLike = "causal",
     kernel: str = "rollout",
-) -> np.ndarray:
+) -> Float[np.ndarray, "L L"]:
     """The full L x L influence matrix (row t: influence on target t), for small L.
 
     Dense: O(L^3 H) time, so L is limited to ``DENSE_MAX_LENGTH``.
+
+    >>> influence_matrix(2, 1, 0.5).tolist()  # (I + M) / 2 with M = [[1, 0], [1/2, 1/2]]
+    [[1.0, 0.0], [0.25, 0.75]]
     """
+    m, _, a = _resolve(length, layers, alpha, mask, kernel, None)
     if length > DENSE_MAX_LENGTH:
         raise UserError(
             f"the full influence matrix is dense; length {length} exceeds "
             f"{DENSE_MAX_LENGTH}, use influence_row for long sequences"
         )
-    m, _, a = _validate(length, layers, alpha, mask, kernel, None)
     dense = m.dense(length)
     if kernel == "rollout":
         out = np.zeros((length, length))
-        for b in path_weights(a)[::-1]:  # Horner: P <- P A + b_k I
+        for b in _path_weights(a)[::-1]:  # Horner: P <- P A + b_k I
             out = out @ dense
             out[np.diag_indices(length)] += b
         return out
     power = np.eye(length)
     acc = np.zeros((length, length))
-    for k, e in enumerate(jacobian_path_weights(a)):
+    for k, e in enumerate(_jacobian_weights(a)):
         if k:
             power = power @ dense
         acc += e * power**2
     return np.sqrt(acc)
 
 
-# -- internals ---------------------------------------------------------------------------
+# -- the one check of the public entry points ---------------------------------------------
 
 
-def _alphas(alphas: AlphaLike, layers: int | None) -> np.ndarray:
-    if layers is None:
-        return resolve_alphas(alphas, int(np.size(alphas)))
-    return resolve_alphas(alphas, layers)
+def _resolve(
+    length: int,
+    layers: int,
+    alpha: AlphaLike,
+    mask: MaskLike,
+    kernel: str,
+    target: int | None,
+) -> tuple[Mask, int, Float[np.ndarray, " H"]]:
+    """Validate the arguments of a public function: (mask, 1-indexed target, alphas)."""
+    check_positive("length", length)
+    a = resolve_alphas(alpha, layers)
+    check_choice("kernel", kernel, KERNELS)
+    m = parse_mask(mask)
+    m.validate(length)
+    return m, check_position("target", target, length), a
+
+
+def _alphas(alphas: AlphaLike, layers: int | None) -> Float[np.ndarray, " H"]:
+    return resolve_alphas(alphas, int(np.size(alphas)) if layers is None else layers)
+
+
+# -- internals: resolved values in, no checks ----------------------------------------------
+
+
+def _path_weights(a: Float[np.ndarray, " H"]) -> Float[np.ndarray, " K"]:
+    return _poly_product(1.0 - a, a)
+
+
+def _jacobian_weights(a: Float[np.ndarray, " H"]) -> Float[np.ndarray, " K"]:
+    return _poly_product((1.0 - a) ** 2, a**2)
 
 
 def _poly_product(const: np.ndarray, slope: np.ndarray) -> np.ndarray:
@@ -219,46 +250,19 @@ def _poly_product(const: np.ndarray, slope: np.ndarray) -> np.ndarray:
     return coeffs
 
 
-def _validate(
-    length: int,
-    layers: int,
-    alpha: AlphaLike,
-    mask: str | Mask,
-    kernel: str,
-    target: int | None,
-) -> tuple[Mask, int, np.ndarray]:
-    if isinstance(length, bool) or int(length) != length or length < 1:
-        raise UserError(f"length must be an integer >= 1, got {length}")
-    a = resolve_alphas(alpha, layers)
-    if kernel not in KERNELS:
-        raise UserError(f"unknown kernel '{kernel}'; use one of: {', '.join(KERNELS)}")
-    m = parse_mask(mask)
-    m.validate(length)
-    t = length if target is None else target
-    if isinstance(t, bool) or int(t) != t or not 1 <= t <= length:
-        raise UserError(f"target position must be in 1..{length} (1-indexed), got {target}")
-    return m, int(t), a
-
-
-def _row(
-    length: int,
-    layers: int,
-    alpha: AlphaLike,
-    mask: str | Mask,
-    kernel: str,
-    target: int | None,
-    ops: Ops,
-) -> np.ndarray:
-    m, t, a = _validate(length, layers, alpha, mask, kernel, target)
+def _influence(
+    m: Mask, length: int, a: Float[np.ndarray, " H"], kernel: str, t: int, ops: Ops
+) -> Float[np.ndarray, " L"]:
+    """The influence row on target t (1-indexed), in the representation of ``ops``."""
     # Rows i <= n of A only see columns j <= n for every mask here, so the problem
     # restricted to the support's upper end n is exact; the rest is structurally zero.
-    n = m.support(length, t, layers)[1]
+    n = m.support(length, t, a.size)[1]
     if kernel == "rollout" and isinstance(m, Causal) and not ops.log:
-        row = _causal_rollout_row(n, t, path_weights(a))
+        row = _causal_rollout_row(n, t, _path_weights(a))
     elif kernel == "rollout":
-        row = _horner_row(m, n, t, path_weights(a), ops)
+        row = _horner_row(m, n, t, _path_weights(a), ops)
     else:
-        row = _jacobian_row(m, n, t, jacobian_path_weights(a), ops)
+        row = _jacobian_row(m, n, t, _jacobian_weights(a), ops)
     out = np.full(length, ops.zero)
     out[:n] = row
     return out

@@ -3,7 +3,9 @@
 At init q.k is about 0, so softmax attention is uniform over the positions a query may
 see. Each mask is the row-stochastic matrix A of that uniform attention, held
 implicitly: :meth:`Mask.left_multiply` computes the row vector ``w @ A`` in O(L) time,
-never forming A. Positions are 1-indexed in the formulas and 0-indexed in arrays.
+never forming A; given a stack of rows (any leading axes) it multiplies each, so a
+matrix product ``C @ A`` costs O(L) per row of C. Positions are 1-indexed in the
+formulas and 0-indexed in arrays.
 
 Adding a mask is one small class with ``left_multiply``, ``dense`` and ``support``.
 """
@@ -11,12 +13,14 @@ Adding a mask is one small class with ``left_multiply``, ``dense`` and ``support
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from lostmid.errors import UserError
 from lostmid.theory._ops import LinearOps, Ops
+from lostmid.typing import Float
 
 
 class Mask(ABC):
@@ -29,11 +33,12 @@ class Mask(ABC):
         return None  # every length is fine unless a mask says otherwise
 
     @abstractmethod
-    def left_multiply(self, w: np.ndarray, ops: Ops = LinearOps) -> np.ndarray:
-        """Return the row vector ``w @ A`` (length L), in the representation of ``ops``."""
+    def left_multiply(self, w: Float[np.ndarray, "*B L"], ops: Ops = LinearOps) -> np.ndarray:
+        """Return ``w @ A`` for every row of ``w`` (last axis L), in the representation of
+        ``ops``; the result has the shape of ``w``."""
 
     @abstractmethod
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         """The L x L matrix A (for small L: heatmaps, checks)."""
 
     @abstractmethod
@@ -54,11 +59,11 @@ class Causal(Mask):
 
     name = "causal"
 
-    def left_multiply(self, w: np.ndarray, ops: Ops = LinearOps) -> np.ndarray:
+    def left_multiply(self, w: Float[np.ndarray, "*B L"], ops: Ops = LinearOps) -> np.ndarray:
         inv_i = ops.encode(1.0 / np.arange(1, w.shape[-1] + 1, dtype=np.float64))
         return ops.suffix_sum(ops.scale(w, inv_i))
 
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         i = np.arange(1, length + 1, dtype=np.float64)
         return np.tril(np.ones((length, length))) / i[:, None]
 
@@ -72,12 +77,12 @@ class Bidirectional(Mask):
 
     name = "bidirectional"
 
-    def left_multiply(self, w: np.ndarray, ops: Ops = LinearOps) -> np.ndarray:
+    def left_multiply(self, w: Float[np.ndarray, "*B L"], ops: Ops = LinearOps) -> np.ndarray:
         length = w.shape[-1]
-        mean = ops.scale(ops.total(w), ops.encode(1.0 / length))
-        return np.full(length, mean, dtype=np.float64)
+        mean = ops.scale(ops.total(w, axis=-1), ops.encode(1.0 / length))
+        return np.repeat(np.asarray(mean, dtype=np.float64)[..., None], length, axis=-1)
 
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         return np.full((length, length), 1.0 / length)
 
     def support(self, length: int, target: int, hops: int) -> tuple[int, int]:
@@ -111,23 +116,23 @@ class SlidingWindow(Mask):
                 f"use a width in 1..{length} (width = length is the causal mask)"
             )
 
-    def left_multiply(self, w: np.ndarray, ops: Ops = LinearOps) -> np.ndarray:
-        length, width = w.shape[-1], self.width
+    def left_multiply(self, w: Float[np.ndarray, "*B L"], ops: Ops = LinearOps) -> np.ndarray:
+        batch, length, width = w.shape[:-1], w.shape[-1], self.width
         i = np.arange(1, length + 1, dtype=np.float64)
         v = ops.scale(w, ops.encode(1.0 / np.minimum(i, width)))
         blocks = -(-length // width) + 1  # one zero block after the end
-        padded = np.full(blocks * width, ops.zero)
-        padded[:length] = v
-        padded = padded.reshape(blocks, width)
-        suffix = ops.suffix_sum(padded, axis=1)  # suffix[b, r] = sum of block b from r on
-        prefix = ops.prefix_sum(padded, axis=1)  # prefix[b, r] = sum of block b up to r
+        padded = np.full((*batch, blocks * width), ops.zero)
+        padded[..., :length] = v
+        padded = padded.reshape(*batch, blocks, width)
+        suffix = ops.suffix_sum(padded, axis=-1)  # suffix[b, r] = sum of block b from r on
+        prefix = ops.prefix_sum(padded, axis=-1)  # prefix[b, r] = sum of block b up to r
         # Window [bW + r, bW + r + W - 1] = block b from r, plus block b+1 up to r-1.
-        head = np.full((blocks - 1, width), ops.zero)
-        head[:, 1:] = prefix[1:, :-1]
-        out = ops.add(suffix[:-1], head)
-        return out.reshape(-1)[:length]
+        head = np.full((*batch, blocks - 1, width), ops.zero)
+        head[..., 1:] = prefix[..., 1:, :-1]
+        out = ops.add(suffix[..., :-1, :], head)
+        return out.reshape(*batch, -1)[..., :length]
 
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         a = np.zeros((length, length))
         for i in range(1, length + 1):
             lo = max(1, i - self.width + 1)
@@ -164,18 +169,18 @@ class PrefixLM(Mask):
                 f"prefix length {self.prefix} exceeds the length {length}; use 1..{length}"
             )
 
-    def left_multiply(self, w: np.ndarray, ops: Ops = LinearOps) -> np.ndarray:
+    def left_multiply(self, w: Float[np.ndarray, "*B L"], ops: Ops = LinearOps) -> np.ndarray:
         length, p = w.shape[-1], self.prefix
         i = np.arange(1, length + 1, dtype=np.float64)
-        v = ops.scale(w[p:], ops.encode(1.0 / i[p:]))
-        out = np.empty(length)
-        out[p:] = ops.suffix_sum(v)
-        tail = ops.total(v) if length > p else ops.zero
-        head = ops.scale(ops.total(w[:p]), ops.encode(1.0 / p))
-        out[:p] = ops.add(head, tail)
+        v = ops.scale(w[..., p:], ops.encode(1.0 / i[p:]))
+        out = np.empty(w.shape)
+        out[..., p:] = ops.suffix_sum(v)
+        tail = ops.total(v, axis=-1)[..., None] if length > p else ops.zero
+        head = ops.scale(ops.total(w[..., :p], axis=-1), ops.encode(1.0 / p))[..., None]
+        out[..., :p] = ops.add(head, tail)
         return out
 
-    def dense(self, length: int) -> np.ndarray:
+    def dense(self, length: int) -> Float[np.ndarray, "L L"]:
         a = Causal().dense(length)
         a[: self.prefix, : self.prefix] = 1.0 / self.prefix
         return a
@@ -187,6 +192,31 @@ class PrefixLM(Mask):
 
 
 MASK_HELP = "causal | bidirectional | sliding:W | prefix:P"
+
+MaskLike = str | Mask
+
+
+def layer_masks(mask: MaskLike | Sequence[MaskLike], layers: int, length: int) -> tuple[Mask, ...]:
+    """One validated mask per layer: a single mask for every layer, or a list of H.
+
+    Layers are in order 1..H (a Gemma2-style model alternates ``sliding:W`` and
+    ``causal``).
+
+    >>> layer_masks(["sliding:2", "causal"], 2, 8)
+    (SlidingWindow(width=2), Causal())
+    """
+    if isinstance(mask, str | Mask):
+        masks = (parse_mask(mask),) * layers
+    else:
+        masks = tuple(parse_mask(m) for m in mask)
+        if len(masks) != layers:
+            raise UserError(
+                f"mask list has {len(masks)} masks but there are {layers} layers; "
+                "give one mask per layer or a single mask"
+            )
+    for m in set(masks):
+        m.validate(length)
+    return masks
 
 
 def parse_mask(spec: str | Mask) -> Mask:

@@ -1,33 +1,38 @@
 """The ``lostmid theory`` job: compute, summarise, write theory.json and theory.png.
 
-:func:`compute_theory` is pure (arrays in, a frozen result out); :func:`run_theory` is
-the thin shell that writes files and prints the table.
+:class:`TheoryConfig` checks the options once and holds them parsed (a :class:`Mask`,
+the alphas, the kernel, the resolved target); :func:`compute_theory` is pure (a config
+in, a frozen :class:`TheoryResult` out) and does not re-check; :func:`run_theory` is the
+thin shell that writes files and prints the table.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from lostmid.errors import UserError
-from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.checks import check_choice, check_position, check_positive
+from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
+from lostmid.theory._ops import LinearOps, LogOps
 from lostmid.theory.continuum import (
     ContinuumError,
     Regions,
+    _continuum_row,
+    _regions,
     continuum_error,
-    continuum_row,
-    regions,
 )
-from lostmid.theory.exact import KERNELS, influence_row, log_influence_row, path_weights
-from lostmid.theory.masks import Causal, parse_mask
+from lostmid.theory.exact import KERNELS, _influence, _path_weights
+from lostmid.theory.masks import Causal, Mask, MaskLike, parse_mask
 from lostmid.theory.schedules import parse_schedule
-from lostmid.theory.summary import ProfileSummary, summarize_profile
+from lostmid.theory.summary import ProfileSummary, _summarize
+from lostmid.typing import Float
 
+LOG_DOMAINS = ("auto", "on", "off")
 # Below this, float64 results lose relative precision (subnormals) or flush to zero.
 _TINY = 1e-290
 _CONTINUUM_MAX_LENGTH = 2_000_000
@@ -35,16 +40,56 @@ _CONTINUUM_MAX_LENGTH = 2_000_000
 
 @dataclass(frozen=True)
 class TheoryConfig:
-    """Parameters of one theory computation (the CLI options, resolved)."""
+    """Parameters of one theory computation, checked once here and held parsed.
+
+    ``mask`` may be given as a spec string and is stored as a :class:`Mask`; ``alphas``
+    (one per layer, from ``alpha`` and ``alpha_schedule``) and ``target_position`` (the
+    1-indexed target, ``target`` or L) are derived. Raises :class:`UserError` with the
+    :mod:`lostmid.checks` messages.
+
+    >>> c = TheoryConfig(layers=2, length=8, mask="sliding:3", alpha_schedule="list:0.2,0.4")
+    >>> c.mask, c.alphas.tolist(), c.target_position
+    (SlidingWindow(width=3), [0.2, 0.4], 8)
+    """
 
     layers: int = 24
     length: int = 2048
     alpha: float = 0.1
-    mask: str = "causal"
+    mask: MaskLike = "causal"  # stored as a Mask
     kernel: str = "rollout"
     alpha_schedule: str | None = None
     target: int | None = None
     log_domain: str = "auto"  # auto | on | off
+    seed: int = 0  # recorded with the results; the theory itself draws nothing
+    alphas: Float[np.ndarray, " H"] = field(init=False, repr=False, compare=False)
+    target_position: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        check_positive("length", self.length)
+        alphas = parse_schedule(self.alpha_schedule, self.alpha, self.layers)
+        check_choice("kernel", self.kernel, KERNELS)
+        check_choice("log_domain", self.log_domain, LOG_DOMAINS)
+        mask = parse_mask(self.mask)
+        mask.validate(self.length)
+        object.__setattr__(self, "mask", mask)
+        object.__setattr__(self, "alphas", alphas)
+        position = check_position("target", self.target, self.length)
+        object.__setattr__(self, "target_position", position)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON form: the options as given (mask as its spec) and the alphas used."""
+        return {
+            "layers": self.layers,
+            "length": self.length,
+            "alpha": self.alpha,
+            "mask": cast(Mask, self.mask).spec(),
+            "kernel": self.kernel,
+            "alpha_schedule": self.alpha_schedule,
+            "target": self.target,
+            "log_domain": self.log_domain,
+            "seed": self.seed,
+            "alphas": self.alphas.tolist(),
+        }
 
 
 @dataclass(frozen=True)
@@ -52,16 +97,49 @@ class TheoryResult:
     """Everything ``lostmid theory`` computes. Arrays hold positions 1..L in order."""
 
     config: TheoryConfig
-    alphas: np.ndarray
-    target: int
-    influence: np.ndarray
-    log10_influence: np.ndarray
+    influence: Float[np.ndarray, " L"]
+    log10_influence: Float[np.ndarray, " L"]
     log_domain_used: bool
-    path_weights: np.ndarray
+    path_weights: Float[np.ndarray, " K"]
     summary: ProfileSummary
-    continuum: np.ndarray | None
+    continuum: Float[np.ndarray, " L"] | None
     continuum_error: ContinuumError | None
     regions: Regions | None
+
+    @property
+    def alphas(self) -> Float[np.ndarray, " H"]:
+        return self.config.alphas
+
+    @property
+    def target(self) -> int:
+        """The 1-indexed target position."""
+        return self.config.target_position
+
+    def record(self) -> dict[str, Any]:
+        """The JSON layout of theory.json (without run metadata)."""
+        c = self.config
+        return to_jsonable(
+            {
+                "influence": self.influence,
+                "log10_influence": self.log10_influence,
+                "peak_to_valley": self.summary.peak_to_valley,
+                "log10_peak_to_valley": self.summary.log10_peak_to_valley,
+                "params": {
+                    "length": c.length,
+                    "layers": c.layers,
+                    "alphas": c.alphas,
+                    "mask": c.record()["mask"],
+                    "kernel": c.kernel,
+                    "target": self.target,
+                    "log_domain": self.log_domain_used,
+                },
+                "summary": self.summary.record(),
+                "path_weights": self.path_weights,
+                "continuum": self.continuum,
+                "continuum_error": self.continuum_error,
+                "regions": self.regions,
+            }
+        )
 
 
 def compute_theory(config: TheoryConfig) -> TheoryResult:
@@ -71,46 +149,35 @@ def compute_theory(config: TheoryConfig) -> TheoryResult:
     >>> r.summary.valley_position
     63
     """
-    if config.log_domain not in ("auto", "on", "off"):
-        raise UserError(f"log_domain must be auto, on or off, got '{config.log_domain}'")
-    if config.kernel not in KERNELS:
-        raise UserError(f"unknown kernel '{config.kernel}'; use one of: {', '.join(KERNELS)}")
-    alphas = parse_schedule(config.alpha_schedule, config.alpha, config.layers)
-    mask = parse_mask(config.mask)
-    args = (config.length, config.layers, alphas, mask, config.kernel, config.target)
-    target = config.length if config.target is None else config.target
+    mask = cast(Mask, config.mask)  # parsed in TheoryConfig.__post_init__
+    alphas, t = config.alphas, config.target_position
+    length, kernel = config.length, config.kernel
+    support = mask.support(length, t, config.layers)
     use_log = config.log_domain == "on"
     if not use_log:
-        influence = influence_row(*args)
-        support = mask.support(config.length, target, config.layers)
+        influence = _influence(mask, length, alphas, kernel, t, LinearOps)
         inside = influence[support[0] - 1 : support[1]]
         use_log = config.log_domain == "auto" and bool(np.any(inside < _TINY))
     if use_log:
-        log10 = log_influence_row(*args) / np.log(10.0)
+        log10 = _influence(mask, length, alphas, kernel, t, LogOps) / np.log(10.0)
         influence = 10.0**log10
     else:
         with np.errstate(divide="ignore"):
             log10 = np.log10(influence)
-    summary = summarize_profile(
-        log10_influence=log10,
-        target=target,
-        support=mask.support(config.length, target, config.layers),
-    )
+    summary = _summarize(log10, None, t, support)
     cont = cerr = reg = None
-    if isinstance(mask, Causal) and config.length <= _CONTINUUM_MAX_LENGTH:
-        cont = continuum_row(config.length, config.layers, alphas, config.kernel, target)
+    if isinstance(mask, Causal) and length <= _CONTINUUM_MAX_LENGTH:
+        cont = _continuum_row(length, alphas, kernel, t)
         if not use_log:  # a float64 comparison is meaningless once values underflow
-            cerr = continuum_error(influence, cont, target)
-        if config.kernel == "rollout" and config.layers > 0:
-            reg = regions(influence, config.layers, alphas, target)
+            cerr = continuum_error(influence, cont, t)
+        if kernel == "rollout" and config.layers > 0:
+            reg = _regions(influence, alphas, t)
     return TheoryResult(
         config=config,
-        alphas=alphas,
-        target=target,
         influence=influence,
         log10_influence=log10,
         log_domain_used=use_log,
-        path_weights=path_weights(alphas),
+        path_weights=_path_weights(alphas),
         summary=summary,
         continuum=cont,
         continuum_error=cerr,
@@ -118,50 +185,32 @@ def compute_theory(config: TheoryConfig) -> TheoryResult:
     )
 
 
-def theory_record(result: TheoryResult) -> dict[str, Any]:
-    """The JSON layout of theory.json (without run metadata)."""
-    return {
-        "influence": result.influence,
-        "log10_influence": result.log10_influence,
-        "peak_to_valley": result.summary.peak_to_valley,
-        "log10_peak_to_valley": result.summary.log10_peak_to_valley,
-        "params": {
-            "length": result.config.length,
-            "layers": result.config.layers,
-            "alphas": result.alphas,
-            "mask": parse_mask(result.config.mask).spec(),
-            "kernel": result.config.kernel,
-            "target": result.target,
-            "log_domain": result.log_domain_used,
-        },
-        "summary": asdict(result.summary),
-        "path_weights": result.path_weights,
-        "continuum": result.continuum,
-        "continuum_error": result.continuum_error,
-        "regions": result.regions,
-    }
-
-
 def run_theory(
     config: TheoryConfig,
     *,
     out: Path,
     overwrite: bool = False,
-    seed: int = 0,
     console: Console | None = None,
+    seed: int | None = None,
 ) -> TheoryResult:
-    """Compute the theory and write ``out/theory.json`` and ``out/theory.png``."""
+    """Compute the theory and write ``out/theory.json`` and ``out/theory.png``.
+
+    The seed lives in ``config``; the ``seed`` keyword is kept only for callers written
+    before that and, when given, replaces ``config.seed``.
+    """
     from lostmid.report.plots import plot_theory, save_figure
 
+    if seed is not None:
+        config = replace(config, seed=seed)
     prepare_out(out, ["theory.json", "theory.png"], overwrite)
     timer = Timer()
     with timer("compute"):
         result = compute_theory(config)
-    record = theory_record(result)
+    record = result.record()
     with timer("plot"):
         s = result.summary
         title = (
-            f"{config.mask} mask, {config.kernel} kernel, H={config.layers}, "
+            f"{record['params']['mask']} mask, {config.kernel} kernel, H={config.layers}, "
             f"L={config.length}, a={_alpha_text(result.alphas)}, t={result.target}; "
             f"peak/valley = 10^{_fmt(s.log10_peak_to_valley)}"
         )
@@ -174,7 +223,7 @@ def run_theory(
             valley_position=s.valley_position,
         )
         save_figure(fig, out / "theory.png")
-    record["metadata"] = run_metadata("theory", asdict(config), seed, timer.seconds)
+    record["metadata"] = run_metadata("theory", config.record(), config.seed, timer.seconds)
     write_json(out / "theory.json", record)
     if console is not None:
         console.print(summary_table(result))

@@ -11,11 +11,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from lostmid.errors import UserError
+from lostmid.typing import Float
 
 SCHEDULE_HELP = "constant | power:BETA (a_l = a_0/(l+1)^BETA, l = 0..H-1) | list:a1,a2,..."
 
 
-def resolve_alphas(alpha: float | Sequence[float] | np.ndarray, layers: int) -> np.ndarray:
+def resolve_alphas(
+    alpha: float | Sequence[float] | Float[np.ndarray, " H"], layers: int
+) -> Float[np.ndarray, " H"]:
     """One residual strength per layer, validated.
 
     Args:
@@ -43,14 +46,14 @@ def resolve_alphas(alpha: float | Sequence[float] | np.ndarray, layers: int) -> 
     return values
 
 
-def power_schedule(alpha0: float, beta: float, layers: int) -> np.ndarray:
+def power_schedule(alpha0: float, beta: float, layers: int) -> Float[np.ndarray, " H"]:
     """a_l = a_0 / (l + 1)^beta for l = 0..H-1 (beta = 0 is the constant schedule)."""
     if not np.isfinite(beta) or beta < 0:
         raise UserError(f"power schedule exponent must be >= 0, got {beta}")
     return resolve_alphas(alpha0 / np.arange(1, layers + 1, dtype=np.float64) ** beta, layers)
 
 
-def parse_schedule(spec: str | None, alpha: float, layers: int) -> np.ndarray:
+def parse_schedule(spec: str | None, alpha: float, layers: int) -> Float[np.ndarray, " H"]:
     """Resolve a CLI schedule spec (see ``SCHEDULE_HELP``) and base ``alpha`` to H values."""
     if spec is None or spec.strip().lower() == "constant":
         return resolve_alphas(alpha, layers)

@@ -18,11 +18,15 @@ All are computed from log10 values, so profiles far below float range work too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
+from lostmid.checks import check_position
 from lostmid.errors import UserError
+from lostmid.runinfo import to_jsonable
+from lostmid.typing import Float
 
 
 @dataclass(frozen=True)
@@ -44,11 +48,15 @@ class ProfileSummary:
     log10_valley: float | None
     log10_dead_zone_level: float | None
 
+    def record(self) -> dict[str, Any]:
+        """The JSON form: every field, infinities as None."""
+        return to_jsonable(asdict(self))
+
 
 def summarize_profile(
-    influence: np.ndarray | None = None,
+    influence: Float[np.ndarray, " L"] | None = None,
     *,
-    log10_influence: np.ndarray | None = None,
+    log10_influence: Float[np.ndarray, " L"] | None = None,
     target: int | None = None,
     support: tuple[int, int] | None = None,
 ) -> ProfileSummary:
@@ -75,10 +83,17 @@ def summarize_profile(
         log10 = np.asarray(log10_influence, dtype=np.float64)
     if log10.ndim != 1 or log10.size == 0:
         raise UserError("an influence profile is a non-empty 1-D array")
-    length = log10.size
-    t = length if target is None else int(target)
-    if not 1 <= t <= length:
-        raise UserError(f"target must be in 1..{length}, got {target}")
+    t = check_position("target", target, log10.size)
+    return _summarize(log10, values, t, support)
+
+
+def _summarize(
+    log10: Float[np.ndarray, " L"],
+    values: Float[np.ndarray, " L"] | None,
+    t: int,
+    support: tuple[int, int] | None,
+) -> ProfileSummary:
+    """:func:`summarize_profile` on checked input (``values`` may be None: use 10**log10)."""
     if support is None:
         nonzero = np.flatnonzero(np.isfinite(log10))
         lo, hi = (int(nonzero[0]) + 1, int(nonzero[-1]) + 1) if nonzero.size else (t, t)

@@ -1,10 +1,12 @@
-"""Small causal LMs for training, built from Hugging Face config classes.
+"""Small causal LMs for training, built through :mod:`lostmid.models`.
 
-The models are ordinary ``Qwen2ForCausalLM`` / ``GPT2ForCausalLM`` instances, so every
-checkpoint (saved with ``save_pretrained``) can be loaded and measured like any other
-model. A :class:`ModelVariant` is the plug-in point for architecture interventions
-(another residual routing, another attention mask): it receives the freshly built
-model and returns the model to train.
+The models are ordinary Hugging Face causal LMs (``Qwen2ForCausalLM``,
+``GPT2LMHeadModel``, ...: every family :data:`lostmid.models.BUILDABLE_FAMILIES`
+names), so every checkpoint (saved with ``save_pretrained``) can be loaded and
+measured like any other model. The family's adapter turns the shape into its config;
+nothing here knows a family. A :class:`ModelVariant` is the plug-in point for
+architecture interventions (another residual routing, another attention mask): it
+receives the freshly built model and returns the model to train.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
-from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedModel, Qwen2Config, Qwen2ForCausalLM
+from transformers import PretrainedConfig, PreTrainedModel
 
-from lostmid.errors import UserError
+from lostmid.models import LoadedModel, ModelShape, build_causal_lm, build_config
+from lostmid.models import resolve_device as resolve_device_name
 from lostmid.train.config import ModelSpec
 
 
@@ -36,41 +38,22 @@ class ModelVariant:
     apply: Callable[[PreTrainedModel], PreTrainedModel]
 
 
-def hf_config(spec: ModelSpec) -> Qwen2Config | GPT2Config:
-    """The Hugging Face config of ``spec`` (dropout 0, no KV cache, SDPA attention)."""
+def hf_config(spec: ModelSpec) -> PretrainedConfig:
+    """The Hugging Face config of ``spec`` (dropout 0, no KV cache; the model is built
+    with SDPA attention)."""
     spec.validate()
-    if spec.family == "qwen2":
-        return Qwen2Config(
-            vocab_size=spec.vocab_size,
-            hidden_size=spec.hidden,
-            intermediate_size=spec.intermediate,
-            num_hidden_layers=spec.layers,
-            num_attention_heads=spec.heads,
-            num_key_value_heads=spec.kv_heads,
-            max_position_embeddings=spec.context,
-            rope_parameters={"rope_type": "default", "rope_theta": spec.rope_theta},
-            tie_word_embeddings=spec.tie_embeddings,
-            use_cache=False,
-            attn_implementation="sdpa",
-        )
-    if spec.family == "gpt2":
-        return GPT2Config(
-            vocab_size=spec.vocab_size,
-            n_positions=spec.context,
-            n_embd=spec.hidden,
-            n_layer=spec.layers,
-            n_head=spec.heads,
-            n_inner=spec.intermediate,
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            bos_token_id=None,
-            eos_token_id=None,
-            tie_word_embeddings=spec.tie_embeddings,
-            use_cache=False,
-            attn_implementation="sdpa",
-        )
-    raise UserError(f"unknown model family '{spec.family}'; use qwen2 or gpt2")
+    shape = ModelShape(
+        layers=spec.layers,
+        hidden=spec.hidden,
+        heads=spec.heads,
+        kv_heads=spec.kv_heads,
+        intermediate=spec.intermediate,
+        context=spec.context,
+        vocab_size=spec.vocab_size,
+        rope_theta=spec.rope_theta,
+        tie_embeddings=spec.tie_embeddings,
+    )
+    return build_config(spec.family, shape)
 
 
 def build_model(spec: ModelSpec, seed: int, variant: ModelVariant | None = None) -> PreTrainedModel:
@@ -81,12 +64,7 @@ def build_model(spec: ModelSpec, seed: int, variant: ModelVariant | None = None)
     >>> m.config.num_hidden_layers
     2
     """
-    config = hf_config(spec)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model: PreTrainedModel = (
-            Qwen2ForCausalLM(config) if spec.family == "qwen2" else GPT2LMHeadModel(config)
-        )
+    model = build_causal_lm(hf_config(spec), seed=seed, attention="sdpa")
     if variant is not None:
         model = variant.apply(model)
     return model
@@ -98,40 +76,17 @@ def parameter_count(model: nn.Module) -> int:
 
 
 def resolve_device(device: str) -> torch.device:
-    """``auto`` is CUDA when available, else CPU."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        return torch.device(device)
-    except RuntimeError:
-        raise UserError(f"unknown device '{device}'; use cpu, cuda, cuda:N or auto") from None
+    """:func:`lostmid.models.resolve_device` as a ``torch.device`` for the training loop."""
+    return torch.device(resolve_device_name(device))
 
 
-def as_loaded(model: PreTrainedModel, seed: int = 0) -> Any:
+def as_loaded(model: PreTrainedModel, seed: int = 0) -> LoadedModel:
     """Wrap a model being trained as a :class:`lostmid.models.LoadedModel` for measurement.
 
     The model is shared, not copied: measuring reads the current weights.
     """
-    from lostmid.models import LoadedModel, adapter_for
-
-    config = model.config
-    param = next(model.parameters())
-    return LoadedModel(
-        model=model,
-        adapter=adapter_for(config.model_type),
-        spec="lostmid-train",
-        family=config.model_type,
-        num_layers=int(config.num_hidden_layers),
-        hidden_size=int(config.hidden_size),
-        vocab_size=int(config.vocab_size),
-        max_length=int(config.max_position_embeddings),
-        init="trained",
-        seed=seed,
-        no_rope=False,
-        no_pos_emb=False,
-        dtype=str(param.dtype).removeprefix("torch."),
-        device=str(param.device),
-        source="training",
+    return LoadedModel.from_module(
+        model, spec="lostmid-train", init="trained", seed=seed, source="training"
     )
 
 

@@ -1,42 +1,51 @@
-"""GPT-2: ``transformer.wte`` + ``transformer.wpe`` -> ``transformer.h[l]`` (``.attn``)
--> ``transformer.ln_f``; learned absolute positions, no rotary."""
+"""GPT-2: ``transformer.wte`` + ``transformer.wpe`` -> ``transformer.h[l]``
+(``ln_1`` -> ``attn``, ``ln_2`` -> ``mlp``) -> ``transformer.ln_f``; learned absolute
+positions; queries, keys and values from one fused ``c_attn`` (Conv1D, x W with W of
+shape (d, 3d), columns [q | k | v])."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
-from lostmid.errors import UserError
-from lostmid.models.adapters.base import FamilyAdapter
+from lostmid.models.adapters.layout import Layout, LayoutAdapter
+from lostmid.models.shape import ModelShape
 
 
-class GPT2Adapter(FamilyAdapter):
+class GPT2Adapter(LayoutAdapter):
     name = "gpt2"
     model_types = ("gpt2",)
-    has_rope = False
     has_position_embedding = True
+    layout = Layout(
+        base="transformer",
+        blocks="h",
+        final_norm="ln_f",
+        attention="attn",
+        attention_norm="ln_1",
+        mlp="mlp",
+        mlp_norm="ln_2",
+        position_embedding="wpe",
+    )
 
-    def base(self, model: nn.Module) -> nn.Module:
-        return model.transformer
+    def query_key(self, block: nn.Module) -> list[torch.Tensor]:
+        c_attn = self.attention(block).c_attn
+        d = c_attn.weight.shape[0]
+        return [c_attn.weight[:, : 2 * d], c_attn.bias[: 2 * d]]  # (d, 2d) and (2d,) views
 
-    def blocks(self, model: nn.Module) -> Sequence[nn.Module]:
-        return list(model.transformer.h)
-
-    def attention(self, block: nn.Module) -> nn.Module:
-        return block.attn
-
-    def final_norm(self, model: nn.Module) -> nn.Module:
-        return model.transformer.ln_f
-
-    def remove_rope(self, model: nn.Module) -> None:
-        raise UserError(
-            "gpt2 has no rotary embeddings to remove (it uses learned absolute "
-            "positions); use --no-pos-emb instead of --no-rope"
-        )
-
-    def remove_position_embedding(self, model: nn.Module) -> None:
-        # Zeroing the table makes the block input x_j + p_j = x_j at every position.
-        with torch.no_grad():
-            model.transformer.wpe.weight.zero_()
+    def config_kwargs(self, shape: ModelShape) -> dict[str, Any]:
+        return {
+            "vocab_size": shape.vocab_size,
+            "n_positions": shape.context,
+            "n_embd": shape.hidden,
+            "n_layer": shape.layers,
+            "n_head": shape.heads,
+            "n_inner": shape.intermediate,
+            "resid_pdrop": 0.0,
+            "embd_pdrop": 0.0,
+            "attn_pdrop": 0.0,
+            "bos_token_id": None,
+            "eos_token_id": None,
+            "tie_word_embeddings": shape.tie_embeddings,
+        }

@@ -1,0 +1,402 @@
+"""Branch gains: the weight of each residual branch in a block's Jacobian.
+
+Quantity. A pre-norm block maps its input x (positions j = 1..L, width d) by
+
+    y = x + Attn(LN1(x)),        out = y + MLP(LN2(y)).
+
+At output position i its attention branch has the Jacobian
+
+    d y_i / d x_j = delta_ij I + A_ij J_j + (terms through the attention weights),
+    J_j = W_O W_V dLN1(x_j)                               (d x d),
+
+where A is the attention matrix and J_j the *value path* of source position j: what one
+unit of attention weight on j contributes. The branch gain of layer l at source j is
+its RMS operator gain
+
+    s_l(j) = ||J_j||_F / sqrt(d) = sqrt(E_v ||J_j^T v||^2 / d),   E[v v^T] = I.
+
+It is a gain per unit of attention weight, so averaging over the past does not shrink
+it (unlike the forward ratio of :mod:`lostmid.influence.residual`, which shrinks like
+1/sqrt(i)). The theory's residual strength is a_l = s_l / (1 + s_l); the derivation is in
+:mod:`lostmid.influence.residual`.
+
+Measurement. The value path of every source is isolated exactly by re-running each
+block on its real input x_l with an attention mask that lets every position attend
+only to itself: the softmax over one entry is the constant 1, so the branch output at
+j is W_O W_V LN1(x_j) (plus biases) and its Jacobian is J_j, with no query/key terms
+and no mixing between positions. One vector-Jacobian product with a cotangent v
+(B, L, d) then gives g_j = J_j^T v_j at every position at once. Per layer and position:
+
+    per_position[l, j] = sqrt(mean over inputs and directions of ||g_j||^2 / d)
+                        (RMS over inputs, as the influence profile is),
+    gain[l]            = mean over j of per_position[l, j],
+    residual_strength  = gain / (1 + gain).
+
+The arithmetic mean over positions is the constant that reproduces the depth-1
+spike-to-mean ratio t (1 - a) / a = t / s of the measured profile.
+Directions are Rademacher vectors, drawn independently at every position for the
+attention branch; ``exact=True`` uses the d scaled basis vectors sqrt(d) e_k instead
+(E over k of v v^T = I exactly), giving ||J_j||_F^2 without Monte Carlo error.
+
+MLP. With y_l = x_l + a_l the block's real intermediate stream (a_l the output of the
+causal attention), the MLP branch including its norm has the Jacobian
+K_j = d MLP(LN2(y_j)) / d y_j (the MLP acts on each position alone), and
+
+    mlp_gain[l, j]      = sqrt(mean over inputs and directions of ||K_j^T w||^2 / d),
+    mlp_coherence[l, i] = mean over inputs of
+                          1/(L-1) sum_{j != i} <K_i, K_j>_F / (||K_i||_F ||K_j||_F),
+
+the mean Frobenius cosine between position i's Jacobian and the others': 1 when every
+K_j is the same matrix up to a positive scale (the MLP acts like a per-position scalar
+times one shared map), about 0 when the Jacobians are unrelated across positions. It
+is signed (no absolute value), so Monte Carlo noise averages out. It is estimated
+with ONE direction w shared by all positions, since E_w <K_i^T w, K_j^T w> =
+<K_i, K_j>_F, with the norms from the same directions. NaN where the MLP Jacobian is
+zero or when L = 1.
+
+>>> from lostmid.models import load_model
+>>> from lostmid.influence import random_token_ids
+>>> g = branch_gains(load_model("tiny-qwen2"), random_token_ids(256, 2, 8, seed=0))
+>>> g.gain.shape, g.per_position.shape, bool((g.residual_strength < 1).all())
+((2,), (2, 8), True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from lostmid.checks import check_positive
+from lostmid.errors import UserError
+from lostmid.influence.estimator import NonFiniteError
+from lostmid.influence.residual import strength_from_gain
+from lostmid.models import LoadedModel
+from lostmid.typing import Float
+
+
+@dataclass(frozen=True)
+class BranchGains:
+    """Branch gains per layer; arrays are indexed by layer l-1 and position j-1.
+
+    Attributes:
+        gain: (H,) s_l, the attention branch gain averaged over positions and inputs.
+        per_position: (H, L) s_l(j), the value-path gain of each source position j
+            (RMS over inputs); None unless ``per_position``.
+        residual_strength: (H,) a_l = s_l / (1 + s_l), the theory's residual strength.
+        mlp_gain: (H,) the MLP branch gain (incl. its norm), mean over positions.
+        mlp_gain_per_position: (H, L) the MLP gain at each position; or None.
+        mlp_coherence: (H,) mean Frobenius cosine of the MLP Jacobians across positions.
+        mlp_coherence_per_position: (H, L) that cosine for each position i; or None.
+        samples, length: the inputs measured (S rows of L tokens).
+        directions: random directions per input (0 when ``exact``).
+        exact: the basis was used instead of random directions.
+        seed: seeds the directions.
+    """
+
+    gain: Float[np.ndarray, " H"]
+    per_position: Float[np.ndarray, "H L"] | None
+    residual_strength: Float[np.ndarray, " H"]
+    mlp_gain: Float[np.ndarray, " H"]
+    mlp_gain_per_position: Float[np.ndarray, "H L"] | None
+    mlp_coherence: Float[np.ndarray, " H"]
+    mlp_coherence_per_position: Float[np.ndarray, "H L"] | None
+    samples: int
+    length: int
+    directions: int
+    exact: bool
+    seed: int
+
+    def record(self) -> dict[str, Any]:
+        """The JSON-ready form (lists of floats; NaN stays NaN, ``None`` when not kept)."""
+
+        def rows(a: np.ndarray | None) -> list[Any] | None:
+            return None if a is None else a.tolist()
+
+        return {
+            "branch_gain": self.gain.tolist(),
+            "residual_strength": self.residual_strength.tolist(),
+            "residual_strength_method": "jacobian",
+            "gain_per_position": rows(self.per_position),
+            "mlp_gain": self.mlp_gain.tolist(),
+            "mlp_gain_per_position": rows(self.mlp_gain_per_position),
+            "mlp_coherence": self.mlp_coherence.tolist(),
+            "mlp_coherence_per_position": rows(self.mlp_coherence_per_position),
+            "samples": self.samples,
+            "length": self.length,
+            "directions": self.directions,
+            "exact": self.exact,
+            "seed": self.seed,
+        }
+
+
+def _mlp(block: nn.Module) -> nn.Module:
+    """The MLP branch of a block: ``block.mlp`` in qwen2- and gpt2-style blocks.
+
+    The one place that knows it, so it can move into the adapter contract later.
+    """
+    mlp = getattr(block, "mlp", None)
+    if not isinstance(mlp, nn.Module):
+        raise UserError(
+            f"{type(block).__name__} has no .mlp module; branch gains need pre-norm blocks "
+            "with an .mlp branch (qwen2, llama, gpt2 families)"
+        )
+    return mlp
+
+
+def _self_only_mask(batch: int, length: int, dtype: torch.dtype, device: Any) -> torch.Tensor:
+    """(B, 1, L, L) additive mask: 0 on the diagonal, the most negative float elsewhere."""
+    mask = torch.full((length, length), torch.finfo(dtype).min, dtype=dtype, device=device)
+    mask.fill_diagonal_(0.0)
+    return mask.expand(batch, 1, length, length)
+
+
+@dataclass
+class _BlockCall:
+    """How the model called one block in the real forward pass, and its attention output."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    attention_output: torch.Tensor | None = None
+
+    @property
+    def hidden(self) -> torch.Tensor:
+        return self.args[0] if self.args else self.kwargs["hidden_states"]  # (B, L, d)
+
+    def with_hidden(self, x: torch.Tensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if self.args:
+            return (x, *self.args[1:]), self.kwargs
+        return self.args, {**self.kwargs, "hidden_states": x}
+
+
+def _record_calls(loaded: LoadedModel, ids: torch.Tensor) -> list[_BlockCall]:
+    """Run the model once; keep each block's call (input x_l) and attention output a_l."""
+    model, adapter = loaded.model, loaded.adapter
+    blocks = adapter.blocks(model)
+    calls: list[_BlockCall | None] = [None] * len(blocks)
+    handles: list[Any] = []
+
+    def keep_call(index: int, args: tuple, kwargs: dict) -> None:
+        calls[index] = _BlockCall(tuple(args), dict(kwargs))
+
+    def keep_output(index: int, output: Any) -> None:
+        a = output[0] if isinstance(output, tuple) else output  # (B, L, d)
+        call = calls[index]
+        assert call is not None
+        call.attention_output = a.detach()
+
+    try:
+        for index, block in enumerate(blocks):
+            handles.append(
+                block.register_forward_pre_hook(
+                    lambda m, a, k, i=index: keep_call(i, a, k), with_kwargs=True
+                )
+            )
+            handles.append(
+                adapter.attention(block).register_forward_hook(
+                    lambda m, a, o, i=index: keep_output(i, o)
+                )
+            )
+        with torch.no_grad():
+            x = adapter.token_embedding(model)(ids)  # (B, L, d)
+            adapter.base(model)(inputs_embeds=x, use_cache=False)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return [call for call in calls if call is not None]
+
+
+def _wide(t: torch.Tensor) -> torch.Tensor:
+    """float32 at least (float64 kept), for accumulating squares."""
+    return t.to(torch.promote_types(t.dtype, torch.float32))
+
+
+def _layer_vjps(
+    loaded: LoadedModel,
+    block: nn.Module,
+    call: _BlockCall,
+    attention_cotangents: torch.Tensor,
+    mlp_cotangents: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Re-run one block with self-only attention; return J_j^T v_j and K_j^T w_j.
+
+    Shapes: cotangents (P, B, L, d) (MLP ones may broadcast over L); returns two
+    (P, B, L, d) tensors, float32 at least.
+    """
+    attention, mlp = loaded.adapter.attention(block), _mlp(block)
+    x = call.hidden.detach().requires_grad_(True)  # (B, L, d) block input x_l
+    batch, length, _ = x.shape
+    mask = _self_only_mask(batch, length, x.dtype, x.device)
+    assert call.attention_output is not None
+    real_a = call.attention_output.clone().requires_grad_(True)  # a_l of the causal model
+    kept: dict[str, torch.Tensor] = {}
+
+    def self_only(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        if "attention_mask" not in kwargs:
+            raise UserError(
+                f"{type(block).__name__} passes its attention mask positionally; branch "
+                "gains need it as the attention_mask keyword (qwen2, llama, gpt2 families)"
+            )
+        return args, {**kwargs, "attention_mask": mask}
+
+    def swap_output(module: nn.Module, args: tuple, output: Any) -> Any:
+        # Keep the value-path output; feed the MLP the real stream y = x + a_l instead.
+        kept["branch"] = output[0] if isinstance(output, tuple) else output
+        return (real_a, *output[1:]) if isinstance(output, tuple) else real_a
+
+    def keep_mlp(module: nn.Module, args: tuple, output: Any) -> None:
+        kept["mlp"] = output
+
+    handles = [
+        attention.register_forward_pre_hook(self_only, with_kwargs=True),
+        attention.register_forward_hook(swap_output),
+        mlp.register_forward_hook(keep_mlp),
+    ]
+    try:
+        args, kwargs = call.with_hidden(x)
+        with torch.enable_grad():
+            block(*args, **kwargs)
+            branch, mlp_out = kept["branch"], kept["mlp"]  # (B, L, d) each
+            g_attn, g_mlp = [], []
+            for v, w in zip(attention_cotangents, mlp_cotangents, strict=True):
+                (ga,) = torch.autograd.grad(
+                    branch, x, v.to(branch.dtype).expand_as(branch), retain_graph=True
+                )
+                (gm,) = torch.autograd.grad(
+                    mlp_out, real_a, w.to(mlp_out.dtype).expand_as(mlp_out), retain_graph=True
+                )
+                g_attn.append(_wide(ga))
+                g_mlp.append(_wide(gm))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return torch.stack(g_attn), torch.stack(g_mlp)
+
+
+def _coherence(g: torch.Tensor) -> torch.Tensor:
+    """Mean Frobenius cosine <K_i, K_j>_F / (|K_i| |K_j|) over j != i, per (B, L).
+
+    g: (P, B, L, d) = K_j^T w_p with w_p shared by all positions.
+    """
+    length = g.shape[2]
+    norm_sq = g.pow(2).sum(-1).mean(0)  # (B, L): ||K_j||_F^2 estimate
+    if length < 2:
+        return torch.full_like(norm_sq, float("nan"))
+    unit = g / norm_sq.sqrt().unsqueeze(-1)  # (P, B, L, d); NaN where K_j = 0
+    total = unit.sum(2, keepdim=True)  # (P, B, 1, d)
+    others = (unit * total).sum(-1) - unit.pow(2).sum(-1)  # (P, B, L): sum over j != i
+    return others.mean(0) / (length - 1)
+
+
+def branch_gains(
+    loaded: LoadedModel,
+    input_ids: torch.LongTensor,
+    *,
+    directions: int = 4,
+    seed: int = 0,
+    per_position: bool = True,
+    batch_size: int = 1,
+    exact: bool = False,
+) -> BranchGains:
+    """Attention and MLP branch gains of every layer; the formulas are in the module docstring.
+
+    Args:
+        loaded: a model from :func:`lostmid.models.load_model` whose family has an adapter.
+        input_ids: (samples, L) token ids.
+        directions: random Rademacher directions per input (ignored when ``exact``).
+        seed: seeds the directions.
+        per_position: keep the (H, L) arrays (the (H,) summaries are always kept).
+        batch_size: samples per forward pass.
+        exact: use the d scaled basis vectors instead of random directions (d backward
+            passes per layer and branch: for small models and tests).
+
+    Returns:
+        A :class:`BranchGains`.
+
+    Cost: one forward pass of the model, then per layer one block forward and
+    2 x ``directions`` backward passes through one block.
+
+    >>> from lostmid.models import load_model
+    >>> from lostmid.influence import random_token_ids
+    >>> m = load_model("tiny-gpt2")
+    >>> g = branch_gains(m, random_token_ids(256, 1, 6, seed=0), per_position=False)
+    >>> g.per_position is None, bool(np.allclose(g.residual_strength, g.gain / (1 + g.gain)))
+    (True, True)
+    """
+    if input_ids.ndim != 2 or input_ids.dtype != torch.long:
+        raise UserError("input_ids must be a (samples, length) tensor of token ids (int64)")
+    samples, length = input_ids.shape
+    check_positive("samples", samples)
+    check_positive("length", length)
+    check_positive("directions", directions)
+    check_positive("batch size", batch_size)
+    if length > loaded.max_length:
+        raise UserError(
+            f"--length {length} exceeds the maximum {loaded.max_length} of {loaded.spec}; "
+            f"use --length {loaded.max_length} or less"
+        )
+    if int(input_ids.min()) < 0 or int(input_ids.max()) >= loaded.vocab_size:
+        raise UserError(f"token ids must lie in 0..{loaded.vocab_size - 1} for {loaded.spec}")
+    model, adapter = loaded.model, loaded.adapter
+    blocks = adapter.blocks(model)
+    for block in blocks:  # fail early, before any work, when a place is missing
+        adapter.attention(block)
+        _mlp(block)
+    layers, width = len(blocks), loaded.hidden_size
+    device = next(model.parameters()).device
+    gen = torch.Generator().manual_seed(seed)
+    attn_sq = np.zeros((layers, length))  # sum over samples of mean_p ||J_j^T v||^2
+    mlp_sq = np.zeros((layers, length))
+    mlp_cos = np.zeros((layers, length))
+    if exact:
+        basis = (
+            torch.eye(width, dtype=torch.float64).mul(width**0.5).reshape(width, 1, 1, width)
+        )  # sqrt(d) e_k
+
+    for lo in range(0, samples, batch_size):
+        ids = input_ids[lo : lo + batch_size].to(device)  # (B, L)
+        bsz = ids.shape[0]
+        calls = _record_calls(loaded, ids)
+        for index, (block, call) in enumerate(zip(blocks, calls, strict=True)):
+            where = f"layer {index + 1} of {layers} (sample {lo + 1})"
+            if not torch.isfinite(call.hidden).all():
+                raise NonFiniteError(
+                    f"non-finite block input at {where}; try --dtype float32 or a model "
+                    "with finite weights"
+                )
+            if exact:
+                v = w = basis.expand(width, bsz, length, width)
+            else:
+                v = torch.randint(0, 2, (directions, bsz, length, width), generator=gen) * 2.0 - 1
+                w = torch.randint(0, 2, (directions, bsz, 1, width), generator=gen) * 2.0 - 1
+            g_attn, g_mlp = _layer_vjps(loaded, block, call, v.to(device), w.to(device))
+            if not (torch.isfinite(g_attn).all() and torch.isfinite(g_mlp).all()):
+                raise NonFiniteError(
+                    f"non-finite branch gain at {where}; try --dtype float32 or a model "
+                    "with finite weights"
+                )
+            attn_sq[index] += g_attn.pow(2).sum(-1).mean(0).sum(0).double().cpu().numpy()
+            mlp_sq[index] += g_mlp.pow(2).sum(-1).mean(0).sum(0).double().cpu().numpy()
+            with np.errstate(invalid="ignore"):
+                mlp_cos[index] += _coherence(g_mlp).sum(0).double().cpu().numpy()
+    gain_pos = np.sqrt(attn_sq / samples / width)  # (H, L)
+    mlp_pos = np.sqrt(mlp_sq / samples / width)
+    coherence_pos = mlp_cos / samples
+    gain = gain_pos.mean(1)
+    return BranchGains(
+        gain=gain,
+        per_position=gain_pos if per_position else None,
+        residual_strength=strength_from_gain(gain),
+        mlp_gain=mlp_pos.mean(1),
+        mlp_gain_per_position=mlp_pos if per_position else None,
+        mlp_coherence=coherence_pos.mean(1),
+        mlp_coherence_per_position=coherence_pos if per_position else None,
+        samples=samples,
+        length=length,
+        directions=0 if exact else directions,
+        exact=exact,
+        seed=seed,
+    )

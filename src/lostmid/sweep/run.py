@@ -1,0 +1,263 @@
+"""``lostmid sweep``: plan the units, skip those already done, run the rest, write sweep.json.
+
+Files under ``--out``:
+
+* ``units/KEY/``: each unit's own files (``measure.json``, ``theory.json``...);
+* ``stages/KEY.json``: the stage store (:class:`lostmid.stages.StageStore`): the unit's
+  task and parameters, its summary and compute time; a rerun with the same ``--out``
+  reuses every unit whose record is there and whose result file still exists;
+* ``sweep.json``: ``"units"`` (one record per unit of this run: parameters, status
+  ``done``/``reused``/``failed`` with the error, seconds, result file relative to
+  ``--out``), ``"config"``, ``"counts"`` and ``"metadata"``. Rewritten by every run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from lostmid.checks import check_choice
+from lostmid.errors import UserError
+from lostmid.runinfo import run_metadata, write_json
+from lostmid.stages import StageStore
+from lostmid.sweep.execute import (
+    STATUSES,
+    UNITS_DIR,
+    UnitOutcome,
+    check_address,
+    import_ray,
+    infeasible,
+    run_local,
+    run_ray,
+    saved_outcome,
+    start_ray,
+)
+from lostmid.sweep.grid import Grid, Unit, expand
+from lostmid.sweep.units import TaskSpec, task_spec
+
+BACKENDS = ("local", "ray")
+SWEEP_JSON = "sweep.json"
+_TABLE_ROWS = 40  # longer sweeps list their failed units only
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What to sweep and how: the grids, the backend, retries per unit.
+
+    ``address``: for ``ray`` only: ``auto`` (the cluster this machine belongs to),
+    ``HOST:PORT`` (its head node), or ``None`` (a local Ray instance on this machine,
+    with as many CPUs as this process may use).
+    """
+
+    grids: tuple[Grid, ...]
+    backend: str = "local"
+    address: str | None = None
+    retries: int = 1
+
+    def __post_init__(self) -> None:
+        check_choice("--backend", self.backend, BACKENDS)
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int):
+            raise UserError(f"--retries must be a whole number >= 0, got {self.retries!r}")
+        if self.retries < 0:
+            raise UserError(f"--retries must be >= 0, got {self.retries}")
+        if self.address is not None:
+            if self.backend != "ray":
+                raise UserError("--address is for --backend ray; add --backend ray or drop it")
+            check_address(self.address)
+        if not self.grids:
+            raise UserError("the sweep has no grid; give --task or --config")
+        if self.backend == "ray":
+            import_ray()  # one line now if Ray is missing, not after planning
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "grids": [g.record() for g in self.grids],
+            "backend": self.backend,
+            "address": self.address,
+            "retries": self.retries,
+        }
+
+
+@dataclass(frozen=True)
+class UnitRecord:
+    """One unit of a finished sweep: the unit, what became of it, its result file."""
+
+    unit: Unit
+    outcome: UnitOutcome
+
+    @property
+    def result(self) -> str | None:
+        """The result file relative to the sweep folder (``units/KEY/FILE``), if any."""
+        summary = self.outcome.summary
+        if self.outcome.status == "failed" or not summary or "file" not in summary:
+            return None
+        return f"{UNITS_DIR}/{self.unit.key}/{summary['file']}"
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "key": self.unit.key,
+            "task": self.unit.task,
+            "params": self.unit.params_dict(),
+            "resources": self.unit.resources.record(),
+            "result": self.result,
+            **self.outcome.record(),
+        }
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Every unit of the sweep in plan order, and the wall time of the run."""
+
+    config: SweepConfig
+    units: tuple[UnitRecord, ...]
+    seconds: float
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(u.outcome.status == s for u in self.units) for s in STATUSES}
+
+    @property
+    def failed(self) -> list[UnitRecord]:
+        return [u for u in self.units if u.outcome.status == "failed"]
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "units": [u.record() for u in self.units],
+            "counts": self.counts(),
+            "seconds": round(self.seconds, 4),
+            "config": self.config.record(),
+        }
+
+
+def plan_sweep(grids: Sequence[Grid]) -> list[tuple[Unit, TaskSpec]]:
+    """Every unit with its task, each unit's config built once here so that a bad
+    parameter fails in seconds with one line, before any unit runs."""
+    plan = []
+    for unit in expand(grids):
+        spec = task_spec(unit.task)
+        try:
+            spec.build(unit.params_dict())
+        except TypeError as err:  # a parameter the config class does not take
+            raise UserError(f"task {unit.task}: {err}") from None
+        plan.append((unit, spec))
+    return plan
+
+
+def run_sweep(
+    config: SweepConfig,
+    *,
+    out: Path,
+    overwrite: bool = False,
+    console: Console | None = None,
+) -> SweepResult:
+    """Run (or resume) the sweep in ``out``; ``overwrite`` recomputes every unit.
+
+    A failed unit does not stop the others; it is in the result (and sweep.json) with
+    its error, and the next run with the same ``out`` tries it again.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a directory")
+    start = time.perf_counter()
+    plan = plan_sweep(config.grids)
+    out.mkdir(parents=True, exist_ok=True)
+    store = StageStore(out, fresh=overwrite)
+    outcomes: dict[str, UnitOutcome] = {}
+    todo = []
+    for unit, spec in plan:
+        saved = saved_outcome(store, unit, out)
+        if saved is None:
+            todo.append((unit, spec))
+        else:
+            outcomes[unit.key] = saved
+    planned = time.perf_counter()
+
+    progress = Progress(
+        TextColumn("[bold]sweep[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[last]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=console is None,
+        transient=True,
+    )
+    bar = progress.add_task("sweep", total=len(plan), completed=len(outcomes), last="")
+
+    def report(unit: Unit, outcome: UnitOutcome) -> None:
+        outcomes[unit.key] = outcome
+        progress.update(bar, advance=1, last=f"{outcome.status}: {unit.key}")
+
+    ray_started = False
+    if todo and config.backend == "ray":
+        ray_started = start_ray(config.address)
+        why = infeasible([u for u, _ in todo], import_ray().cluster_resources())
+        if why is not None and config.address is None:  # a fixed cluster: it would hang
+            if ray_started:
+                import_ray().shutdown()
+            raise UserError(why)
+        if why is not None and console is not None:  # an autoscaler may still provide it
+            console.print(f"[yellow]warning:[/] {escape(why)}")
+    complete = False
+    try:
+        with progress:
+            if todo and config.backend == "ray":
+                run_ray(todo, out, config.retries, report)
+            elif todo:
+                run_local(todo, out, config.retries, report)
+        complete = True
+    finally:  # an interrupted sweep still says which units finished
+        if ray_started:
+            import_ray().shutdown()
+        result = SweepResult(
+            config=config,
+            units=tuple(UnitRecord(u, outcomes[u.key]) for u, _ in plan if u.key in outcomes),
+            seconds=time.perf_counter() - start,
+        )
+        record = result.record()
+        record["complete"] = complete
+        record["units_planned"] = len(plan)
+        record["metadata"] = run_metadata(
+            "sweep",
+            config.record() | {"out": str(out), "overwrite": overwrite},
+            None,
+            {"plan": planned - start, "run": time.perf_counter() - planned},
+        )
+        write_json(out / SWEEP_JSON, record)
+    if console is not None:
+        console.print(summary_table(result))
+        counts = result.counts()
+        console.print(
+            f"{len(plan)} units: {counts['done']} done, {counts['reused']} reused, "
+            f"{counts['failed']} failed in {result.seconds:.1f} s ({config.backend}); "
+            f"wrote {out / SWEEP_JSON}"
+        )
+    return result
+
+
+def summary_table(result: SweepResult) -> Table:
+    """One row per unit (only the failed ones when there are many units)."""
+    rows = list(result.units) if len(result.units) <= _TABLE_ROWS else result.failed
+    title = "lostmid sweep" if rows is not result.failed else "lostmid sweep: failed units"
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("unit (folder under units/)", overflow="fold")
+    table.add_column("status")
+    table.add_column("seconds", justify="right")
+    table.add_column("result or error", overflow="fold")
+    style = {"done": "green", "reused": "cyan", "failed": "bold red"}
+    for row in rows:
+        o = row.outcome
+        table.add_row(
+            row.unit.key,
+            f"[{style[o.status]}]{o.status}[/]",
+            f"{o.seconds:.1f}",
+            o.error if o.status == "failed" else str((o.summary or {}).get("file", "")),
+        )
+    return table

@@ -1,0 +1,258 @@
+"""The one registry of sweepable tasks: task name -> how to build its config and run it.
+
+This is the only module of :mod:`lostmid.sweep` that knows the library's entry points.
+When a ``run_X`` signature or config class changes, adapt the builder and runner here.
+
+A runner writes the task's usual files into the unit's own folder and returns a small
+JSON-ready summary: ``{"file": NAME, ...headline numbers}``, where ``file`` is the main
+result file in that folder. Headline numbers are read back from the written file, so a
+runner does not depend on the return type of ``run_X``.
+
+Registered: ``theory`` (:func:`lostmid.theory.run.run_theory`), ``measure``
+(:func:`lostmid.influence.run.run_measure`), ``train``
+(:func:`lostmid.train.run.run_training`). Pending (see :data:`PENDING`): ``retrieve``
+(issue 10; add its builder and runner here once ``lostmid.retrieve`` exists).
+
+>>> sorted(TASKS)
+['measure', 'theory', 'train']
+>>> task_spec("theory").normalise({"length": 64, "alpha": 1})
+{'length': 64, 'alpha': 1.0}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lostmid.checks import check_choice
+from lostmid.errors import UserError
+
+Params = Mapping[str, Any]
+
+
+def _never(params: Params) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """How the sweep turns a unit's parameters into a config and runs it.
+
+    Attributes:
+        name: the task name used by ``--task``.
+        defaults: () -> every parameter the task takes, with its default (its type is
+            used to coerce values: an int given for a float parameter becomes a float);
+            a function, so that the library is imported only when a task is used.
+        axes: grid flag (``models``, ``seeds``, ``lengths``) -> parameter name.
+        build: parameters -> the task's validated config (raises ``UserError``).
+        run: (config, unit folder) -> summary ``{"file": ..., ...}``.
+        needs_gpu: parameters -> whether the unit asks Ray for a GPU by default.
+    """
+
+    name: str
+    defaults: Callable[[], Mapping[str, Any]]
+    axes: Mapping[str, str]
+    build: Callable[[Params], Any]
+    run: Callable[[Any, Path], dict[str, Any]]
+    needs_gpu: Callable[[Params], bool] = _never
+
+    def check_name(self, name: str) -> None:
+        known = self.defaults()
+        if name not in known:
+            raise UserError(
+                f"task {self.name} has no parameter {name!r}; known: {', '.join(known)}"
+            )
+
+    def normalise(self, params: Params) -> dict[str, Any]:
+        """Parameters checked by name, ints given for float parameters made floats."""
+        clean: dict[str, Any] = {}
+        for name, value in params.items():
+            self.check_name(name)
+            default = self.defaults()[name]
+            if (
+                isinstance(default, float)
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+            ):
+                value = float(value)
+            clean[name] = value
+        return clean
+
+
+def _fields(cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Parameter name -> default, from a config dataclass's fields."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _read(folder: Path, name: str) -> dict[str, Any]:
+    return json.loads((folder / name).read_text())
+
+
+def _on_cuda(params: Params) -> bool:
+    return str(params.get("device", "cpu")).startswith("cuda")
+
+
+# -- theory ----------------------------------------------------------------------------
+
+
+@functools.cache
+def _theory_defaults() -> dict[str, Any]:
+    from lostmid.theory.run import TheoryConfig
+
+    return {**_fields(TheoryConfig), "seed": 0}
+
+
+def _build_theory(params: Params) -> Any:
+    from lostmid.theory.exact import KERNELS
+    from lostmid.theory.masks import parse_mask
+    from lostmid.theory.run import TheoryConfig
+    from lostmid.theory.schedules import parse_schedule
+
+    fields = {k: v for k, v in params.items() if k != "seed"}
+    config = TheoryConfig(**fields)
+    check_choice("kernel", config.kernel, KERNELS)
+    check_choice("log_domain", config.log_domain, ("auto", "on", "off"))
+    parse_mask(config.mask)
+    parse_schedule(config.alpha_schedule, config.alpha, config.layers)
+    return (config, int(params.get("seed", 0)))
+
+
+def _run_theory(built: Any, folder: Path) -> dict[str, Any]:
+    from lostmid.theory.run import run_theory
+
+    config, seed = built
+    run_theory(config, out=folder, overwrite=True, seed=seed, console=None)
+    written = _read(folder, "theory.json")
+    return {
+        "file": "theory.json",
+        "log10_peak_to_valley": written.get("log10_peak_to_valley"),
+    }
+
+
+# -- measure ---------------------------------------------------------------------------
+
+
+@functools.cache
+def _measure_defaults() -> dict[str, Any]:
+    from lostmid.influence.run import MeasureConfig
+
+    return _fields(MeasureConfig)
+
+
+def _build_measure(params: Params) -> Any:
+    from lostmid.influence.run import MeasureConfig
+
+    return MeasureConfig(**params)  # validates on construction
+
+
+def _run_measure(config: Any, folder: Path) -> dict[str, Any]:
+    from lostmid.influence.run import run_measure
+
+    run_measure(config, out=folder, overwrite=True, console=None)
+    written = _read(folder, "measure.json")
+    return {
+        "file": "measure.json",
+        "peak_to_valley": written.get("summary", {}).get("peak_to_valley"),
+        "max_relative_stderr": written.get("max_relative_stderr"),
+        "residual_strength_mean": written.get("residual_strength_mean"),
+    }
+
+
+# -- train -----------------------------------------------------------------------------
+# Axis flags: --models are training presets (micro, tiny, small), --lengths set the
+# model's context. Nested fields are dotted: model.layers, measure.influence_probes.
+
+
+@functools.cache
+def _train_defaults() -> dict[str, Any]:
+    from lostmid.train.config import MeasureConfig, ModelSpec, TrainConfig
+
+    top = _fields(TrainConfig, skip=("model", "measure"))
+    nested = {f"model.{k}": v for k, v in _fields(ModelSpec).items()}
+    nested |= {f"measure.{k}": v for k, v in _fields(MeasureConfig).items()}
+    return {**top, "context": ModelSpec().context, **nested}
+
+
+def _build_train(params: Params) -> Any:
+    from lostmid.train.config import from_dict
+
+    data: dict[str, Any] = {"model": {}, "measure": {}}
+    for name, value in params.items():
+        if name == "context":
+            data["model"]["context"] = value
+        elif "." in name:
+            group, _, key = name.partition(".")
+            data[group][key] = value
+        else:
+            data[name] = value
+    return from_dict(data)  # the preset (default tiny), then these changes; validated
+
+
+def _run_train(config: Any, folder: Path) -> dict[str, Any]:
+    from lostmid.train.run import run_training
+
+    run_training(config, out=folder, overwrite=True, console=None)
+    written = _read(folder, "dynamics.json")
+    last = written["records"][-1] if written.get("records") else {}
+    return {
+        "file": "dynamics.json",
+        "steps": last.get("step"),
+        "heldout_loss": last.get("heldout_loss"),
+        "tokens_per_second": written.get("tokens_per_second"),
+    }
+
+
+TASKS: dict[str, TaskSpec] = {
+    "theory": TaskSpec(
+        name="theory",
+        defaults=_theory_defaults,
+        axes={"seeds": "seed", "lengths": "length"},
+        build=_build_theory,
+        run=_run_theory,
+    ),
+    "measure": TaskSpec(
+        name="measure",
+        defaults=_measure_defaults,
+        axes={"models": "model", "seeds": "seed", "lengths": "length"},
+        build=_build_measure,
+        run=_run_measure,
+        needs_gpu=_on_cuda,
+    ),
+    "train": TaskSpec(
+        name="train",
+        defaults=_train_defaults,
+        axes={"models": "preset", "seeds": "seed", "lengths": "context"},
+        build=_build_train,
+        run=_run_train,
+        needs_gpu=_on_cuda,
+    ),
+}
+
+# Tasks the sweep knows of but this version cannot run yet: name -> why, what to do.
+PENDING: dict[str, str] = {
+    "retrieve": (
+        "task retrieve is not available yet (lostmid retrieve, issue 10, is not in this "
+        "version); sweep measure, theory or train"
+    ),
+}
+
+
+def task_spec(name: str) -> TaskSpec:
+    """The registered task ``name``, or one line naming the tasks there are."""
+    if name in PENDING:
+        raise UserError(PENDING[name])
+    check_choice("--task", name, TASKS)
+    return TASKS[name]
