@@ -25,9 +25,9 @@ from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.influence.config import MeasureConfig
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.reproduce.config import ReproduceConfig, parse_models
+from lostmid.sweep.cli import sweep_command
 from lostmid.train.config import HELP as TRAIN_HELP
 from lostmid.train.config import resolve_cli_config
-from lostmid.sweep.cli import sweep_command
 
 app = typer.Typer(
     add_completion=False,

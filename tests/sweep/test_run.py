@@ -135,7 +135,7 @@ def test_a_user_error_in_a_unit_is_reported_without_retrying(tmp_path: Path) -> 
 
 def test_bad_unit_parameters_fail_before_any_unit_runs(tmp_path: Path) -> None:
     grid = grid_from_flags("measure", lengths="8", params=["samples=0,1"])
-    with pytest.raises(UserError, match=r"^--samples must be >= 1, got 0$"):
+    with pytest.raises(UserError, match=r"^--samples must be positive, got 0$"):
         run_sweep(SweepConfig(grids=(grid,)), out=tmp_path / "out")
     assert not (tmp_path / "out").exists()
     grid = grid_from_flags("theory", lengths="8", params=["kernel=rolout"])

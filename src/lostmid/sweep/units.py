@@ -112,29 +112,19 @@ def _on_cuda(params: Params) -> bool:
 def _theory_defaults() -> dict[str, Any]:
     from lostmid.theory.run import TheoryConfig
 
-    return {**_fields(TheoryConfig), "seed": 0}
+    return _fields(TheoryConfig)
 
 
 def _build_theory(params: Params) -> Any:
-    from lostmid.theory.exact import KERNELS
-    from lostmid.theory.masks import parse_mask
     from lostmid.theory.run import TheoryConfig
-    from lostmid.theory.schedules import parse_schedule
 
-    fields = {k: v for k, v in params.items() if k != "seed"}
-    config = TheoryConfig(**fields)
-    check_choice("kernel", config.kernel, KERNELS)
-    check_choice("log_domain", config.log_domain, ("auto", "on", "off"))
-    parse_mask(config.mask)
-    parse_schedule(config.alpha_schedule, config.alpha, config.layers)
-    return (config, int(params.get("seed", 0)))
+    return TheoryConfig(**params)  # validates on construction (mask, schedule, kernel)
 
 
-def _run_theory(built: Any, folder: Path) -> dict[str, Any]:
+def _run_theory(config: Any, folder: Path) -> dict[str, Any]:
     from lostmid.theory.run import run_theory
 
-    config, seed = built
-    run_theory(config, out=folder, overwrite=True, seed=seed, console=None)
+    run_theory(config, out=folder, overwrite=True, console=None)
     written = _read(folder, "theory.json")
     return {
         "file": "theory.json",
@@ -173,23 +163,23 @@ def _run_measure(config: Any, folder: Path) -> dict[str, Any]:
 
 # -- train -----------------------------------------------------------------------------
 # Axis flags: --models are training presets (micro, tiny, small), --lengths set the
-# model's context. Nested fields are dotted: model.layers, measure.influence_probes.
+# model's context. Nested fields are dotted: model.layers, probe.influence_probes.
 
 
 @functools.cache
 def _train_defaults() -> dict[str, Any]:
-    from lostmid.train.config import MeasureConfig, ModelSpec, TrainConfig
+    from lostmid.train.config import DynamicsProbeConfig, ModelSpec, TrainConfig
 
-    top = _fields(TrainConfig, skip=("model", "measure"))
+    top = _fields(TrainConfig, skip=("model", "probe"))
     nested = {f"model.{k}": v for k, v in _fields(ModelSpec).items()}
-    nested |= {f"measure.{k}": v for k, v in _fields(MeasureConfig).items()}
+    nested |= {f"probe.{k}": v for k, v in _fields(DynamicsProbeConfig).items()}
     return {**top, "context": ModelSpec().context, **nested}
 
 
 def _build_train(params: Params) -> Any:
     from lostmid.train.config import from_dict
 
-    data: dict[str, Any] = {"model": {}, "measure": {}}
+    data: dict[str, Any] = {"model": {}, "probe": {}}
     for name, value in params.items():
         if name == "context":
             data["model"]["context"] = value
