@@ -1,0 +1,1 @@
+"""Behaviour: retrieval accuracy by position."""
