@@ -269,6 +269,11 @@ def reproduce(
     run_reproduce(config, out=out, overwrite=overwrite, console=console)
 
 
+from lostmid.behaviour.cli import retrieve  # noqa: E402
+
+app.command()(retrieve)
+
+
 def main() -> None:
     """Entry point: run the app; a :class:`UserError` becomes one line and exit code 2.
 
