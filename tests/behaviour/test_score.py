@@ -128,7 +128,9 @@ def test_greedy_batches_equal_uncached_reference(spec: str) -> None:
 
 def test_too_long_or_foreign_ids_are_one_line_errors() -> None:
     model = load_model("tiny-qwen2").model
-    with pytest.raises(UserError, match="needs 12 tokens but the model takes at most 10"):
+    # prompt 10 + target 2: the model reads 11 tokens (the last target is only predicted)
+    assert teacher_forced(model, [[1] * 10], [[2]], max_length=10).logprob.shape == (1,)
+    with pytest.raises(UserError, match="needs 11 tokens but the model takes at most 10"):
         teacher_forced(model, [[1] * 10], [[2, 3]], max_length=10)
     with pytest.raises(UserError, match="token id 300 is outside the model's vocabulary"):
         greedy_decode(model, [[300]], 2, vocab_size=256)

@@ -74,7 +74,8 @@ def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # clipped to [0, 1] and to contain p exactly (rounding can put p a hair outside)
+    return max(0.0, min(centre - half, p)), min(1.0, max(centre + half, p))
 
 
 @dataclass(frozen=True)
@@ -375,7 +376,8 @@ def teacher_forced(
     vocab_size: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> TeacherScores:
-    """log p(target | prompt) and all-argmax per example, one forward pass per batch.
+    """log p(target | prompt) and all-argmax per example, one forward pass per batch
+    over ``prompt + target[:-1]`` (the last target token is predicted, never read).
 
     Args:
         prompts, targets: token ids per example (each prompt at least one token, each
@@ -389,8 +391,10 @@ def teacher_forced(
         raise ValueError("prompts and targets differ in number")
     if any(len(p) == 0 for p in prompts) or any(len(t) == 0 for t in targets):
         raise UserError("every prompt and every target needs at least one token")
-    sequences = [list(p) + list(t) for p, t in zip(prompts, targets, strict=True)]
-    _check_lengths([len(s) for s in sequences], max_length, vocab_size or 1 << 62, sequences)
+    # the last target token is predicted, never read: the model sees prompt + target[:-1]
+    sequences = [list(p) + list(t)[:-1] for p, t in zip(prompts, targets, strict=True)]
+    everything = [list(p) + list(t) for p, t in zip(prompts, targets, strict=True)]
+    _check_lengths([len(s) for s in sequences], max_length, vocab_size or 1 << 62, everything)
     device = next(model.parameters()).device
     keep_name = _keep_name(model)
     logprob = np.zeros(len(sequences))
@@ -400,7 +404,7 @@ def teacher_forced(
         ids, mask, pos, offsets = _pad([sequences[r] for r in rows], padding, pad_id, device)
         # logits at column c predict the token in column c + 1
         starts = [offsets[i] + len(prompts[r]) - 1 for i, r in enumerate(rows)]
-        ends = [offsets[i] + len(sequences[r]) - 1 for i, r in enumerate(rows)]
+        ends = [offsets[i] + len(sequences[r]) for i, r in enumerate(rows)]
         first, stop = min(starts), max(ends)
         kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "position_ids": pos}
         if keep_name is not None:
@@ -445,8 +449,8 @@ def greedy_decode(
         raise ValueError("new_tokens must be >= 1 for every prompt")
     if any(len(p) == 0 for p in prompts):
         raise UserError("every prompt needs at least one token")
-    _check_lengths(
-        [len(p) + c for p, c in zip(prompts, counts, strict=True)],
+    _check_lengths(  # the last new token is never read back
+        [len(p) + c - 1 for p, c in zip(prompts, counts, strict=True)],
         max_length,
         vocab_size or 1 << 62,
         prompts,
