@@ -81,9 +81,9 @@ def test_examples_are_paired_across_gold_positions_and_deterministic() -> None:
 
 def test_compact_style_layout() -> None:
     ex = kv_example(seed=0, index=1, pairs=4, gold_index=2, key_chars=2, style="compact")
-    body = ",".join(f"{k}:{v}" for k, v in ex.records)
-    assert ex.prompt == "{" + body + "}" + ex.key + ":" and ex.target == ex.value
-    assert [ex.prompt[a:b] for a, b in ex.spans] == [f"{k}:{v}" for k, v in ex.records]
+    body = ",".join(f"{k}{v}" for k, v in ex.records)
+    assert ex.prompt == "{" + body + "}" + ex.key and ex.target == ex.value
+    assert [ex.prompt[a:b] for a, b in ex.spans] == [f"{k}{v}" for k, v in ex.records]
 
 
 def test_default_gold_indices_match_liu_at_140_keys() -> None:

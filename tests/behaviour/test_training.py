@@ -29,12 +29,12 @@ from lostmid.train.loop import next_token_loss
 from lostmid.train.model import build_model
 
 
-def _answer_of_compact_row(text: str) -> str:
-    """Brute force: parse ``{k:v,...}k:v`` and look the key up."""
+def _answer_of_compact_row(text: str, chars: int) -> str:
+    """Brute force: parse ``{kv,...}kv`` (keys and values of ``chars`` characters) and
+    look the key up."""
     body, query = text[1:].split("}")
-    key, given = query.split(":")
-    table = dict(pair.split(":") for pair in body.split(","))
-    return table[key]
+    table = {pair[:chars]: pair[chars:] for pair in body.split(",")}
+    return table[query[:chars]]
 
 
 def test_kv_mask_covers_exactly_the_answer_tokens() -> None:
@@ -45,10 +45,10 @@ def test_kv_mask_covers_exactly_the_answer_tokens() -> None:
     assert tokens.shape == (16, length) and mask.shape == (16, length - 1)
     for row in range(16):
         text = bytes(tokens[row].tolist()).decode()
-        answer = _answer_of_compact_row(text)
+        answer = _answer_of_compact_row(text, 2)
         masked = tokens[row, 1:][mask[row] > 0]
         assert bytes(masked.tolist()).decode() == answer
-        assert text.endswith(":" + answer)
+        assert text.endswith(answer) and len(text) == length
     assert torch.equal(sampler.sample(7)[0], tokens)  # a pure function of the step
     assert not torch.equal(sampler.sample(8)[0], tokens)
 
@@ -60,7 +60,7 @@ def test_gold_indices_are_drawn_uniformly_by_default() -> None:
     for step in range(10):
         for row in sampler.batch(step).tolist():
             text = bytes(row).decode()
-            keys = [pair.split(":")[0] for pair in text[1:].split("}")[0].split(",")]
+            keys = [pair[0] for pair in text[1:].split("}")[0].split(",")]
             counts[keys.index(text.split("}")[1][0])] += 1
     assert counts.sum() == 640 and counts.min() > 120  # expected 160 each
 

@@ -60,7 +60,7 @@ def retrieve(
         int, typer.Option("--key-chars", help="Key/value characters (36: a UUID4).")
     ] = 36,
     style: Annotated[
-        str, typer.Option("--style", help="kv prompt: liu (Liu et al.) | compact {k:v,..}k:")
+        str, typer.Option("--style", help="kv prompt: liu (Liu et al.) | compact {kv,kv,..}k")
     ] = "liu",
     query_aware: Annotated[
         bool, typer.Option("--query-aware", help="Also put the key before the data (kv).")
@@ -116,3 +116,52 @@ def retrieve(
         seed=seed,
     )
     run_retrieve(config, out=out, overwrite=overwrite, console=console)
+
+
+def train_retrieval_command(
+    preset: Annotated[
+        str, typer.Option("--preset", help="retrieval-tiny | mqar-tiny | retrieval-micro")
+    ] = "retrieval-tiny",
+    task: Annotated[str | None, typer.Option("--task", help="kv | mqar")] = None,
+    pairs: Annotated[int | None, typer.Option("--pairs", help="Pairs per example.")] = None,
+    key_chars: Annotated[
+        int | None, typer.Option("--key-chars", help="kv key/value characters.")
+    ] = None,
+    style: Annotated[str | None, typer.Option("--style", help="kv: compact | liu")] = None,
+    gold: Annotated[
+        str | None, typer.Option("--gold", help="Gold index law: uniform | power:A")
+    ] = None,
+    mix: Annotated[
+        float | None, typer.Option("--mix", help="Fraction of rows from the stdlib corpus.")
+    ] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="Optimizer steps.")] = None,
+    eval_every: Annotated[
+        int | None, typer.Option("--eval-every", help="Also evaluate every N steps (0: off).")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory for results.")] = Path(
+        "results/train-retrieval"
+    ),
+    seed: Annotated[int | None, typer.Option("--seed", help="Random seed.")] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace existing results in --out.")
+    ] = False,
+) -> None:
+    """Train a small model on retrieval; accuracy by gold position and influence over time.
+
+    Not registered by itself: ``lostmid train --task kv|mqar`` is meant to call it.
+    """
+    from lostmid.behaviour.training import resolve_retrieval_config, train_retrieval
+
+    config = resolve_retrieval_config(
+        preset,
+        task=task,
+        pairs=pairs,
+        key_chars=key_chars,
+        style=style,
+        gold=gold,
+        mix=mix,
+        steps=steps,
+        seed=seed,
+        eval_every=eval_every,
+    )
+    train_retrieval(config, out=out, overwrite=overwrite, console=console)

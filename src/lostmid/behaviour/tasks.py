@@ -16,7 +16,7 @@ Conventions (positions):
 
 >>> ex = kv_example(seed=0, index=0, pairs=3, gold_index=2, key_chars=1, style="compact")
 >>> ex.prompt, ex.target
-('{1:8,c:5,3:7}3:', '7')
+('{18,c5,37}3', '7')
 >>> ex.records[ex.gold_index][0] == ex.key
 True
 """
@@ -274,12 +274,16 @@ def format_kv_records(records: Sequence[tuple[str, str]], style: str = "liu") ->
 
     ``liu``: the first record starts with ``{``, the others with a space, each line
     ``"key": "value"`` ends with ``,\\n`` except the last, which ends with ``}``.
-    ``compact``: ``{k:v,k:v}`` (for byte-level models).
+    ``compact``: ``{kv,kv}``, each key immediately followed by its value (for small
+    byte-level models: with the prompt ending on the queried key, a 2-layer induction
+    circuit can retrieve, as in MQAR; a separator between key and value, or a prompt
+    ending on ``:``, puts the value two hops from the key, which 2-layer models did not
+    learn in 4000 steps).
 
     >>> format_kv_records([("a", "b"), ("c", "d")])[0]
     '{"a": "b",\\n "c": "d"}'
     >>> format_kv_records([("a", "b"), ("c", "d")], "compact")
-    ('{a:b,c:d}', [(1, 4), (5, 8)])
+    ('{ab,cd}', [(1, 3), (4, 6)])
     """
     check_choice("--style", style, KV_STYLES)
     parts: list[str] = []
@@ -294,7 +298,7 @@ def format_kv_records(records: Sequence[tuple[str, str]], style: str = "liu") ->
                 "}" if i == last else ",\n",
             )
         else:
-            start, body, end = "{" if i == 0 else "", f"{key}:{value}", "}" if i == last else ","
+            start, body, end = "{" if i == 0 else "", f"{key}{value}", "}" if i == last else ","
         spans.append((at + len(start), at + len(start) + len(body)))
         parts.append(start + body + end)
         at += len(start) + len(body) + len(end)
@@ -316,7 +320,7 @@ def kv_example(
     ``liu`` prompt: ``Extract the value corresponding to the specified key in the JSON
     object below.\\n\\nJSON data:\\n{records}\\n\\nKey: "{key}"\\nCorresponding value:``;
     ``query_aware`` also puts ``Key: "{key}"\\n\\n`` before the JSON data. Target
-    ``" " + value``. ``compact`` prompt: ``{records}{key}:``, target ``value``.
+    ``" " + value``. ``compact`` prompt: ``{records}{key}``, target ``value``.
 
     >>> ex = kv_example(seed=1, index=0, pairs=75, gold_index=0)
     >>> len(ex.key), ex.key.count("-"), ex.key[14], len(ex.records)
@@ -338,7 +342,7 @@ def kv_example(
         prompt = template.format(records=text, key=key)
         target = " " + value
     else:
-        head, prompt, target = "", f"{text}{key}:", value
+        head, prompt, target = "", f"{text}{key}", value
     shifted = tuple((a + len(head), b + len(head)) for a, b in spans)
     return RetrievalExample(
         task="kv",

@@ -1,7 +1,7 @@
 """Small models that learn to retrieve, watched by gold position and by influence.
 
 Data. Each training row is one retrieval example, byte-level kv (Liu's format or the
-compact ``{k:v,...}k:`` one) or token-level MQAR, with its gold index drawn from
+compact ``{kv,kv,...}k`` one) or token-level MQAR, with its gold index drawn from
 :func:`~lostmid.behaviour.tasks.gold_distribution` (uniform by default). A fraction
 ``mix`` of the rows of every batch can be windows of the embedded stdlib corpus
 instead. The loss is the next-token cross-entropy on the answer tokens of retrieval
@@ -702,3 +702,58 @@ def training_table(result: RetrievalTrainResult) -> Any:
             "-" if c.link_accuracy is None else f"{c.link_accuracy:+.2f}",
         )
     return table
+
+
+def resolve_retrieval_config(
+    preset_name: str = "retrieval-tiny",
+    *,
+    task: str | None = None,
+    pairs: int | None = None,
+    key_chars: int | None = None,
+    style: str | None = None,
+    vocab: int | None = None,
+    queries: int | None = None,
+    gold: str | None = None,
+    mix: float | None = None,
+    steps: int | None = None,
+    seed: int | None = None,
+    eval_every: int | None = None,
+    save_checkpoints: bool | None = None,
+) -> RetrievalTrainConfig:
+    """A preset with command-line overrides (None keeps the preset's value); the
+    entry point for ``lostmid train --task kv|mqar``.
+
+    >>> c = resolve_retrieval_config("retrieval-tiny", pairs=8, steps=100, seed=2)
+    >>> c.task.pairs, c.train.steps, c.train.seed, c.task.key_chars
+    (8, 100, 2, 1)
+    """
+    base = retrieval_preset(preset_name)
+    task_changes = {
+        k: v
+        for k, v in {
+            "task": task,
+            "pairs": pairs,
+            "key_chars": key_chars,
+            "style": style,
+            "vocab": vocab,
+            "queries": queries,
+            "gold": gold,
+            "mix": mix,
+        }.items()
+        if v is not None
+    }
+    train_changes: dict[str, Any] = {}
+    if steps is not None:
+        check_positive("--steps", steps)
+        train_changes.update(steps=steps, warmup_steps=min(base.train.warmup_steps, steps))
+    if seed is not None:
+        train_changes["seed"] = seed
+    changes: dict[str, Any] = {
+        "task": replace(base.task, **task_changes),
+        "train": replace(base.train, **train_changes),
+    }
+    if eval_every is not None:
+        changes["eval_every"] = eval_every
+    if save_checkpoints is not None:
+        changes["save_checkpoints"] = save_checkpoints
+    return replace(base, **changes)
