@@ -156,3 +156,35 @@ def test_short_run_checkpoints_read_back_by_retrieve(
     assert code == 2
     with pytest.raises(UserError, match="already exists; pass --overwrite"):
         train_retrieval(config, out=tmp_path / "t")
+
+
+def test_train_command_applies_its_overrides(tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from lostmid.behaviour.cli import train_retrieval_command
+
+    app = typer.Typer()
+    app.command()(train_retrieval_command)
+    args = ["--preset", "retrieval-micro", "--steps", "2", "--pairs", "3", "--seed", "5"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    written = json.loads((tmp_path / "retrieval.json").read_text())
+    assert written["config"]["task"]["pairs"] == 3 and written["config"]["train"]["seed"] == 5
+    assert [c["step"] for c in written["checkpoints"]] == [0, 2]
+    assert [p["index"] for p in written["checkpoints"][-1]["positions"]] == [0, 1, 2]
+
+
+def test_kv_extra_queries_are_masked_answers() -> None:
+    task = RetrievalTask(task="kv", pairs=6, key_chars=1, style="compact", queries=3)
+    sampler = RetrievalBatches(task, batch_size=8, seed=2, length=sequence_length(task))
+    tokens, mask = sampler.sample(1)
+    for row in range(8):
+        text = bytes(tokens[row].tolist()).decode()
+        body, asked = text[1:].split("}")
+        table = {pair[0]: pair[1] for pair in body.split(",")}
+        keys, answers = asked[0::2], asked[1::2]
+        assert len(set(keys)) == 3 and answers == "".join(table[k] for k in keys)
+        assert bytes(tokens[row, 1:][mask[row] > 0].tolist()).decode() == answers
+    with pytest.raises(UserError, match="--queries > 1 needs --style compact"):
+        RetrievalTask(task="kv", pairs=6, key_chars=4, style="liu", queries=2)
