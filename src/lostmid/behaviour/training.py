@@ -21,6 +21,29 @@ the influence profile of every prompt position on the last one
 (:func:`lostmid.influence.influence_profile`), the influence of each record (mean over
 its tokens), and the link: Spearman between accuracy (and log-prob) by gold index and
 the influence of those records.
+
+What short runs showed (2 layers x 128, 0.43M parameters, batch 32, AdamW 1e-3 cosine,
+seed 0, one run each, 2 shared CPU cores; accuracy = teacher-forced argmax on 64
+held-out examples per gold index, 48 for 12+ pairs):
+
+* ``retrieval-tiny`` (6 pairs, 1-character keys, 4 queries a row): accuracy 1.00 at
+  every gold index from step 500 on (the jump happens between steps 300 and 500);
+  2000 steps in 113 s. With 1 query a row it stayed at 0.26-0.33 after 4000 steps, and
+  with a ``k:v ... k:`` layout (the value two tokens after its key) also at 0.26.
+* 12 pairs, 1-character keys: 1.00 everywhere from step 500 on.
+* 8 pairs, 2-character keys: plateau 0.63-0.72, flat across gold indices.
+* 16 pairs, 2-character keys: 0.07 after 2500 steps (not learnt).
+* 12 pairs with 75 % of the rows stdlib text (``mix=0.75``): 0.70 after 2000 steps,
+  the ends slightly *below* the middle (0.62 first, 0.66 last, 0.70-0.75 between;
+  within the intervals).
+
+So with gold indices drawn uniformly, no setting tried gives a valley after training:
+each index is trained equally often and the models either solve all of them or none
+better than the others. The influence profile does show a structural primacy tail at
+init (record 1 about 2.8x record 6 in ``retrieval-tiny``), which training reshapes.
+A valley to act on has to come from the data (gold positions drawn unevenly, e.g.
+``gold="power:A"`` with A < 1 makes the early pairs rare) or from longer contexts than
+these CPU runs reach.
 """
 
 from __future__ import annotations
