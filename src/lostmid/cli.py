@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from lostmid.behaviour.cli import retrieve
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.influence.config import MeasureConfig
@@ -244,6 +245,7 @@ def reproduce(
 
 
 app.command("sweep")(sweep_command)
+app.command("retrieve")(retrieve)
 
 
 def main() -> None:

@@ -1,0 +1,167 @@
+"""Command-line functions of the behaviour package, registered by ``lostmid.cli``.
+
+Kept free of heavy imports: the work is imported when a command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from lostmid.errors import UserError
+
+console = Console()
+
+
+def parse_ints(option: str, text: str | None) -> tuple[int, ...] | None:
+    """``"0,10,20"`` -> (0, 10, 20); None stays None; anything else is one line.
+
+    >>> parse_ints("--gold-index", "0, 10,20")
+    (0, 10, 20)
+    """
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UserError(
+            f"{option} takes comma-separated whole numbers, e.g. 0,10,20; got {text!r}"
+        ) from None
+
+
+def retrieve(
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", help="Local directory, cached hub id, preset, or a lostmid checkpoint."
+        ),
+    ],
+    task: Annotated[str, typer.Option("--task", help="kv | niah | mqar")] = "kv",
+    pairs: Annotated[int, typer.Option("--pairs", help="Key-value pairs (kv, mqar).")] = 75,
+    gold_index: Annotated[
+        str | None,
+        typer.Option("--gold-index", help="Gold indices, 0-indexed, e.g. 0,10,20 (kv, mqar)."),
+    ] = None,
+    depth: Annotated[
+        str | None, typer.Option("--depth", help="Needle depths in %, e.g. 0,50,100 (niah).")
+    ] = None,
+    positions: Annotated[
+        int | None,
+        typer.Option("--positions", help="K evenly spaced positions, first and last included."),
+    ] = None,
+    examples: Annotated[int, typer.Option("--examples", help="Examples per gold position.")] = 20,
+    length: Annotated[
+        int | None, typer.Option("--length", help="Context length in tokens (niah; 1024).")
+    ] = None,
+    key_chars: Annotated[
+        int, typer.Option("--key-chars", help="Key/value characters (36: a UUID4).")
+    ] = 36,
+    style: Annotated[
+        str, typer.Option("--style", help="kv prompt: liu (Liu et al.) | compact {kv,kv,..}k")
+    ] = "liu",
+    query_aware: Annotated[
+        bool, typer.Option("--query-aware", help="Also put the key before the data (kv).")
+    ] = False,
+    haystack: Annotated[
+        str, typer.Option("--haystack", help="niah filler: repeat | varied")
+    ] = "repeat",
+    vocab: Annotated[int, typer.Option("--vocab", help="mqar vocabulary (keys | values).")] = 64,
+    scoring: Annotated[str, typer.Option("--scoring", help="generate | teacher | both")] = "both",
+    tokenizer: Annotated[
+        str | None,
+        typer.Option("--tokenizer", help="Tokenizer directory, cached hub id, or 'bytes'."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Examples per forward.")] = 8,
+    device: Annotated[str, typer.Option("--device", help="cpu | cuda[:N]")] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | float16")] = (
+        "float32"
+    ),
+    export: Annotated[
+        Path | None, typer.Option("--export", help="Also write the examples as JSON lines.")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory for results.")] = Path(
+        "results/retrieve"
+    ),
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace existing results in --out.")
+    ] = False,
+) -> None:
+    """Retrieval accuracy by gold position (Liu's kv, RULER's needle, MQAR)."""
+    from lostmid.behaviour.run import RetrieveConfig, run_retrieve
+
+    config = RetrieveConfig(
+        model=model,
+        task=task,
+        pairs=pairs,
+        gold_index=parse_ints("--gold-index", gold_index),
+        depth=parse_ints("--depth", depth),
+        positions=positions,
+        examples=examples,
+        length=length,
+        key_chars=key_chars,
+        style=style,
+        query_aware=query_aware,
+        haystack=haystack,
+        vocab=vocab,
+        scoring=scoring,
+        tokenizer=tokenizer,
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        export=export,
+        seed=seed,
+    )
+    run_retrieve(config, out=out, overwrite=overwrite, console=console)
+
+
+def train_retrieval_command(
+    preset: Annotated[
+        str, typer.Option("--preset", help="retrieval-tiny | mqar-tiny | retrieval-micro")
+    ] = "retrieval-tiny",
+    task: Annotated[str | None, typer.Option("--task", help="kv | mqar")] = None,
+    pairs: Annotated[int | None, typer.Option("--pairs", help="Pairs per example.")] = None,
+    key_chars: Annotated[
+        int | None, typer.Option("--key-chars", help="kv key/value characters.")
+    ] = None,
+    style: Annotated[str | None, typer.Option("--style", help="kv: compact | liu")] = None,
+    gold: Annotated[
+        str | None, typer.Option("--gold", help="Gold index law: uniform | power:A")
+    ] = None,
+    mix: Annotated[
+        float | None, typer.Option("--mix", help="Fraction of rows from the stdlib corpus.")
+    ] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="Optimizer steps.")] = None,
+    eval_every: Annotated[
+        int | None, typer.Option("--eval-every", help="Also evaluate every N steps (0: off).")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory for results.")] = Path(
+        "results/train-retrieval"
+    ),
+    seed: Annotated[int | None, typer.Option("--seed", help="Random seed.")] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace existing results in --out.")
+    ] = False,
+) -> None:
+    """Train a small model on retrieval; accuracy by gold position and influence over time.
+
+    Not registered by itself: ``lostmid train --task kv|mqar`` is meant to call it.
+    """
+    from lostmid.behaviour.training import resolve_retrieval_config, train_retrieval
+
+    config = resolve_retrieval_config(
+        preset,
+        task=task,
+        pairs=pairs,
+        key_chars=key_chars,
+        style=style,
+        gold=gold,
+        mix=mix,
+        steps=steps,
+        seed=seed,
+        eval_every=eval_every,
+    )
+    train_retrieval(config, out=out, overwrite=overwrite, console=console)

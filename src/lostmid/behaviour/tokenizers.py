@@ -1,0 +1,163 @@
+"""Tokenizers for retrieval: a Hugging Face tokenizer, or the byte tokenizer of lostmid.
+
+``lostmid train`` (and :func:`lostmid.behaviour.training.train_retrieval`) trains byte
+models: token ids are UTF-8 bytes (:func:`lostmid.train.corpus.encode`). Their
+checkpoints (``OUT/checkpoints/step_NNNNNN/``, ``save_pretrained`` files only) carry no
+tokenizer files, so a checkpoint is recognised as a byte model when it holds
+``lostmid_tokenizer.json`` (written by ``train_retrieval``) or sits in the
+``checkpoints/`` folder of a ``lostmid train`` run (a ``dynamics.json`` next to it).
+
+>>> tok = load_tokenizer("bytes")
+>>> tok.encode("hé"), tok.decode([104, 195, 169]), tok.vocab_size
+([104, 195, 169], 'hé', 256)
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from lostmid.errors import UserError
+
+BYTES = "bytes"
+MARKER = "lostmid_tokenizer.json"
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "vocab.json",
+    "spiece.model",
+)
+
+
+class Tokenizer(Protocol):
+    """What retrieval needs from a tokenizer."""
+
+    name: str
+    vocab_size: int
+
+    def encode(self, text: str, *, special: bool = False) -> list[int]:
+        """Token ids of ``text``; ``special`` adds the model's prefix tokens (BOS)."""
+        ...
+
+    def decode(self, ids: list[int]) -> str: ...
+
+
+@dataclass(frozen=True)
+class ByteTokenizer:
+    """UTF-8 bytes as token ids (0..255): lostmid's training tokenizer."""
+
+    name: str = BYTES
+    vocab_size: int = 256
+
+    def encode(self, text: str, *, special: bool = False) -> list[int]:
+        from lostmid.train.corpus import encode
+
+        return encode(text).tolist()
+
+    def decode(self, ids: list[int]) -> str:
+        return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
+
+
+class HFTokenizer:
+    """A Hugging Face tokenizer (``AutoTokenizer``) behind the :class:`Tokenizer` calls."""
+
+    def __init__(self, tokenizer: Any, name: str) -> None:
+        self.tokenizer = tokenizer
+        self.name = name
+        self.vocab_size = len(tokenizer)
+
+    def encode(self, text: str, *, special: bool = False) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=special)["input_ids"])
+
+    def decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+
+def write_byte_marker(directory: Path, **facts: Any) -> Path:
+    """Mark a checkpoint directory as a byte-tokenizer model (``lostmid_tokenizer.json``)."""
+    path = Path(directory) / MARKER
+    path.write_text(json.dumps({"kind": BYTES, **facts}, indent=1) + "\n")
+    return path
+
+
+def is_byte_checkpoint(directory: Path) -> bool:
+    """True for a checkpoint written by ``lostmid train`` or ``train_retrieval``."""
+    directory = Path(directory)
+    if (directory / MARKER).is_file():
+        return True
+    run = directory.parent.parent
+    return directory.parent.name == "checkpoints" and (run / "dynamics.json").is_file()
+
+
+def has_tokenizer_files(directory: Path) -> bool:
+    return any((Path(directory) / name).is_file() for name in _TOKENIZER_FILES)
+
+
+def _auto_tokenizer(source: str, what: str) -> HFTokenizer:
+    from transformers import AutoTokenizer
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tok = AutoTokenizer.from_pretrained(source, local_files_only=True)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"{what}: cannot load a tokenizer ({first[:160]})") from None
+    return HFTokenizer(tok, source)
+
+
+def load_tokenizer(spec: str) -> Tokenizer:
+    """``bytes``, a local directory with tokenizer files, a lostmid byte checkpoint, or
+    a hub id whose tokenizer is in the local cache (nothing is downloaded).
+
+    Raises:
+        UserError: one line when no tokenizer can be found for ``spec``.
+    """
+    if spec == BYTES:
+        return ByteTokenizer()
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        if has_tokenizer_files(path):
+            return _auto_tokenizer(str(path), f"--tokenizer {spec}")
+        if is_byte_checkpoint(path):
+            return ByteTokenizer()
+        raise UserError(
+            f"--tokenizer {spec}: no tokenizer files in that directory; give one with "
+            "tokenizer.json (or tokenizer_config.json), or --tokenizer bytes"
+        )
+    if path.exists():
+        raise UserError(f"--tokenizer {spec}: a file; give a directory or a cached hub id")
+    return _auto_tokenizer(spec, f"--tokenizer {spec}")
+
+
+def tokenizer_for_model(model: str, tokenizer: str | None = None) -> Tokenizer:
+    """The tokenizer of ``--model``: ``tokenizer`` if given, else the model directory's
+    own files, the byte tokenizer of a lostmid checkpoint, or a cached hub tokenizer.
+
+    Raises:
+        UserError: one line when the model has none (a preset, a bare config directory).
+    """
+    if tokenizer is not None:
+        return load_tokenizer(tokenizer)
+    path = Path(model).expanduser()
+    if path.is_dir():
+        if has_tokenizer_files(path):
+            return _auto_tokenizer(str(path), f"--model {model}")
+        if is_byte_checkpoint(path):
+            return ByteTokenizer()
+    else:
+        from lostmid.models import MODEL_PRESETS
+
+        if model not in MODEL_PRESETS:
+            try:
+                return _auto_tokenizer(model, f"--model {model}")
+            except UserError:
+                pass
+    raise UserError(
+        f"--model {model} has no tokenizer; pass --tokenizer DIR (tokenizer files), a cached "
+        "hub id, or --tokenizer bytes for a byte-level model"
+    )

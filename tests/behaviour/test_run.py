@@ -1,0 +1,106 @@
+"""``lostmid retrieve`` end to end: files, bookkeeping, refusals and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lostmid.behaviour.run import RetrieveConfig
+from lostmid.behaviour.tasks import make_examples
+from lostmid.errors import UserError
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+def test_kv_run_writes_consistent_results(
+    bpe_model_dir: Path, tmp_path: Path, run_cli: Cli
+) -> None:
+    out, export = tmp_path / "r", tmp_path / "ex.jsonl"
+    code, stdout, stderr = run_cli(
+        "retrieve", "--model", bpe_model_dir, "--task", "kv", "--pairs", "6", "--key-chars", "4",
+        "--gold-index", "0,3,5", "--examples", "4", "--export", export, "--seed", "3",
+        "--batch-size", "5", "--out", out,
+    )  # fmt: skip
+    assert code == 0, stderr
+    result = json.loads((out / "retrieve.json").read_text())
+    assert {"positions", "summary", "by_metric", "config", "metadata"} <= set(result)
+    assert result["metric"] == "generate" and set(result["by_metric"]) == {"generate", "teacher"}
+    assert [p["index"] for p in result["positions"]] == [0, 3, 5]
+    assert result["metadata"]["seed"] == 3 and result["config"]["resolved_positions"] == [0, 3, 5]
+    # the per-position numbers are the per-example predictions, counted once each
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == 12
+    for metric, flag in (("generate", "generate_correct"), ("teacher", "teacher_correct")):
+        for p in result["by_metric"][metric]["positions"]:
+            mine = [r for r in rows if r["position"] == p["index"]]
+            assert p["n"] == len(mine) == 4
+            assert p["correct"] == sum(r[flag] for r in mine)
+            assert p["mean_logprob"] == pytest.approx(sum(r["logprob"] for r in mine) / 4)
+    # the export holds exactly the examples that were scored
+    exported = [json.loads(line) for line in export.read_text().splitlines()]
+    expected = make_examples("kv", positions=(0, 3, 5), examples=4, seed=3, pairs=6, key_chars=4)
+    assert exported == [e.record() for e in expected]
+    assert [r["value"] for r in rows] == [e.value for e in expected]
+    assert (out / "retrieve.png").stat().st_size > 1000
+    assert "primacy" in stdout
+
+
+def test_niah_and_mqar_runs(bpe_model_dir: Path, tmp_path: Path, run_cli: Cli) -> None:
+    code, _, stderr = run_cli(
+        "retrieve", "--model", bpe_model_dir, "--task", "niah", "--length", "500",
+        "--depth", "0,100", "--examples", "2", "--scoring", "teacher", "--out", tmp_path / "n",
+    )  # fmt: skip
+    assert code == 0, stderr
+    result = json.loads((tmp_path / "n" / "retrieve.json").read_text())
+    assert [p["depth"] for p in result["positions"]] == [0, 100]
+    assert result["metric"] == "teacher"
+    code, _, stderr = run_cli(
+        "retrieve", "--model", "tiny-gpt2", "--task", "mqar", "--pairs", "4", "--vocab", "16",
+        "--positions", "2", "--examples", "3", "--out", tmp_path / "m",
+    )  # fmt: skip
+    assert code == 0, stderr
+    result = json.loads((tmp_path / "m" / "retrieve.json").read_text())
+    assert [p["index"] for p in result["positions"]] == [0, 3] and result["tokenizer"] is None
+
+
+def test_refusals_and_missing_tokenizer(bpe_model_dir: Path, tmp_path: Path, run_cli: Cli) -> None:
+    args = ("retrieve", "--model", bpe_model_dir, "--pairs", "3", "--key-chars", "2",
+            "--examples", "1", "--scoring", "teacher")  # fmt: skip
+    assert run_cli(*args, "--out", tmp_path / "a")[0] == 0
+    code, _, err = run_cli(*args, "--out", tmp_path / "a")
+    assert code == 2 and "already exists; pass --overwrite" in err
+    assert run_cli(*args, "--out", tmp_path / "a", "--overwrite")[0] == 0
+    (tmp_path / "x.jsonl").write_text("mine\n")
+    code, _, err = run_cli(*args, "--out", tmp_path / "b", "--export", tmp_path / "x.jsonl")
+    assert code == 2 and "x.jsonl already exists" in err
+    assert (tmp_path / "x.jsonl").read_text() == "mine\n"
+    code, _, err = run_cli("retrieve", "--model", "tiny-qwen2", "--out", tmp_path / "c")
+    assert code == 2 and "has no tokenizer" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"task": "kv", "length": 100}, "--length applies to --task niah"),
+        ({"gold_index": (0, 75)}, "--gold-index must be in 0..74"),
+        ({"gold_index": (0,), "positions": 3}, "at most one of --gold-index and --positions"),
+        ({"task": "niah", "gold_index": (1,)}, "places its needle by --depth"),
+        ({"task": "niah", "depth": (101,)}, "--depth must be a percentage in 0..100"),
+        ({"scoring": "beam"}, "--scoring 'beam' unknown"),
+        ({"examples": 0}, "--examples must be positive"),
+        ({"task": "mqar", "pairs": 40}, "--vocab must be even with at least 2 * pairs = 80"),
+        ({"style": "compact", "query_aware": True}, "--query-aware applies to --task kv"),
+    ],
+)
+def test_config_errors(kwargs: dict, message: str) -> None:
+    with pytest.raises(UserError, match=re.escape(message)):
+        RetrieveConfig(model="m", **kwargs)
+
+
+def test_bad_gold_index_list_is_one_line(run_cli: Cli, tmp_path: Path) -> None:
+    code, _, err = run_cli("retrieve", "--model", "m", "--gold-index", "a,b", "--out", tmp_path)
+    assert code == 2 and "comma-separated whole numbers" in err
