@@ -8,6 +8,7 @@ import sys
 import pytest
 import typer
 
+from lostmid.behaviour.cli import RETRIEVAL_HELP
 from lostmid.cli import app
 from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.influence.config import MeasureConfig
@@ -19,7 +20,11 @@ SHARED = {"out", "overwrite"}  # options every command has, with one help
 
 @pytest.mark.parametrize(
     ("command", "help_"),
-    [("measure", MEASURE_HELP), ("train", TRAIN_HELP), ("reproduce", REPRODUCE_HELP)],
+    [
+        ("measure", MEASURE_HELP),
+        ("train", TRAIN_HELP | RETRIEVAL_HELP),
+        ("reproduce", REPRODUCE_HELP),
+    ],
 )
 def test_every_option_takes_its_help_from_the_config(command: str, help_: dict) -> None:
     click_command = typer.main.get_command(app).commands[command]

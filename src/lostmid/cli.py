@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from lostmid.behaviour.cli import retrieve
+from lostmid.behaviour.cli import RETRIEVAL_HELP, retrieve
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.influence.config import MeasureConfig
@@ -161,16 +161,58 @@ def train(
     corpus: Annotated[Path | None, typer.Option("--corpus", help=TRAIN_HELP["corpus"])] = None,
     config: Annotated[Path | None, typer.Option("--config", help=TRAIN_HELP["config"])] = None,
     resume: Annotated[bool, typer.Option("--resume", help=TRAIN_HELP["resume"])] = False,
+    task: Annotated[str | None, typer.Option("--task", help=RETRIEVAL_HELP["task"])] = None,
+    pairs: Annotated[int | None, typer.Option("--pairs", help=RETRIEVAL_HELP["pairs"])] = None,
+    key_chars: Annotated[
+        int | None, typer.Option("--key-chars", help=RETRIEVAL_HELP["key_chars"])
+    ] = None,
+    style: Annotated[str | None, typer.Option("--style", help=RETRIEVAL_HELP["style"])] = None,
+    gold: Annotated[str | None, typer.Option("--gold", help=RETRIEVAL_HELP["gold"])] = None,
+    mix: Annotated[float | None, typer.Option("--mix", help=RETRIEVAL_HELP["mix"])] = None,
+    eval_every: Annotated[
+        int | None, typer.Option("--eval-every", help=RETRIEVAL_HELP["eval_every"])
+    ] = None,
     out: OutOpt = Path("results/train"),
     seed: Annotated[int | None, typer.Option("--seed", help=TRAIN_HELP["seed"])] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
-    """Train a small causal LM and measure its position bias at log-spaced checkpoints."""
-    # imported here, not at the top: keeps lostmid --help fast (module docstring)
-    from lostmid.train.run import run_training
+    """Train a small causal LM and measure its position bias at log-spaced checkpoints.
 
-    resolved = resolve_cli_config(preset, config, steps=steps, seed=seed, corpus=corpus)
-    run_training(resolved, out=out, overwrite=overwrite, console=console, resume=resume)
+    With --task kv|mqar the model learns retrieval instead, evaluated by gold position.
+    """
+    # imported here, not at the top: keeps lostmid --help fast (module docstring)
+    if task is None:
+        from lostmid.train.run import run_training
+
+        retrieval_only = {"--pairs": pairs, "--key-chars": key_chars, "--style": style}
+        retrieval_only |= {"--gold": gold, "--mix": mix, "--eval-every": eval_every}
+        given = [flag for flag, value in retrieval_only.items() if value is not None]
+        if given:
+            raise UserError(f"{', '.join(given)} need --task kv|mqar (retrieval training)")
+        resolved = resolve_cli_config(preset, config, steps=steps, seed=seed, corpus=corpus)
+        run_training(resolved, out=out, overwrite=overwrite, console=console, resume=resume)
+        return
+    from lostmid.behaviour.training import resolve_retrieval_config, train_retrieval
+
+    if corpus is not None or config is not None or resume:
+        raise UserError(
+            "--corpus, --config and --resume are for language-model training; drop them with --task"
+        )
+    if preset == "tiny":  # the LM default: take the task's own preset instead
+        preset = "mqar-tiny" if task == "mqar" else "retrieval-tiny"
+    retrieval = resolve_retrieval_config(
+        preset,
+        task=task,
+        pairs=pairs,
+        key_chars=key_chars,
+        style=style,
+        gold=gold,
+        mix=mix,
+        steps=steps,
+        seed=seed,
+        eval_every=eval_every,
+    )
+    train_retrieval(retrieval, out=out, overwrite=overwrite, console=console)
 
 
 @app.command()

@@ -159,14 +159,12 @@ def test_short_run_checkpoints_read_back_by_retrieve(
 
 
 def test_train_command_applies_its_overrides(tmp_path: Path) -> None:
-    import typer
     from typer.testing import CliRunner
 
-    from lostmid.behaviour.cli import train_retrieval_command
+    from lostmid.cli import app
 
-    app = typer.Typer()
-    app.command()(train_retrieval_command)
-    args = ["--preset", "retrieval-micro", "--steps", "2", "--pairs", "3", "--seed", "5"]
+    args = ["train", "--task", "kv", "--preset", "retrieval-micro", "--steps", "2"]
+    args += ["--pairs", "3", "--seed", "5"]
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     written = json.loads((tmp_path / "retrieval.json").read_text())

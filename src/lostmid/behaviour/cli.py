@@ -15,6 +15,18 @@ from lostmid.errors import UserError
 
 console = Console()
 
+# help of the retrieval-training options of ``lostmid train --task`` (registered there)
+RETRIEVAL_HELP = {
+    "task": "Train on retrieval instead of text: kv | mqar (presets retrieval-tiny, "
+    "mqar-tiny, retrieval-micro).",
+    "pairs": "Retrieval: pairs per example.",
+    "key_chars": "Retrieval (kv): key/value characters.",
+    "style": "Retrieval (kv): compact | liu.",
+    "gold": "Retrieval: gold index law, uniform | power:A.",
+    "mix": "Retrieval: fraction of rows from the stdlib corpus.",
+    "eval_every": "Retrieval: also evaluate every N steps (0: off).",
+}
+
 
 def parse_ints(option: str, text: str | None) -> tuple[int, ...] | None:
     """``"0,10,20"`` -> (0, 10, 20); None stays None; anything else is one line.
@@ -116,52 +128,3 @@ def retrieve(
         seed=seed,
     )
     run_retrieve(config, out=out, overwrite=overwrite, console=console)
-
-
-def train_retrieval_command(
-    preset: Annotated[
-        str, typer.Option("--preset", help="retrieval-tiny | mqar-tiny | retrieval-micro")
-    ] = "retrieval-tiny",
-    task: Annotated[str | None, typer.Option("--task", help="kv | mqar")] = None,
-    pairs: Annotated[int | None, typer.Option("--pairs", help="Pairs per example.")] = None,
-    key_chars: Annotated[
-        int | None, typer.Option("--key-chars", help="kv key/value characters.")
-    ] = None,
-    style: Annotated[str | None, typer.Option("--style", help="kv: compact | liu")] = None,
-    gold: Annotated[
-        str | None, typer.Option("--gold", help="Gold index law: uniform | power:A")
-    ] = None,
-    mix: Annotated[
-        float | None, typer.Option("--mix", help="Fraction of rows from the stdlib corpus.")
-    ] = None,
-    steps: Annotated[int | None, typer.Option("--steps", help="Optimizer steps.")] = None,
-    eval_every: Annotated[
-        int | None, typer.Option("--eval-every", help="Also evaluate every N steps (0: off).")
-    ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Directory for results.")] = Path(
-        "results/train-retrieval"
-    ),
-    seed: Annotated[int | None, typer.Option("--seed", help="Random seed.")] = None,
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace existing results in --out.")
-    ] = False,
-) -> None:
-    """Train a small model on retrieval; accuracy by gold position and influence over time.
-
-    Not registered by itself: ``lostmid train --task kv|mqar`` is meant to call it.
-    """
-    from lostmid.behaviour.training import resolve_retrieval_config, train_retrieval
-
-    config = resolve_retrieval_config(
-        preset,
-        task=task,
-        pairs=pairs,
-        key_chars=key_chars,
-        style=style,
-        gold=gold,
-        mix=mix,
-        steps=steps,
-        seed=seed,
-        eval_every=eval_every,
-    )
-    train_retrieval(config, out=out, overwrite=overwrite, console=console)
