@@ -150,8 +150,11 @@ def test_a_cuda_unit_asks_for_a_gpu_unless_told_otherwise() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"task": "thoery"}, r"^--task 'thoery' unknown; choose one of theory, measure, train$"),
-        ({"task": "retrieve"}, r"^task retrieve is not available yet .*issue 10"),
+        (
+            {"task": "thoery"},
+            r"^--task 'thoery' unknown; choose one of theory, measure, train, retrieve$",
+        ),
+        ({"task": "retrieve", "params": ["pairz=3"]}, r"^task retrieve has no parameter .pairz."),
         ({"task": None}, r"^give --task"),
         ({"task": "theory", "models": "gpt2"}, r"^task theory takes no --models"),
         ({"task": "measure", "params": ["sample=2"]}, r"^task measure has no parameter 'sample'"),

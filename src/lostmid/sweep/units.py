@@ -10,11 +10,11 @@ runner does not depend on the return type of ``run_X``.
 
 Registered: ``theory`` (:func:`lostmid.theory.run.run_theory`), ``measure``
 (:func:`lostmid.influence.run.run_measure`), ``train``
-(:func:`lostmid.train.run.run_training`). Pending (see :data:`PENDING`): ``retrieve``
-(issue 10; add its builder and runner here once ``lostmid.retrieve`` exists).
+(:func:`lostmid.train.run.run_training`), ``retrieve``
+(:func:`lostmid.behaviour.run.run_retrieve`).
 
 >>> sorted(TASKS)
-['measure', 'theory', 'train']
+['measure', 'retrieve', 'theory', 'train']
 >>> task_spec("theory").normalise({"length": 64, "alpha": 1})
 {'length': 64, 'alpha': 1.0}
 """
@@ -205,6 +205,34 @@ def _run_train(config: Any, folder: Path) -> dict[str, Any]:
     }
 
 
+# -- retrieve --------------------------------------------------------------------------
+
+
+@functools.cache
+def _retrieve_defaults() -> dict[str, Any]:
+    from lostmid.behaviour.run import RetrieveConfig
+
+    return {"model": "tiny-qwen2", **_fields(RetrieveConfig)}
+
+
+def _build_retrieve(params: Params) -> Any:
+    from lostmid.behaviour.run import RetrieveConfig
+
+    return RetrieveConfig(**{"model": "tiny-qwen2", **params})  # validates on construction
+
+
+def _run_retrieve(config: Any, folder: Path) -> dict[str, Any]:
+    from lostmid.behaviour.run import run_retrieve
+
+    run_retrieve(config, out=folder, overwrite=True, console=None)
+    summary = _read(folder, "retrieve.json")["summary"]
+    return {
+        "file": "retrieve.json",
+        "mean_accuracy": summary.get("mean_accuracy"),
+        "gap": (summary.get("gap") or {}).get("estimate"),
+    }
+
+
 TASKS: dict[str, TaskSpec] = {
     "theory": TaskSpec(
         name="theory",
@@ -229,15 +257,18 @@ TASKS: dict[str, TaskSpec] = {
         run=_run_train,
         needs_gpu=_on_cuda,
     ),
+    "retrieve": TaskSpec(
+        name="retrieve",
+        defaults=_retrieve_defaults,
+        axes={"models": "model", "seeds": "seed", "lengths": "length"},
+        build=_build_retrieve,
+        run=_run_retrieve,
+        needs_gpu=_on_cuda,
+    ),
 }
 
 # Tasks the sweep knows of but this version cannot run yet: name -> why, what to do.
-PENDING: dict[str, str] = {
-    "retrieve": (
-        "task retrieve is not available yet (lostmid retrieve, issue 10, is not in this "
-        "version); sweep measure, theory or train"
-    ),
-}
+PENDING: dict[str, str] = {}
 
 
 def task_spec(name: str) -> TaskSpec:
