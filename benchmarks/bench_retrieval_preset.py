@@ -1,0 +1,59 @@
+"""The retrieval preset over seeds: wall time and accuracy reached (issue 10's target).
+
+    python benchmarks/bench_retrieval_preset.py [--preset retrieval-tiny] [--seeds 0,1,2]
+
+Trains ``lostmid train --task kv`` (``train_retrieval``) once per seed into a temporary
+folder and prints one row per seed: wall and training seconds, final mean teacher-
+forced argmax accuracy with its Wilson interval, the accuracy at the first, middle and
+last gold index, and the link (Spearman of accuracy and of log-prob by gold index
+against the influence of those records) at init and after training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from lostmid.behaviour.training import resolve_retrieval_config, train_retrieval
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="retrieval-tiny")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--steps", type=int, default=None)
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    print(f"{time.strftime('%Y-%m-%d')} {platform.machine()} {platform.processor() or ''}")
+    header = (
+        "seed | wall s | train s | mean acc [95% CI] | first / middle / last | link init / final"
+    )
+    print(header)
+    print("-" * len(header))
+    finals = []
+    for seed in seeds:
+        config = resolve_retrieval_config(args.preset, seed=seed, steps=args.steps)
+        with tempfile.TemporaryDirectory() as tmp:
+            result = train_retrieval(config, out=Path(tmp) / "run")
+        s = result.final.summary
+        acc = [p.accuracy for p in result.final.positions]
+        finals.append(s.mean_accuracy)
+
+        def fmt(x: float | None) -> str:
+            return "n/a" if x is None else f"{x:+.2f}"
+
+        print(
+            f"{seed} | {result.wall_seconds:.0f} | {result.train_seconds:.0f} | "
+            f"{s.mean_accuracy:.3f} [{s.mean_ci_low:.3f}, {s.mean_ci_high:.3f}] | "
+            f"{acc[0]:.2f} / {acc[len(acc) // 2]:.2f} / {acc[-1]:.2f} | "
+            f"acc {fmt(result.initial.link_accuracy)} / {fmt(result.final.link_accuracy)}, "
+            f"logprob {fmt(result.initial.link_logprob)} / {fmt(result.final.link_logprob)}"
+        )
+    print(f"mean final accuracy over {len(seeds)} seeds: {sum(finals) / len(finals):.3f}")
+
+
+if __name__ == "__main__":
+    main()
