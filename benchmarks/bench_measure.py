@@ -18,18 +18,22 @@ Parts:
    sample, one probe); if a case would not fit, it is measured at the smaller
    ``--memory-lengths`` and extrapolated (said in the table).
 4. ``flops`` (not in the default parts): achieved FLOP/s of a measurement at L =
-   ``--flop-length`` (``--flop-samples`` samples, one probe each, ``--batch-size`` per
-   pass) against the machine's matmul throughput for the same shapes, timed in the same
-   run. FLOPs are counted analytically (``lostmid.influence.matmul_inventory``: dense
-   layers, attention scores and values, the LM head when used; the input-gradient
-   backward costs 1x the forward for dense layers, 2x for attention). The matmul floor
-   is the sum over that inventory of count x the median time of ``torch.matmul`` on
-   random matrices of each shape; the ratio is floor time / measured time.
-5. ``floor`` (not in the default parts): the time to 5% relative standard error at
-   every position at L = ``--flop-length``, measured: one probe per sample, samples
-   until the running max relative s.e. is <= ``--rse`` (at least ``--min-samples``;
-   ``lostmid.influence.influence_to_precision``), against the FLOP floor of the samples
-   it needed (their matmul-floor time).
+   ``--flop-length`` (one probe per sample, ``--batch-size`` samples per pass, optionally
+   ``--compile``) against the machine's matmul throughput for the same shapes, in the
+   same process. FLOPs are counted analytically (``lostmid.influence.matmul_inventory``:
+   dense layers, attention scores and values over the full L x L square as the eager
+   kernel computes them, the LM head when used; the input-gradient backward costs 1x the
+   forward for dense layers, 2x for attention, no weight gradients). The matmul floor of
+   a pass is the sum over that inventory of count x the time of ``torch.matmul`` on
+   random matrices of each shape. Floor and measurement alternate ``--flop-samples``
+   times; the ratio is median floor time / median measured time (a load that drifts on
+   a shared machine weighs on both alike).
+5. ``floor`` (not in the default parts): the time to ``--rse`` (5%) relative standard
+   error at every position at L = ``--flop-length``, measured: one probe per sample,
+   samples until the running max relative s.e. is <= ``--rse`` (at least
+   ``--min-samples``; ``lostmid.influence.influence_to_precision``), against the FLOP
+   floor of the samples it needed (S x the per-sample matmul floor, timed before and
+   after the run and averaged).
 
     OMP_NUM_THREADS=2 python benchmarks/bench_measure.py --parts flops,floor --attn eager
 """

@@ -234,9 +234,15 @@ def test_influence_to_precision_stops_at_the_first_sample_count_that_reaches_it(
     if s > floor:
         fewer = influence_profile(qwen, pool[: s - 1], probes=1, seed=2)
         assert np.nanmax(fewer.relative_stderr) > rse
-    # Batches of 3 stop at the first multiple of 3 at or after s.
+    # Batches of 3 check only multiples of 3, so they stop at one, at or after s.
     batched = influence_to_precision(qwen, pool, rse=rse, min_samples=floor, seed=2, batch_size=3)
-    assert batched.samples == -(-s // 3) * 3 or batched.samples == -(-floor // 3) * 3
+    assert batched.samples % 3 == 0 and batched.samples >= s
+    assert np.nanmax(batched.relative_stderr) <= rse
+    np.testing.assert_allclose(
+        batched.mean_sq,
+        influence_profile(qwen, pool[: batched.samples], probes=1, seed=2).mean_sq,
+        rtol=1e-10,
+    )
     # A target out of reach uses every row.
     assert influence_to_precision(qwen, pool[:5], rse=1e-6, min_samples=2).samples == 5
 

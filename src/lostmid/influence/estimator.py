@@ -42,7 +42,16 @@ forward (per sample) and of one extra VJP (per probe).
 Batching. A sample's probes share ONE forward pass: the VJPs reuse its saved
 activations (``strategy="loop"``: one backward per probe with the graph retained;
 ``strategy="vmap"``: all probes in one vectorised backward, ``is_grads_batched``).
-Parameters are frozen, so backward passes compute input gradients only.
+``batch_size`` samples share each forward and each backward; sample s draws its probes
+from its own stream (seed, s), so the result does not depend on the batching.
+Parameters are frozen during a measurement, so backward passes compute input gradients
+only (no parameter ``.grad``, no activations saved for weight gradients).
+
+Cost. Per sample one forward and, per probe, one input-gradient backward; with frozen
+parameters the backward costs the forward's FLOPs for dense layers and twice them for
+attention (:func:`matmul_inventory`). When the sample-to-sample variance dominates, one
+probe per sample is the cheapest way to a given error; :func:`influence_to_precision`
+measures samples until every position reaches a target relative standard error.
 """
 
 from __future__ import annotations
