@@ -208,6 +208,16 @@ def test_explicit_map_offloads_pretrained_weights_and_keeps_the_profile(tmp_path
     block = offloaded.model.transformer.h[1]
     assert all(p.device.type == "meta" for p in block.parameters())
     np.testing.assert_allclose(_profile(offloaded).mean_sq, _profile(original).mean_sq, rtol=1e-5)
+    # Ablations act on weights: a built model is ablated before it is offloaded ...
+    wpe_on_disk = {"transformer.wpe": "disk", "": "cpu"}
+    plain = load_model("tiny-gpt2", seed=2, no_pos_emb=True)
+    ablated = load_model("tiny-gpt2", seed=2, no_pos_emb=True, device_map=wpe_on_disk)
+    np.testing.assert_allclose(_profile(ablated).mean_sq, _profile(plain).mean_sq, rtol=1e-5)
+    # ... but offloaded pretrained weights cannot be zeroed: said, not ignored.
+    with pytest.raises(UserError, match="--no-pos-emb cannot zero offloaded weights"):
+        load_model(
+            str(tmp_path / "weights"), init="pretrained", no_pos_emb=True, device_map=wpe_on_disk
+        )
 
 
 def test_offload_without_a_folder_uses_a_temporary_one_that_goes_with_the_model() -> None:
