@@ -153,10 +153,6 @@ class LoadedModel:
 
 
 DEVICE_MAP_PLANS = ("auto", "balanced")
-DEVICE_MAP_HELP = (
-    "auto | balanced | JSON {module: device} (device: GPU index, cuda:N, cpu or disk): "
-    "split a model across devices or offload it (accelerate)"
-)
 _ACCELERATE_HINT = "pip install 'lostmid[big]' (or pip install accelerate)"
 
 
