@@ -17,6 +17,25 @@ Parts:
 3. ``memory``: peak RSS at L = ``--long-length`` with and without checkpointing (one
    sample, one probe); if a case would not fit, it is measured at the smaller
    ``--memory-lengths`` and extrapolated (said in the table).
+4. ``flops`` (not in the default parts): achieved FLOP/s of a measurement at L =
+   ``--flop-length`` (one probe per sample, ``--batch-size`` samples per pass, optionally
+   ``--compile``) against the machine's matmul throughput for the same shapes, in the
+   same process. FLOPs are counted analytically (``lostmid.influence.matmul_inventory``:
+   dense layers, attention scores and values over the full L x L square as the eager
+   kernel computes them, the LM head when used; the input-gradient backward costs 1x the
+   forward for dense layers, 2x for attention, no weight gradients). The matmul floor of
+   a pass is the sum over that inventory of count x the time of ``torch.matmul`` on
+   random matrices of each shape. Floor and measurement alternate ``--flop-samples``
+   times; the ratio is median floor time / median measured time (a load that drifts on
+   a shared machine weighs on both alike).
+5. ``floor`` (not in the default parts): the time to ``--rse`` (5%) relative standard
+   error at every position at L = ``--flop-length``, measured: one probe per sample,
+   samples until the running max relative s.e. is <= ``--rse`` (at least
+   ``--min-samples``; ``lostmid.influence.influence_to_precision``), against the FLOP
+   floor of the samples it needed (S x the per-sample matmul floor, timed before and
+   after the run and averaged).
+
+    OMP_NUM_THREADS=2 python benchmarks/bench_measure.py --parts flops,floor --attn eager
 """
 
 from __future__ import annotations
@@ -130,6 +149,115 @@ def worker_memory(args: argparse.Namespace, length: int, checkpointing: bool) ->
     }
 
 
+def _time_matmul(batch: int, m: int, k: int, n: int, dtype: Any, reps: int) -> float:
+    """Median seconds of torch.matmul on random (batch, m, k) @ (batch, k, n) operands."""
+    import torch
+
+    shape_a, shape_b = ((m, k), (k, n)) if batch == 1 else ((batch, m, k), (batch, k, n))
+    a, b = torch.randn(shape_a, dtype=dtype), torch.randn(shape_b, dtype=dtype)
+    torch.matmul(a, b)  # warm up (allocation, kernel selection)
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        torch.matmul(a, b)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def _matmul_floor(inventory: Any, dtype: Any, reps: int) -> dict[str, Any]:
+    """Seconds of the inventory's products at the measured matmul speed, per pass kind."""
+    cache: dict[tuple[int, int, int, int], float] = {}
+    seconds = {"forward": 0.0, "input-gradient": 0.0}
+    flops = {"forward": 0, "input-gradient": 0}
+    for mm in inventory:
+        key = (mm.batch, mm.m, mm.k, mm.n)
+        if key not in cache:
+            cache[key] = _time_matmul(*key, dtype=dtype, reps=reps)
+        seconds[mm.pass_] += mm.count * cache[key]
+        flops[mm.pass_] += mm.flops
+    return {"seconds": seconds, "flops": flops}
+
+
+def worker_flops(args: argparse.Namespace, floor_run: bool) -> dict[str, Any]:
+    """Achieved FLOP/s of a measurement vs the matmul floor; optionally the 5% run.
+
+    The floor and the measurement alternate, one pass each, ``--flop-samples`` times, and
+    the ratio is taken between their medians, so a load that drifts on a shared machine
+    weighs on both alike.
+    """
+    import os
+
+    import torch
+
+    from lostmid.influence import (
+        influence_profile,
+        influence_to_precision,
+        matmul_inventory,
+        random_token_ids,
+    )
+
+    loaded = _load(args, args.attn.split(",")[0])
+    length, batch = args.flop_length, args.batch_size
+    dtype = next(loaded.model.parameters()).dtype
+    load_before = os.getloadavg()[0]
+    inventory = matmul_inventory(loaded, length, batch_size=batch)
+    ids = random_token_ids(loaded.vocab_size, batch * (args.flop_samples + 1), length, seed=1)
+    start = time.perf_counter()  # warm-up pass (and compilation with --compile)
+    influence_profile(loaded, ids[:batch], probes=1, batch_size=batch, compile=args.compile)
+    warm_seconds = time.perf_counter() - start
+    floors, passes = [], []
+    for rep in range(args.flop_samples):
+        floor = _matmul_floor(inventory, dtype, reps=1)
+        floors.append(floor["seconds"]["forward"] + floor["seconds"]["input-gradient"])
+        chunk = ids[(rep + 1) * batch : (rep + 2) * batch]
+        start = time.perf_counter()
+        influence_profile(loaded, chunk, probes=1, batch_size=batch, compile=args.compile)
+        passes.append(time.perf_counter() - start)
+    flops_pass = floor["flops"]["forward"] + floor["flops"]["input-gradient"]  # B samples
+    per_pass, seconds = float(np.median(floors)), float(np.median(passes))
+    result: dict[str, Any] = {
+        "threads": torch.get_num_threads(),
+        "attention": loaded.attention,
+        "compile": args.compile,
+        "warm_seconds": warm_seconds,
+        "flops_per_sample": flops_pass / batch,
+        "forward_flops_per_sample": floor["flops"]["forward"] / batch,
+        "matmul_flops_per_s": flops_pass / per_pass,
+        "pass_seconds": passes,
+        "floor_seconds": floors,
+        "measure_flops_per_s": flops_pass / seconds,
+        "ratio": per_pass / seconds,
+        "floor_seconds_per_sample": per_pass / batch,
+        "load_before": load_before,
+    }
+    if floor_run:
+        pool = random_token_ids(loaded.vocab_size, args.max_samples, length, seed=2)
+        floor_before = _matmul_floor(inventory, dtype, reps=3)["seconds"]
+        start = time.perf_counter()
+        prof = influence_to_precision(
+            loaded,
+            pool,
+            rse=args.rse,
+            min_samples=args.min_samples,
+            probes=1,
+            batch_size=batch,
+            compile=args.compile,
+        )
+        seconds = time.perf_counter() - start
+        floor_after = _matmul_floor(inventory, dtype, reps=3)["seconds"]
+        per_sample = (sum(floor_before.values()) + sum(floor_after.values())) / (2 * batch)
+        result |= {
+            "rse_seconds": seconds,
+            "rse_samples": prof.samples,
+            "rse_reached": float(np.nanmax(prof.relative_stderr)),
+            "rse_floor_seconds": prof.samples * per_sample,
+            "rse_floor_flops_per_s": flops_pass / batch / per_sample,
+            "best_probes_per_sample": prof.best_probes_per_sample(),
+        }
+    result |= {"load_after": os.getloadavg()[0], "peak_rss_gib": _peak_rss_gib()}
+    return result
+
+
 def _spawn(argv: list[str], case: list[str]) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, __file__, *argv, "--worker", *case], capture_output=True, text=True
@@ -153,6 +281,13 @@ def main() -> None:
     parser.add_argument("--max-gib", type=float, default=20.0, help="Skip cases predicted above.")
     parser.add_argument("--parts", default="speed,rse,memory")
     parser.add_argument("--attn", default="sdpa,eager", help="Attention kernels for speed.")
+    parser.add_argument("--flop-length", type=int, default=1024)
+    parser.add_argument("--flop-samples", type=int, default=3, help="Alternations (flops).")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the blocks.")
+    parser.add_argument("--batch-size", type=int, default=1, help="Samples per pass.")
+    parser.add_argument("--rse", type=float, default=0.05)
+    parser.add_argument("--min-samples", type=int, default=10)
+    parser.add_argument("--max-samples", type=int, default=1000)
     parser.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -162,6 +297,8 @@ def main() -> None:
             result = worker_speed(args)
         elif kind == "rse":
             result = worker_rse(args)
+        elif kind == "flops":
+            result = worker_flops(args, floor_run=args.worker[1] == "1")
         else:
             result = worker_memory(args, int(args.worker[1]), args.worker[2] == "1")
         print(json.dumps(result))
@@ -247,6 +384,53 @@ def main() -> None:
                     f"{name} L={args.long_length} {label}, 1 sample x 1 probe",
                     r.get("error")
                     or f"peak RSS {r['peak_rss_gib']:.2f} GiB{extra}, {r['seconds']:.1f} s",
+                )
+            )
+    if "flops" in parts or "floor" in parts:
+        r = _spawn(argv, ["flops", str(int("floor" in parts))])
+        if "error" in r:
+            rows.append(("flops", r["error"]))
+        else:
+            where = (
+                f"{name} L={args.flop_length} B={args.batch_size} {r['attention']}"
+                f"{' compiled' if r['compile'] else ''}, {r['threads']} threads"
+            )
+            rows.append(
+                (
+                    f"{where}: warm-up pass" + (" (compiles)" if r["compile"] else ""),
+                    f"{r['warm_seconds']:.1f} s",
+                )
+            )
+            rows.append(
+                (
+                    f"{where}: matmul throughput, same shapes (median of {args.flop_samples})",
+                    f"{r['matmul_flops_per_s'] / 1e9:.1f} GFLOP/s "
+                    f"({r['floor_seconds_per_sample']:.2f} s per sample)",
+                )
+            )
+            rows.append(
+                (
+                    f"{where}: measurement, 1 probe per sample "
+                    f"({r['flops_per_sample'] / 1e12:.3f} TFLOP per sample)",
+                    f"{np.median(r['pass_seconds']) / args.batch_size:.2f} s per sample, "
+                    f"{r['measure_flops_per_s'] / 1e9:.1f} GFLOP/s "
+                    f"= {100 * r['ratio']:.0f}% of matmul throughput",
+                )
+            )
+            if "rse_seconds" in r:
+                rows.append(
+                    (
+                        f"{where}: time to {100 * args.rse:.0f}% relative s.e. at every position "
+                        "(measured)",
+                        f"{r['rse_seconds']:.0f} s with S={r['rse_samples']} (max RSE "
+                        f"{r['rse_reached']:.3f}); floor {r['rse_floor_seconds']:.0f} s; "
+                        f"{r['rse_seconds'] / r['rse_floor_seconds']:.2f}x the floor",
+                    )
+                )
+            rows.append(
+                (
+                    f"{where}: load average before / after, peak RSS",
+                    f"{r['load_before']:.1f} / {r['load_after']:.1f}, {r['peak_rss_gib']:.2f} GiB",
                 )
             )
     width = max(len(k) for k, _ in rows) if rows else 10

@@ -122,6 +122,7 @@ def measure(
     batch_size: Annotated[int, typer.Option(help=MEASURE_HELP["batch_size"])] = 1,
     attention: Annotated[str, typer.Option(help=MEASURE_HELP["attention"])] = "auto",
     strategy: Annotated[str, typer.Option(help=MEASURE_HELP["strategy"])] = "loop",
+    device_map: Annotated[str | None, typer.Option(help=MEASURE_HELP["device_map"])] = None,
     out: OutOpt = Path("results/measure"),
     seed: Annotated[int, typer.Option("--seed", help=MEASURE_HELP["seed"])] = 0,
     overwrite: OverwriteOpt = False,
@@ -150,6 +151,7 @@ def measure(
         batch_size=batch_size,
         attention=attention,
         strategy=strategy,
+        device_map=device_map,
     )
     run_measure(config, out=out, overwrite=overwrite, console=console)
 

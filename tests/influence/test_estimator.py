@@ -5,12 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
 
 from lostmid.errors import UserError
 from lostmid.influence import (
     NonFiniteError,
     exact_jacobian_norms,
     influence_profile,
+    influence_to_precision,
     random_token_ids,
 )
 from lostmid.models import load_model
@@ -138,3 +141,124 @@ def test_bad_requests_are_one_line_errors(qwen, ids) -> None:
         influence_profile(qwen, too_long)
     with pytest.raises(UserError, match=r"token ids must lie in 0..255"):
         influence_profile(qwen, ids + 1000)
+
+
+@pytest.mark.parametrize("strategy", ["loop", "vmap"])
+def test_batched_equals_unbatched_for_the_same_samples_and_probes(qwen, ids, strategy) -> None:
+    # Each sample draws its probes from its own stream, so batching changes nothing.
+    one = influence_profile(qwen, ids, probes=2, seed=4, per_layer=True, strategy=strategy)
+    for batch_size in (2, 3):
+        batched = influence_profile(
+            qwen, ids, probes=2, seed=4, per_layer=True, strategy=strategy, batch_size=batch_size
+        )
+        for field in ("mean_sq", "var_probe", "var_sample", "per_layer"):
+            np.testing.assert_allclose(
+                getattr(batched, field), getattr(one, field), rtol=1e-10, atol=0, err_msg=field
+            )
+
+
+class _CountFlops(TorchDispatchMode):
+    """FLOPs of every op that runs, by torch's own formulas (torch.utils.flop_counter).
+
+    torch's FlopCounterMode also tracks modules with hooks that autograd.grad on a leaf
+    input rejects; this counts the same ops without them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        formula = flop_registry.get(func._overloadpacket)
+        if formula is not None:
+            self.total += formula(*args, **kwargs, out_val=out)
+        return out
+
+
+@pytest.mark.parametrize("family", ["qwen", "gpt2"])
+@pytest.mark.parametrize(("output", "batch_size"), [("hidden", 1), ("hidden", 3), ("logits", 2)])
+def test_flop_count_matches_torch_and_backward_is_input_gradients_only(
+    family, output, batch_size, request, ids
+) -> None:
+    from lostmid.influence import matmul_inventory, measurement_flops
+
+    loaded = request.getfixturevalue(family)
+    with _CountFlops() as counter:
+        influence_profile(loaded, ids, probes=2, output=output, batch_size=batch_size)
+    # torch's formulas over every op that really ran, forward and backward; weight
+    # gradients would add their own products.
+    assert counter.total == measurement_flops(loaded, L, samples=3, probes=2, output=output)
+    inventory = matmul_inventory(loaded, L, output=output)
+    forward = sum(mm.flops for mm in inventory if mm.pass_ == "forward")
+    backward = sum(mm.flops for mm in inventory if mm.pass_ == "input-gradient")
+    config = loaded.model.config
+    attention = 4 * L * L * config.hidden_size * loaded.num_layers  # QK^T and AV, H h_d = d
+    assert backward == forward + attention  # dense layers 1x, attention 2x the forward
+
+
+def test_parameters_are_frozen_during_a_measurement_and_restored(ids) -> None:
+    loaded = load_model("tiny-qwen2", seed=0, dtype="float64", attn_implementation="eager")
+    reference = influence_profile(loaded, ids, probes=2, seed=1)
+    params = list(loaded.model.parameters())
+    for p in params:  # as a training loop would leave a shared module
+        p.requires_grad_(True)
+    seen: list[bool] = []
+    block = loaded.adapter.blocks(loaded.model)[0]
+    handle = block.register_forward_hook(
+        lambda *_: seen.append(any(p.requires_grad for p in params))
+    )
+    try:
+        prof = influence_profile(loaded, ids, probes=2, seed=1)
+    finally:
+        handle.remove()
+    assert seen and not any(seen)  # frozen while measuring
+    assert all(p.requires_grad for p in params)  # restored afterwards
+    assert all(p.grad is None for p in params)  # no parameter gradient allocated
+    np.testing.assert_allclose(prof.mean_sq, reference.mean_sq, rtol=1e-12)
+
+
+def test_influence_to_precision_stops_at_the_first_sample_count_that_reaches_it(qwen) -> None:
+    pool = random_token_ids(256, 60, L, seed=7)
+    rse, floor = 0.12, 4
+    prof = influence_to_precision(qwen, pool, rse=rse, min_samples=floor, seed=2)
+    s = prof.samples
+    assert floor <= s < 60
+    # The same samples and probes measured in one go give the same profile ...
+    again = influence_profile(qwen, pool[:s], probes=1, seed=2)
+    np.testing.assert_array_equal(prof.mean_sq, again.mean_sq)
+    np.testing.assert_array_equal(prof.stderr, again.stderr)
+    # ... which meets the target, while one sample fewer did not (past the minimum).
+    assert np.nanmax(prof.relative_stderr) <= rse
+    if s > floor:
+        fewer = influence_profile(qwen, pool[: s - 1], probes=1, seed=2)
+        assert np.nanmax(fewer.relative_stderr) > rse
+    # Batches of 3 check only multiples of 3, so they stop at one, at or after s.
+    batched = influence_to_precision(qwen, pool, rse=rse, min_samples=floor, seed=2, batch_size=3)
+    assert batched.samples % 3 == 0 and batched.samples >= s
+    assert np.nanmax(batched.relative_stderr) <= rse
+    np.testing.assert_allclose(
+        batched.mean_sq,
+        influence_profile(qwen, pool[: batched.samples], probes=1, seed=2).mean_sq,
+        rtol=1e-10,
+    )
+    # A target out of reach uses every row.
+    assert influence_to_precision(qwen, pool[:5], rse=1e-6, min_samples=2).samples == 5
+
+
+def test_precision_and_compile_requests_are_checked(qwen, ids) -> None:
+    with pytest.raises(UserError, match="rse must be positive, got 0.0"):
+        influence_to_precision(qwen, ids, rse=0.0)
+    with pytest.raises(UserError, match="min_samples must be >= 2"):
+        influence_to_precision(qwen, ids, min_samples=1)
+    with pytest.raises(UserError, match="compile and checkpointing cannot be combined"):
+        influence_profile(qwen, ids, compile=True, checkpointing=True)
+
+
+@pytest.mark.slow
+def test_compiled_blocks_give_the_same_profile(qwen, ids) -> None:
+    plain = influence_profile(qwen, ids, probes=2, seed=1)
+    compiled = influence_profile(qwen, ids, probes=2, seed=1, compile=True)
+    # inductor may reorder sums (module docstring of compiled_blocks)
+    np.testing.assert_allclose(compiled.mean_sq, plain.mean_sq, rtol=1e-6)

@@ -42,7 +42,8 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "device": "cpu | cuda[:N]",
     "dtype": "float32 | bfloat16 | float16 | float64",
     "corpus": "Text file or directory of .txt (default: random ids).",
-    "batch_size": "Samples per forward pass.",
+    "batch_size": "Samples per forward/backward pass (more memory; same result).",
+    "device_map": "auto | balanced | JSON {module: device}: split/offload (accelerate).",
     "attention": f"auto (eager up to L = {EAGER_MAX_LENGTH}, then sdpa) | eager | sdpa",
     "strategy": "loop (one backward per probe) | vmap (one batched backward)",
 }
@@ -83,6 +84,7 @@ class MeasureConfig:
     batch_size: int = 1
     strategy: str = "loop"
     attention: str = "auto"
+    device_map: str | None = None
 
     def __post_init__(self) -> None:
         # The estimator's options live with the estimator, which imports torch; imported
@@ -95,6 +97,10 @@ class MeasureConfig:
         check_choice("--attention", self.attention, ATTENTION_CHOICES)
         check_choice("--strategy", self.strategy, STRATEGIES)
         check_position("--target", self.target, self.length)
+        if self.device_map is not None:  # the map's form here; its modules at load time
+            from lostmid.models.load import parse_device_map
+
+            parse_device_map(self.device_map)
         if self.corpus is not None and not Path(self.corpus).expanduser().exists():
             raise UserError(f"--corpus {self.corpus}: no such file or directory")
 

@@ -346,7 +346,7 @@ def branch_gains(
         adapter.attention(block)
         _mlp(block)
     layers, width = len(blocks), loaded.hidden_size
-    device = next(model.parameters()).device
+    device = loaded.input_device  # the embedding's device, also under a device map
     gen = torch.Generator().manual_seed(seed)
     attn_sq = np.zeros((layers, length))  # sum over samples of mean_p ||J_j^T v||^2
     mlp_sq = np.zeros((layers, length))

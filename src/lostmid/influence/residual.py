@@ -119,7 +119,7 @@ def _forward_ratio(
         )
     model, adapter = loaded.model, loaded.adapter
     blocks = adapter.blocks(model)
-    device = next(model.parameters()).device
+    device = loaded.input_device  # the embedding's device, also under a device map
     sums = np.zeros(len(blocks))
     count = 0
     block_inputs: dict[int, torch.Tensor] = {}

@@ -124,6 +124,7 @@ def run_measure(
                 dtype=config.dtype,
                 device=config.device,
                 attn_implementation=attention,
+                device_map=config.device_map,
             )
         if config.length > loaded.max_length:
             raise UserError(

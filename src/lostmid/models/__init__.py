@@ -27,7 +27,7 @@ from lostmid.models.build import (
     build_config,
 )
 from lostmid.models.devices import resolve_device
-from lostmid.models.load import INITS, LoadedModel, load_model
+from lostmid.models.load import INITS, LoadedModel, load_model, parse_device_map
 from lostmid.models.presets import MODEL_PRESETS
 from lostmid.models.shape import ModelShape
 
@@ -49,6 +49,7 @@ __all__ = [
     "build_config",
     "freeze_norm_scale",
     "load_model",
+    "parse_device_map",
     "remove_mlp",
     "remove_positions",
     "resolve_device",
