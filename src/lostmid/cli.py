@@ -121,6 +121,12 @@ def measure(
     batch_size: Annotated[int, typer.Option(help=MEASURE_HELP["batch_size"])] = 1,
     attention: Annotated[str, typer.Option(help=MEASURE_HELP["attention"])] = "auto",
     strategy: Annotated[str, typer.Option(help=MEASURE_HELP["strategy"])] = "loop",
+    no_alibi: Annotated[bool, typer.Option("--no-alibi", help=MEASURE_HELP["no_alibi"])] = False,
+    strength: Annotated[str, typer.Option(help=MEASURE_HELP["strength"])] = "jacobian",
+    per_position_gains: Annotated[
+        str, typer.Option(help=MEASURE_HELP["per_position_gains"])
+    ] = "auto",
+    gain_directions: Annotated[int, typer.Option(help=MEASURE_HELP["gain_directions"])] = 4,
     out: OutOpt = Path("results/measure"),
     seed: Annotated[int, typer.Option("--seed", help=MEASURE_HELP["seed"])] = 0,
     overwrite: OverwriteOpt = False,
@@ -149,6 +155,10 @@ def measure(
         batch_size=batch_size,
         attention=attention,
         strategy=strategy,
+        no_alibi=no_alibi,
+        strength=strength,
+        per_position_gains=per_position_gains,
+        gain_directions=gain_directions,
     )
     run_measure(config, out=out, overwrite=overwrite, console=console)
 

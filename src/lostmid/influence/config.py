@@ -16,14 +16,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for
 from lostmid.checks import check_choice, check_position, check_positive
 from lostmid.errors import UserError
 
-# The eager/SDPA switch of ``--attention auto``: eager attention up to this length (the
-# probe VJPs batch well: fastest), SDPA beyond (no L x L matrix kept per layer, so long
-# contexts fit in memory); see docs/BENCHMARKS.md.
-EAGER_MAX_LENGTH = 1024
 ATTENTION_CHOICES = ("auto", "eager", "sdpa")
+STRENGTHS = ("jacobian", "forward")
+"""How the residual strength a_l that predictions use is measured
+(:mod:`lostmid.influence.residual`): s_l/(1+s_l) from the branch's Jacobian gain, or the
+peer project's forward ratio."""
+PER_POSITION_GAINS = ("auto", "on", "off")
+PER_POSITION_MAX_CELLS = 1 << 17
+"""``--per-position-gains auto`` keeps the per-position arrays when H x L is at most
+this (131072: e.g. 24 layers at L = 4096). Measuring them costs nothing extra (the
+branch gains are measured per position anyway); what grows is measure.json (three
+H x L arrays) and the jacobian kernel of ``predicted:positional`` (O(L^2 H) time,
+O(L^2) memory: seconds at L = 2048, H = 24)."""
 
 HELP = {  # the CLI's help for each option, and the meaning of each field below
     "model": "Preset name, local directory or cached hub id.",
@@ -45,16 +53,14 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "batch_size": "Samples per forward pass.",
     "attention": f"auto (eager up to L = {EAGER_MAX_LENGTH}, then sdpa) | eager | sdpa",
     "strategy": "loop (one backward per probe) | vmap (one batched backward)",
+    "no_alibi": "ALiBi attention biases off (BLOOM).",
+    "strength": "jacobian | forward: the residual strength a_l that predictions use "
+    "(jacobian: s/(1+s) from the attention branch's Jacobian gain s; forward: the peer's "
+    "ratio ||attn||/(||x||+||attn||)). Both are written.",
+    "per_position_gains": "auto | on | off: write the per-position branch and MLP gains "
+    f"(H x L each; auto: on when H x L <= {PER_POSITION_MAX_CELLS}).",
+    "gain_directions": "Random directions per sample for the branch gains.",
 }
-
-
-def attention_for(length: int, checkpointing: bool = False) -> str:
-    """The attention implementation ``--attention auto`` picks for inputs of ``length``.
-
-    >>> attention_for(512), attention_for(2048), attention_for(512, checkpointing=True)
-    ('eager', 'sdpa', 'sdpa')
-    """
-    return "eager" if length <= EAGER_MAX_LENGTH and not checkpointing else "sdpa"
 
 
 @dataclass(frozen=True)
@@ -83,17 +89,23 @@ class MeasureConfig:
     batch_size: int = 1
     strategy: str = "loop"
     attention: str = "auto"
+    no_alibi: bool = False
+    strength: str = "jacobian"
+    per_position_gains: str = "auto"
+    gain_directions: int = 4
 
     def __post_init__(self) -> None:
         # The estimator's options live with the estimator, which imports torch; imported
         # here, not at the top, so that lostmid --help (which reads HELP) stays fast.
         from lostmid.influence.estimator import OUTPUTS, STRATEGIES
 
-        for name in ("length", "samples", "probes", "batch_size"):
+        for name in ("length", "samples", "probes", "batch_size", "gain_directions"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         check_choice("--output", self.output, OUTPUTS)
         check_choice("--attention", self.attention, ATTENTION_CHOICES)
         check_choice("--strategy", self.strategy, STRATEGIES)
+        check_choice("--strength", self.strength, STRENGTHS)
+        check_choice("--per-position-gains", self.per_position_gains, PER_POSITION_GAINS)
         check_position("--target", self.target, self.length)
         if self.corpus is not None and not Path(self.corpus).expanduser().exists():
             raise UserError(f"--corpus {self.corpus}: no such file or directory")
@@ -109,6 +121,18 @@ class MeasureConfig:
         if self.attention != "auto":
             return self.attention
         return attention_for(self.length, self.checkpointing)
+
+    def per_position_gains_for(self, layers: int) -> bool:
+        """Whether the per-position gains are kept for a model of ``layers`` layers:
+        ``on``/``off`` as said, ``auto`` when H x L <= :data:`PER_POSITION_MAX_CELLS`.
+
+        >>> c = MeasureConfig(length=8192)
+        >>> c.per_position_gains_for(12), c.per_position_gains_for(24)
+        (True, False)
+        """
+        if self.per_position_gains != "auto":
+            return self.per_position_gains == "on"
+        return layers * self.length <= PER_POSITION_MAX_CELLS
 
     def record(self) -> dict[str, Any]:
         return asdict(self) | {"corpus": None if self.corpus is None else str(self.corpus)}
