@@ -19,13 +19,18 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from lostmid.compare.options import OPTION_DEFAULTS as COMPARE_DEFAULTS
+from lostmid.compare.options import OPTION_HELP as COMPARE_HELP
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.influence.config import MeasureConfig
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.reproduce.config import ReproduceConfig, parse_models
 from lostmid.sweep.cli import sweep_command
+from lostmid.theory.run import HELP as THEORY_HELP
+from lostmid.theory.run import TheoryConfig
 from lostmid.train.config import HELP as TRAIN_HELP
 from lostmid.train.config import resolve_cli_config
 
@@ -54,32 +59,20 @@ OverwriteOpt = Annotated[
 
 @app.command()
 def theory(
-    layers: Annotated[int, typer.Option("--layers", "-H", help="Depth H (layers).")] = 24,
-    length: Annotated[int, typer.Option("--length", "-L", help="Sequence length L.")] = 2048,
-    alpha: Annotated[
-        float, typer.Option("--alpha", "-a", help="Residual strength a in [0, 1].")
-    ] = 0.1,
-    mask: Annotated[
-        str, typer.Option(help="causal | bidirectional | sliding:W | prefix:P")
-    ] = "causal",
-    kernel: Annotated[str, typer.Option(help="rollout | jacobian")] = "rollout",
-    alpha_schedule: Annotated[
-        str | None,
-        typer.Option(help="constant | power:BETA (a_l = a/(l+1)^BETA) | list:a1,a2,..."),
-    ] = None,
-    target: Annotated[
-        int | None, typer.Option(help="Target position t, 1-indexed (default L).")
-    ] = None,
-    log_domain: Annotated[
-        str, typer.Option(help="auto | on | off: compute in the log domain.")
-    ] = "auto",
+    layers: Annotated[int, typer.Option("--layers", "-H", help=THEORY_HELP["layers"])] = 24,
+    length: Annotated[int, typer.Option("--length", "-L", help=THEORY_HELP["length"])] = 2048,
+    alpha: Annotated[float, typer.Option("--alpha", "-a", help=THEORY_HELP["alpha"])] = 0.1,
+    mask: Annotated[str, typer.Option(help=THEORY_HELP["mask"])] = "causal",
+    kernel: Annotated[str, typer.Option(help=THEORY_HELP["kernel"])] = "rollout",
+    alpha_schedule: Annotated[str | None, typer.Option(help=THEORY_HELP["alpha_schedule"])] = None,
+    target: Annotated[int | None, typer.Option(help=THEORY_HELP["target"])] = None,
+    log_domain: Annotated[str, typer.Option(help=THEORY_HELP["log_domain"])] = "auto",
     out: OutOpt = Path("results/theory"),
-    seed: SeedOpt = 0,
+    seed: Annotated[int, typer.Option("--seed", help=THEORY_HELP["seed"])] = 0,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Exact theory: the influence of every position on the target after H layers."""
-    # imported here, not at the top: keeps lostmid --help fast (module docstring)
-    from lostmid.theory.run import TheoryConfig, run_theory
+    from lostmid.theory.run import run_theory
 
     config = TheoryConfig(
         layers=layers,
@@ -90,8 +83,9 @@ def theory(
         alpha_schedule=alpha_schedule,
         target=target,
         log_domain=log_domain,
+        seed=seed,
     )
-    run_theory(config, out=out, overwrite=overwrite, seed=seed, console=console)
+    run_theory(config, out=out, overwrite=overwrite, console=console)
 
 
 # Further subcommands (measure, compare, reproduce, train) register below.
@@ -184,34 +178,41 @@ def train(
 
 @app.command()
 def compare(
-    measured: Annotated[
-        Path, typer.Option("--measured", help="measure.json written by lostmid measure.")
+    measured: Annotated[list[Path], typer.Option("--measured", help=COMPARE_HELP["measured"])],
+    theory: Annotated[Path | None, typer.Option("--theory", help=COMPARE_HELP["theory"])] = None,
+    predict: Annotated[bool, typer.Option("--predict", help=COMPARE_HELP["predict"])] = False,
+    kernel: Annotated[
+        str, typer.Option("--kernel", help=COMPARE_HELP["kernel"])
+    ] = COMPARE_DEFAULTS["kernel"],
+    fit_metric: Annotated[
+        str, typer.Option("--fit-metric", help=COMPARE_HELP["fit_metric"])
+    ] = COMPARE_DEFAULTS["fit_metric"],
+    spike: Annotated[str, typer.Option("--spike", help=COMPARE_HELP["spike"])] = COMPARE_DEFAULTS[
+        "spike"
     ],
-    theory: Annotated[
-        Path | None, typer.Option("--theory", help="theory.json written by lostmid theory.")
-    ] = None,
-    predict: Annotated[
-        bool, typer.Option("--predict", help="Also predict the theory from measured a_l.")
-    ] = False,
-    kernel: Annotated[str, typer.Option(help="rollout | jacobian | both")] = "both",
+    bins: Annotated[int, typer.Option("--bins", help=COMPARE_HELP["bins"])] = COMPARE_DEFAULTS[
+        "bins"
+    ],
     out: OutOpt = Path("results/compare"),
-    seed: SeedOpt = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Random seed (recorded; the comparison draws nothing).")
+    ] = 0,
     overwrite: OverwriteOpt = False,
 ) -> None:
-    """Theory (given, predicted, fitted) and naive baselines against a measured profile."""
-    # imported here, not at the top: keeps lostmid --help fast (module docstring)
-    from lostmid.compare.run import run_compare
+    """Theory (given, predicted, fitted) and naive baselines against measured profiles."""
+    from lostmid.compare.run import CompareConfig, run_compare
 
-    run_compare(
-        theory_path=theory,
-        measured_path=measured,
+    config = CompareConfig(
+        measured=tuple(measured),
+        theory=theory,
         predict=predict,
-        kernel=kernel,
-        out=out,
-        overwrite=overwrite,
-        console=console,
+        kernels=kernel,
+        fit_metric=fit_metric,
+        spike=spike,
+        bins=bins,
         seed=seed,
     )
+    run_compare(config, out=out, overwrite=overwrite, console=console)
 
 
 @app.command()
@@ -264,7 +265,10 @@ def main() -> None:
     try:
         app()
     except UserError as err:
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        # escaped: a message may hold brackets (``pip install lostmid[cluster]``)
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True
+        )
         sys.exit(2)
 
 
