@@ -12,6 +12,7 @@ from lostmid.cli import app
 from lostmid.compare.options import OPTION_DEFAULTS as COMPARE_DEFAULTS
 from lostmid.compare.options import OPTION_HELP as COMPARE_HELP
 from lostmid.errors import UserError
+from lostmid.influence.config import ABLATE_HELP, AblationConfig
 from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.influence.config import MeasureConfig
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
@@ -29,6 +30,7 @@ SHARED = {"out", "overwrite"}  # options every command has, with one help
         ("train", TRAIN_HELP),
         ("reproduce", REPRODUCE_HELP),
         ("theory", THEORY_HELP),
+        ("ablate", ABLATE_HELP),
         ("compare", {**COMPARE_HELP, "seed": None}),
     ],
 )
@@ -84,3 +86,12 @@ def test_errors_keep_their_brackets(monkeypatch, capsys) -> None:
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert err.strip() == "error: pip install 'lostmid[cluster]'; a in [0, 1]; [bold]x[/bold]"
+
+
+def test_ablate_help_names_every_field_and_defaults_match() -> None:
+    assert set(ABLATE_HELP) == set(AblationConfig.__dataclass_fields__)
+    params = {p.name: p.default for p in typer.main.get_command(app).commands["ablate"].params}
+    defaults = AblationConfig(model="m")
+    for field in set(ABLATE_HELP) - {"model", "rungs"}:
+        assert params[field] == getattr(defaults, field), field
+    assert AblationConfig(model="m", rungs=params["rungs"]).rungs == defaults.rungs

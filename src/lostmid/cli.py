@@ -24,8 +24,8 @@ from rich.markup import escape
 from lostmid.compare.options import OPTION_DEFAULTS as COMPARE_DEFAULTS
 from lostmid.compare.options import OPTION_HELP as COMPARE_HELP
 from lostmid.errors import UserError
+from lostmid.influence.config import ABLATE_HELP, RUNGS, AblationConfig, MeasureConfig
 from lostmid.influence.config import HELP as MEASURE_HELP
-from lostmid.influence.config import MeasureConfig
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.reproduce.config import ReproduceConfig, parse_models
 from lostmid.sweep.cli import sweep_command
@@ -252,6 +252,53 @@ def reproduce(
         device=device,
     )
     run_reproduce(config, out=out, overwrite=overwrite, console=console)
+
+
+@app.command()
+def ablate(
+    model: Annotated[str, typer.Option("--model", help=ABLATE_HELP["model"])],
+    length: Annotated[int, typer.Option("--length", "-L", help=ABLATE_HELP["length"])] = 128,
+    seeds: Annotated[int, typer.Option(help=ABLATE_HELP["seeds"])] = 2,
+    samples: Annotated[int, typer.Option(help=ABLATE_HELP["samples"])] = 2,
+    probes: Annotated[int, typer.Option(help=ABLATE_HELP["probes"])] = 2,
+    rungs: Annotated[str, typer.Option(help=ABLATE_HELP["rungs"])] = ",".join(RUNGS),
+    layers: Annotated[int | None, typer.Option(help=ABLATE_HELP["layers"])] = None,
+    vocab_size: Annotated[int, typer.Option(help=ABLATE_HELP["vocab_size"])] = 512,
+    embedding_scale: Annotated[float, typer.Option(help=ABLATE_HELP["embedding_scale"])] = 30.0,
+    output: Annotated[str, typer.Option(help=ABLATE_HELP["output"])] = "hidden",
+    exact: Annotated[bool, typer.Option("--exact", help=ABLATE_HELP["exact"])] = False,
+    gain_directions: Annotated[int, typer.Option(help=ABLATE_HELP["gain_directions"])] = 4,
+    dtype: Annotated[str, typer.Option(help=ABLATE_HELP["dtype"])] = "float32",
+    device: Annotated[str, typer.Option(help=ABLATE_HELP["device"])] = "cpu",
+    batch_size: Annotated[int, typer.Option(help=ABLATE_HELP["batch_size"])] = 1,
+    out: OutOpt = Path("results/ablate"),
+    seed: Annotated[int, typer.Option("--seed", help=ABLATE_HELP["seed"])] = 0,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Remeasure every rung instead of resuming.")
+    ] = False,
+) -> None:
+    """Ablation ladder: which real ingredient (MLP, logits, positions, norms) breaks the theory."""
+    from lostmid.influence.ablation import run_ablate
+
+    config = AblationConfig(
+        model=model,
+        length=length,
+        seeds=seeds,
+        samples=samples,
+        probes=probes,
+        rungs=rungs,
+        seed=seed,
+        layers=layers,
+        vocab_size=vocab_size,
+        embedding_scale=embedding_scale,
+        output=output,
+        exact=exact,
+        gain_directions=gain_directions,
+        dtype=dtype,
+        device=device,
+        batch_size=batch_size,
+    )
+    run_ablate(config, out=out, overwrite=overwrite, console=console)
 
 
 app.command("sweep")(sweep_command)

@@ -28,7 +28,8 @@ __getattr__, __dir__, __all__ = attach(
         "inputs": ["corpus_token_ids", "random_token_ids", "read_corpus_bytes"],
         "residual": ["residual_strength", "strength_from_gain"],
         "gains": ["BranchGains", "branch_gains"],
-        "config": ["MeasureConfig"],
+        "config": ["AblationConfig", "MeasureConfig", "RUNGS"],
+        "ablation": ["AblationResult", "RungResult", "build_rung", "run_ablate"],
         "run": ["MeasureResult", "run_measure"],
     },
 )
