@@ -69,6 +69,7 @@ zero or when L = 1.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,26 +271,46 @@ def _layer_vjps(
             block(*args, **kwargs)
             branch = kept["branch"].reshape(x.shape)  # (B, L, d)
             m = kept["mlp"].reshape(x.shape)  # (B, L, d); OPT runs (B L, d)
-            g_attn, g_mlp = [], []
-            for v, w in zip(attention_cotangents, mlp_cotangents, strict=True):
-                (ga,) = torch.autograd.grad(
-                    branch, x, v.to(branch.dtype).expand_as(branch), retain_graph=True
-                )
-                gm = None
-                if m.requires_grad:  # an ablated (zeroed) MLP has no graph: K = 0
-                    (gm,) = torch.autograd.grad(
-                        m,
-                        mlp_input,
-                        w.to(m.dtype).expand_as(m),
-                        retain_graph=True,
-                        allow_unused=True,
-                    )
-                g_attn.append(_wide(ga))
-                g_mlp.append(_wide(torch.zeros_like(x) if gm is None else gm))
+            v = attention_cotangents.to(branch.dtype).expand(-1, *branch.shape)
+            g_attn = _vjps(branch, x, v)
+            if m.requires_grad:
+                w = mlp_cotangents.to(m.dtype).expand(-1, *m.shape)
+                g_mlp = _vjps(m, mlp_input, w)
+            else:  # an ablated (zeroed) MLP has no graph: K = 0
+                g_mlp = torch.zeros_like(g_attn)
     finally:
         for handle in handles:
             handle.remove()
-    return torch.stack(g_attn), torch.stack(g_mlp)
+    return g_attn, g_mlp
+
+
+_VJP_CHUNK = 16  # cotangents per batched backward (bounds memory in exact mode)
+
+
+def _vjps(y: torch.Tensor, x: torch.Tensor, cotangents: torch.Tensor) -> torch.Tensor:
+    """The P vector-Jacobian products c_p^T dy/dx, (P, B, L, d) at float32 or wider.
+
+    Batched backwards (``is_grads_batched``, :data:`_VJP_CHUNK` cotangents each) when the
+    graph allows it, else one backward per cotangent (BLOOM's custom GeLU has no
+    batching rule); the numbers are the same. An input y does not use gives zeros.
+    """
+    out = []
+    for chunk in cotangents.split(_VJP_CHUNK):
+        if chunk.shape[0] > 1:
+            try:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message="There is a performance drop")
+                    (g,) = torch.autograd.grad(
+                        y, x, chunk, is_grads_batched=True, retain_graph=True, allow_unused=True
+                    )
+                out.append(_wide(torch.zeros_like(chunk) if g is None else g))
+                continue
+            except RuntimeError:
+                pass
+        for c in chunk:
+            (g,) = torch.autograd.grad(y, x, c, retain_graph=True, allow_unused=True)
+            out.append(_wide(torch.zeros_like(c) if g is None else g)[None])
+    return torch.cat(out)
 
 
 def _coherence(g: torch.Tensor) -> torch.Tensor:
