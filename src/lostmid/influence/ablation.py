@@ -583,7 +583,12 @@ def run_ablate(
         if gap is not None:
             console.print(
                 f"the gap opens at rung {RUNG_SPECS[gap].label} {gap}: its best prediction's "
-                f"W1 is more than {GAP_FACTOR:g} x the seed noise floor"
+                f"W1 is more than {GAP_FACTOR:g} x the seed noise floor and {GAP_MIN_W1:g}"
+            )
+        elif config.seeds > 1:
+            console.print(
+                "no ladder rung's best prediction leaves the seed noise floor "
+                f"(W1 > {GAP_FACTOR:g} x floor and > {GAP_MIN_W1:g})"
             )
         console.print(
             f"{len(store.computed)} measurements computed, {len(store.reused)} reused, "
