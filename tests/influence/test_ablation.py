@@ -206,3 +206,26 @@ def test_cli_ablate_and_its_errors(tmp_path: Path, run_cli) -> None:
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "--length 500 exceeds the maximum 128 of tiny-gpt2" in err
     assert not (tmp_path / "b").exists()  # failed before any stage
+
+
+def test_a_rung_that_overflows_is_skipped_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lostmid.influence.estimator import NonFiniteError
+
+    measure = ablation.measure_rung
+
+    def overflowing(config, rung, seed):
+        if rung == "frozen-norm":
+            raise NonFiniteError("non-finite values first appear in layer 6 of 24")
+        return measure(config, rung, seed)
+
+    monkeypatch.setattr(ablation, "measure_rung", overflowing)
+    config = AblationConfig(**TINY, seeds=1, rungs="mlp,frozen-norm")
+    result = run_ablate(config, out=tmp_path / "a")
+    assert [r.spec.name for r in result.rungs] == ["mlp"]
+    assert "layer 6 of 24" in result.skipped["frozen-norm"]
+    written = json.loads((tmp_path / "a" / "ablation.json").read_text())
+    assert list(written["skipped"]) == ["frozen-norm"]
+    with pytest.raises(UserError, match="no rung could be measured; seed 0: non-finite"):
+        run_ablate(AblationConfig(**TINY, seeds=1, rungs="frozen-norm"), out=tmp_path / "b")

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ from lostmid.compare.inputs import MeasuredProfile
 from lostmid.compare.scoring import MeanSpread, NoiseFloor
 from lostmid.errors import UserError
 from lostmid.influence.config import RUNGS, AblationConfig
-from lostmid.influence.estimator import influence_profile
+from lostmid.influence.estimator import NonFiniteError, influence_profile
 from lostmid.influence.gains import branch_gains
 from lostmid.influence.inputs import random_token_ids
 from lostmid.models import (
@@ -498,11 +498,15 @@ class AblationResult:
         rungs: one :class:`RungResult` per rung, in ladder order.
         metadata: provenance (:func:`lostmid.runinfo.run_metadata`), stages reused and
             computed.
+        skipped: rungs that could not be measured, with why (a switched model whose
+            activations overflow: e.g. SwiGLU blocks with frozen norm scales, where
+            nothing renormalises the stream and the MLP is quadratic in it).
     """
 
     config: AblationConfig
     rungs: tuple[RungResult, ...]
     metadata: Mapping[str, Any]
+    skipped: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def gap_rung(self) -> str | None:
@@ -525,6 +529,7 @@ class AblationResult:
                 f"and > {GAP_MIN_W1:g}; gap_rung: the first such rung of (i)-(iv)",
             },
             "rungs": [r.record() for r in self.rungs],
+            "skipped": dict(self.skipped),
             "gap_rung": self.gap_rung,
             "files": {"plot": "ablation.png"},
             "metadata": dict(self.metadata),
@@ -551,20 +556,29 @@ def run_ablate(
     out.mkdir(parents=True, exist_ok=True)
     store = StageStore(out, fresh=overwrite)
     start = time.perf_counter()
-    rungs = []
+    rungs, skipped = [], {}
     for rung in config.rungs:
         measurements = []
         for seed in config.seed_list():
             name = f"{rung}-seed{seed}"
             if console is not None:
                 console.print(f"ablate: {name}", highlight=False)
-            record = store.run(
-                name,
-                _stage_config(config, rung, seed),
-                lambda r=rung, s=seed: measure_rung(config, r, s),
-            )
+            try:
+                record = store.run(
+                    name,
+                    _stage_config(config, rung, seed),
+                    lambda r=rung, s=seed: measure_rung(config, r, s),
+                )
+            except NonFiniteError as err:  # the switched model itself overflows
+                skipped[rung] = f"seed {seed}: {err}"
+                if console is not None:
+                    console.print(f"[yellow]rung {rung} skipped:[/] {escape(str(err))}")
+                break
             measurements.append(RungMeasurement.from_record(record))
-        rungs.append(score_rung(RUNG_SPECS[rung], measurements))
+        if rung not in skipped:
+            rungs.append(score_rung(RUNG_SPECS[rung], measurements))
+    if not rungs:
+        raise UserError(f"no rung could be measured; {next(iter(skipped.items()))[1]}")
     seconds = time.perf_counter() - start
     metadata = run_metadata(
         "ablate",
@@ -574,7 +588,7 @@ def run_ablate(
     )
     metadata["stages_reused"] = store.reused
     metadata["stages_computed"] = store.computed
-    result = AblationResult(config=config, rungs=tuple(rungs), metadata=metadata)
+    result = AblationResult(config=config, rungs=tuple(rungs), metadata=metadata, skipped=skipped)
     write_json(out / "ablation.json", result)
     save_figure(ablation_figure(result), out / "ablation.png")
     if console is not None:
