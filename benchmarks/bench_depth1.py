@@ -6,9 +6,11 @@ after layer 1 at target t = L is compared with the jacobian kernel at H = 1,
     row_j = sqrt((1 - a)^2 [j = t] + a^2 / t^2),   spike / mean of the rest = t (1 - a) / a,
 
 for a from the branch gain (a = s_1 / (1 + s_1), :func:`lostmid.influence.branch_gains`)
-and from the peer's forward ratio (:func:`lostmid.influence.residual_strength`). The
-"positional" column uses the measured per-source gains s_1(j) instead of one constant:
-row_j = s_1(j) / t for j < t and sqrt(1 + s_1(t)^2 / t^2) at t (uniform attention).
+and from the peer's forward ratio (:func:`lostmid.influence.residual_strength` with
+``method="forward"``). The "positional" column uses the measured per-source gains s_1(j)
+instead of one constant, through the theory's position-resolved jacobian kernel
+(:func:`lostmid.theory.positional_influence_row`: row_j = s_1(j) / t for j < t and
+sqrt(1 + s_1(t)^2 / t^2) at t, uniform attention).
 
 The residual stream after layer 1 depends only on the embeddings and block 1, so the
 profile is measured on the model cut after its first block (same weights; the cut
@@ -31,10 +33,9 @@ import torch
 from torch import nn
 
 from lostmid.compare import wasserstein1
-from lostmid.influence import influence_profile, random_token_ids, residual_strength
-from lostmid.influence.gains import branch_gains
+from lostmid.influence import branch_gains, influence_profile, random_token_ids, residual_strength
 from lostmid.models import LoadedModel, load_model
-from lostmid.theory import influence_row
+from lostmid.theory import influence_row, positional_influence_row
 
 
 def first_block_only(loaded: LoadedModel) -> LoadedModel:
@@ -50,14 +51,6 @@ def first_block_only(loaded: LoadedModel) -> LoadedModel:
 def spike_over_rest(row: np.ndarray) -> float:
     """Spike over the mean of the other positions: t (1 - a) / a for the depth-1 kernel."""
     return float(row[-1] / row[:-1].mean())
-
-
-def positional_row(s: np.ndarray) -> np.ndarray:
-    """Depth 1, uniform attention, per-source gains s(j): s(j)/t, spike sqrt(1 + s(t)^2/t^2)."""
-    t = s.size
-    row = s / t
-    row[-1] = np.sqrt(1.0 + (s[-1] / t) ** 2)
-    return row
 
 
 def main() -> None:
@@ -89,12 +82,12 @@ def main() -> None:
             first, ids, probes=args.probes, output="residual", seed=args.seed
         ).influence
         gains = branch_gains(first, ids, directions=args.directions, seed=args.seed)
-        forward = float(residual_strength(first, ids)[0])
+        forward = float(residual_strength(first, ids, method="forward")[0])
         s = float(gains.gain[0])
         a = s / (1 + s)
         jac_row = influence_row(length, 1, a, kernel="jacobian")
         fwd_row = influence_row(length, 1, forward, kernel="jacobian")
-        pos_row = positional_row(gains.per_position[0].copy())
+        pos_row = positional_influence_row(gains.per_position, kernel="jacobian")
         rows.append(
             (
                 spec,

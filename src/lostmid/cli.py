@@ -19,14 +19,19 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from lostmid.behaviour.cli import RETRIEVAL_HELP, retrieve
+from lostmid.compare.options import OPTION_DEFAULTS as COMPARE_DEFAULTS
+from lostmid.compare.options import OPTION_HELP as COMPARE_HELP
 from lostmid.errors import UserError
+from lostmid.influence.config import ABLATE_HELP, RUNGS, AblationConfig, MeasureConfig
 from lostmid.influence.config import HELP as MEASURE_HELP
-from lostmid.influence.config import MeasureConfig
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.reproduce.config import ReproduceConfig, parse_models
 from lostmid.sweep.cli import sweep_command
+from lostmid.theory.run import HELP as THEORY_HELP
+from lostmid.theory.run import TheoryConfig
 from lostmid.train.config import HELP as TRAIN_HELP
 from lostmid.train.config import resolve_cli_config
 
@@ -55,32 +60,20 @@ OverwriteOpt = Annotated[
 
 @app.command()
 def theory(
-    layers: Annotated[int, typer.Option("--layers", "-H", help="Depth H (layers).")] = 24,
-    length: Annotated[int, typer.Option("--length", "-L", help="Sequence length L.")] = 2048,
-    alpha: Annotated[
-        float, typer.Option("--alpha", "-a", help="Residual strength a in [0, 1].")
-    ] = 0.1,
-    mask: Annotated[
-        str, typer.Option(help="causal | bidirectional | sliding:W | prefix:P")
-    ] = "causal",
-    kernel: Annotated[str, typer.Option(help="rollout | jacobian")] = "rollout",
-    alpha_schedule: Annotated[
-        str | None,
-        typer.Option(help="constant | power:BETA (a_l = a/(l+1)^BETA) | list:a1,a2,..."),
-    ] = None,
-    target: Annotated[
-        int | None, typer.Option(help="Target position t, 1-indexed (default L).")
-    ] = None,
-    log_domain: Annotated[
-        str, typer.Option(help="auto | on | off: compute in the log domain.")
-    ] = "auto",
+    layers: Annotated[int, typer.Option("--layers", "-H", help=THEORY_HELP["layers"])] = 24,
+    length: Annotated[int, typer.Option("--length", "-L", help=THEORY_HELP["length"])] = 2048,
+    alpha: Annotated[float, typer.Option("--alpha", "-a", help=THEORY_HELP["alpha"])] = 0.1,
+    mask: Annotated[str, typer.Option(help=THEORY_HELP["mask"])] = "causal",
+    kernel: Annotated[str, typer.Option(help=THEORY_HELP["kernel"])] = "rollout",
+    alpha_schedule: Annotated[str | None, typer.Option(help=THEORY_HELP["alpha_schedule"])] = None,
+    target: Annotated[int | None, typer.Option(help=THEORY_HELP["target"])] = None,
+    log_domain: Annotated[str, typer.Option(help=THEORY_HELP["log_domain"])] = "auto",
     out: OutOpt = Path("results/theory"),
-    seed: SeedOpt = 0,
+    seed: Annotated[int, typer.Option("--seed", help=THEORY_HELP["seed"])] = 0,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Exact theory: the influence of every position on the target after H layers."""
-    # imported here, not at the top: keeps lostmid --help fast (module docstring)
-    from lostmid.theory.run import TheoryConfig, run_theory
+    from lostmid.theory.run import run_theory
 
     config = TheoryConfig(
         layers=layers,
@@ -91,8 +84,9 @@ def theory(
         alpha_schedule=alpha_schedule,
         target=target,
         log_domain=log_domain,
+        seed=seed,
     )
-    run_theory(config, out=out, overwrite=overwrite, seed=seed, console=console)
+    run_theory(config, out=out, overwrite=overwrite, console=console)
 
 
 # Further subcommands (measure, compare, reproduce, train) register below.
@@ -123,6 +117,12 @@ def measure(
     attention: Annotated[str, typer.Option(help=MEASURE_HELP["attention"])] = "auto",
     strategy: Annotated[str, typer.Option(help=MEASURE_HELP["strategy"])] = "loop",
     device_map: Annotated[str | None, typer.Option(help=MEASURE_HELP["device_map"])] = None,
+    no_alibi: Annotated[bool, typer.Option("--no-alibi", help=MEASURE_HELP["no_alibi"])] = False,
+    strength: Annotated[str, typer.Option(help=MEASURE_HELP["strength"])] = "jacobian",
+    per_position_gains: Annotated[
+        str, typer.Option(help=MEASURE_HELP["per_position_gains"])
+    ] = "auto",
+    gain_directions: Annotated[int, typer.Option(help=MEASURE_HELP["gain_directions"])] = 4,
     out: OutOpt = Path("results/measure"),
     seed: Annotated[int, typer.Option("--seed", help=MEASURE_HELP["seed"])] = 0,
     overwrite: OverwriteOpt = False,
@@ -152,6 +152,10 @@ def measure(
         attention=attention,
         strategy=strategy,
         device_map=device_map,
+        no_alibi=no_alibi,
+        strength=strength,
+        per_position_gains=per_position_gains,
+        gain_directions=gain_directions,
     )
     run_measure(config, out=out, overwrite=overwrite, console=console)
 
@@ -219,34 +223,41 @@ def train(
 
 @app.command()
 def compare(
-    measured: Annotated[
-        Path, typer.Option("--measured", help="measure.json written by lostmid measure.")
+    measured: Annotated[list[Path], typer.Option("--measured", help=COMPARE_HELP["measured"])],
+    theory: Annotated[Path | None, typer.Option("--theory", help=COMPARE_HELP["theory"])] = None,
+    predict: Annotated[bool, typer.Option("--predict", help=COMPARE_HELP["predict"])] = False,
+    kernel: Annotated[
+        str, typer.Option("--kernel", help=COMPARE_HELP["kernel"])
+    ] = COMPARE_DEFAULTS["kernel"],
+    fit_metric: Annotated[
+        str, typer.Option("--fit-metric", help=COMPARE_HELP["fit_metric"])
+    ] = COMPARE_DEFAULTS["fit_metric"],
+    spike: Annotated[str, typer.Option("--spike", help=COMPARE_HELP["spike"])] = COMPARE_DEFAULTS[
+        "spike"
     ],
-    theory: Annotated[
-        Path | None, typer.Option("--theory", help="theory.json written by lostmid theory.")
-    ] = None,
-    predict: Annotated[
-        bool, typer.Option("--predict", help="Also predict the theory from measured a_l.")
-    ] = False,
-    kernel: Annotated[str, typer.Option(help="rollout | jacobian | both")] = "both",
+    bins: Annotated[int, typer.Option("--bins", help=COMPARE_HELP["bins"])] = COMPARE_DEFAULTS[
+        "bins"
+    ],
     out: OutOpt = Path("results/compare"),
-    seed: SeedOpt = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Random seed (recorded; the comparison draws nothing).")
+    ] = 0,
     overwrite: OverwriteOpt = False,
 ) -> None:
-    """Theory (given, predicted, fitted) and naive baselines against a measured profile."""
-    # imported here, not at the top: keeps lostmid --help fast (module docstring)
-    from lostmid.compare.run import run_compare
+    """Theory (given, predicted, fitted) and naive baselines against measured profiles."""
+    from lostmid.compare.run import CompareConfig, run_compare
 
-    run_compare(
-        theory_path=theory,
-        measured_path=measured,
+    config = CompareConfig(
+        measured=tuple(measured),
+        theory=theory,
         predict=predict,
-        kernel=kernel,
-        out=out,
-        overwrite=overwrite,
-        console=console,
+        kernels=kernel,
+        fit_metric=fit_metric,
+        spike=spike,
+        bins=bins,
         seed=seed,
     )
+    run_compare(config, out=out, overwrite=overwrite, console=console)
 
 
 @app.command()
@@ -288,6 +299,53 @@ def reproduce(
     run_reproduce(config, out=out, overwrite=overwrite, console=console)
 
 
+@app.command()
+def ablate(
+    model: Annotated[str, typer.Option("--model", help=ABLATE_HELP["model"])],
+    length: Annotated[int, typer.Option("--length", "-L", help=ABLATE_HELP["length"])] = 128,
+    seeds: Annotated[int, typer.Option(help=ABLATE_HELP["seeds"])] = 2,
+    samples: Annotated[int, typer.Option(help=ABLATE_HELP["samples"])] = 2,
+    probes: Annotated[int, typer.Option(help=ABLATE_HELP["probes"])] = 2,
+    rungs: Annotated[str, typer.Option(help=ABLATE_HELP["rungs"])] = ",".join(RUNGS),
+    layers: Annotated[int | None, typer.Option(help=ABLATE_HELP["layers"])] = None,
+    vocab_size: Annotated[int, typer.Option(help=ABLATE_HELP["vocab_size"])] = 512,
+    embedding_scale: Annotated[float, typer.Option(help=ABLATE_HELP["embedding_scale"])] = 30.0,
+    output: Annotated[str, typer.Option(help=ABLATE_HELP["output"])] = "hidden",
+    exact: Annotated[bool, typer.Option("--exact", help=ABLATE_HELP["exact"])] = False,
+    gain_directions: Annotated[int, typer.Option(help=ABLATE_HELP["gain_directions"])] = 4,
+    dtype: Annotated[str, typer.Option(help=ABLATE_HELP["dtype"])] = "float32",
+    device: Annotated[str, typer.Option(help=ABLATE_HELP["device"])] = "cpu",
+    batch_size: Annotated[int, typer.Option(help=ABLATE_HELP["batch_size"])] = 1,
+    out: OutOpt = Path("results/ablate"),
+    seed: Annotated[int, typer.Option("--seed", help=ABLATE_HELP["seed"])] = 0,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Remeasure every rung instead of resuming.")
+    ] = False,
+) -> None:
+    """Ablation ladder: which real ingredient (MLP, logits, positions, norms) breaks the theory."""
+    from lostmid.influence.ablation import run_ablate
+
+    config = AblationConfig(
+        model=model,
+        length=length,
+        seeds=seeds,
+        samples=samples,
+        probes=probes,
+        rungs=rungs,
+        seed=seed,
+        layers=layers,
+        vocab_size=vocab_size,
+        embedding_scale=embedding_scale,
+        output=output,
+        exact=exact,
+        gain_directions=gain_directions,
+        dtype=dtype,
+        device=device,
+        batch_size=batch_size,
+    )
+    run_ablate(config, out=out, overwrite=overwrite, console=console)
+
+
 app.command("sweep")(sweep_command)
 app.command("retrieve")(retrieve)
 
@@ -300,7 +358,10 @@ def main() -> None:
     try:
         app()
     except UserError as err:
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        # escaped: a message may hold brackets (``pip install lostmid[cluster]``)
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True
+        )
         sys.exit(2)
 
 

@@ -16,7 +16,7 @@ from lostmid.compare.candidates import compare_measurement, compare_measurements
 from lostmid.compare.claims import VERDICTS
 from lostmid.compare.inputs import MeasuredProfile, load_measured
 from lostmid.compare.metrics import wasserstein1
-from lostmid.compare.predicted import positional_predictions
+from lostmid.compare.predicted import positional_predictions, predicted_theory
 from lostmid.compare.run import CompareConfig, run_compare
 from lostmid.errors import UserError
 from lostmid.report.html import PNG_SIGNATURE
@@ -342,3 +342,97 @@ def test_seeds_of_different_settings_are_refused(tmp_path: Path) -> None:
         CompareConfig(measured=[a, a])
     with pytest.raises(UserError, match="--spike 'loose' unknown; choose one of free, pinned"):
         CompareConfig(measured=[a], spike="loose")
+
+
+def _positional_files(tmp_path: Path, name: str, extra: dict) -> list[MeasuredProfile]:
+    """Two seeds whose gains vary over positions and layers, plus ``extra`` keys."""
+    rng = np.random.default_rng(7)
+    gains = 0.1 + rng.random((H, L))
+    return [
+        load_measured(
+            write_measure(
+                tmp_path / f"{name}{k}.json",
+                noise_seed=k,
+                extra={"gain_per_position": (gains * (1 + 0.1 * k)).tolist(), **extra},
+            )
+        )
+        for k in range(2)
+    ]
+
+
+def _positional_rows(measurements: list[MeasuredProfile]) -> dict[str, np.ndarray]:
+    predictions, notes = positional_predictions(measurements, ("jacobian", "rollout"))
+    assert notes == []
+    return {name: p.rows for name, p in predictions.items()}
+
+
+def test_positional_prediction_uses_mlp_and_layer_masks(tmp_path: Path) -> None:
+    """predicted:positional takes the MLP and per-layer masks of measure.json: checked
+    on cases whose answer is known without the kernel's MLP or mask code."""
+    bare = _positional_rows(_positional_files(tmp_path, "bare", {}))
+    # every layer causal: the single-mask result
+    causal = _positional_rows(_positional_files(tmp_path, "c", {"layer_masks": ["causal"] * H}))
+    # a zero MLP (coherence undefined: null) and a position-independent, coherent MLP
+    # (a constant factor (1 + g) per layer in every path) both leave the shape alone
+    zero = {
+        "mlp_gain_per_position": [[0.0] * L] * H,
+        "mlp_coherence_per_position": [[None] * L] * H,
+    }
+    flat = {"mlp_gain_per_position": [[0.7] * L] * H, "mlp_coherence_per_position": [[1.0] * L] * H}
+    for extra in (zero, flat):
+        rows = _positional_rows(_positional_files(tmp_path, f"m{len(extra)}{extra is flat}", extra))
+        for name in bare:
+            np.testing.assert_allclose(rows[name], bare[name], rtol=1e-10, atol=1e-15)
+    for name in bare:
+        np.testing.assert_allclose(causal[name], bare[name], rtol=1e-12, atol=1e-15)
+    # an MLP that varies over positions, or an incoherent one, does change the prediction
+    rng = np.random.default_rng(3)
+    varying = {"mlp_gain_per_position": (0.5 + rng.random((H, L))).tolist()}
+    moved = _positional_rows(_positional_files(tmp_path, "v", varying))
+    assert wasserstein1(moved["predicted:positional"][0], bare["predicted:positional"][0]) > 1e-3
+    incoherent = {**flat, "mlp_coherence_per_position": [[0.0] * L] * H}
+    moved = _positional_rows(_positional_files(tmp_path, "i", incoherent))
+    assert wasserstein1(moved["predicted:positional"][0], bare["predicted:positional"][0]) > 1e-3
+    # sliding:1 lets each position see only itself: A = I, so every layer multiplies the
+    # stream by the scalar (1 + s) and all influence stays on the target
+    local = _positional_rows(_positional_files(tmp_path, "s", {"layer_masks": ["sliding:1"] * H}))
+    for rows in local.values():
+        np.testing.assert_allclose(rows[:, : L - 1], 0.0, atol=0)
+        np.testing.assert_allclose(rows[:, L - 1], 1.0, rtol=1e-14)
+
+
+def test_mixed_layer_masks_reach_both_predictions(tmp_path: Path) -> None:
+    """Layers 1..H-1 see only themselves (sliding:1, a scalar per layer), layer H is
+    causal: every prediction is the one-layer theory of layer H, computed independently
+    with influence_row. A pooled measurement keeps the masks; other masks are refused."""
+    masks = ["sliding:1"] * (H - 1) + ["causal"]
+    gains = np.full((H, L), 0.4)
+    gains[-1] = 0.25
+    files = [
+        load_measured(
+            write_measure(
+                tmp_path / f"x{k}.json",
+                noise_seed=k,
+                extra={"layer_masks": masks, "gain_per_position": gains.tolist()},
+            )
+        )
+        for k in range(2)
+    ]
+    card = compare_measurements(files, predict=True, kernels=("rollout", "jacobian"))
+    assert card.measured.layer_masks == tuple(masks)
+    assert any("different masks" in n for n in card.notes)
+    positional = _positional_rows(files)
+    predicted = {name: p.rows for name, p in predicted_theory(files, ("jacobian",)).items()}
+    a_last = ALPHAS[-1]  # write_measure's residual strengths
+    for name, rows in positional.items():
+        kernel = "rollout" if name.endswith("rollout") else "jacobian"
+        want = influence_row(L, 1, 0.25 / 1.25, kernel=kernel)
+        np.testing.assert_allclose(rows[0], want / want.sum(), rtol=1e-10)
+    want = influence_row(L, 1, a_last, kernel="jacobian")
+    np.testing.assert_allclose(predicted["predicted:jacobian"][0], want / want.sum(), rtol=1e-10)
+    other = write_measure(tmp_path / "y.json", extra={"layer_masks": ["causal"] * H})
+    with pytest.raises(UserError, match="has layer masks"):
+        compare_measurements([files[0], load_measured(other)])
+    bad = write_measure(tmp_path / "z.json", extra={"layer_masks": ["causal"] * (H - 1)})
+    with pytest.raises(UserError, match="layer_masks: mask list has 3 masks but there are 4"):
+        load_measured(bad)

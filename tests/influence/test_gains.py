@@ -258,3 +258,79 @@ def test_non_finite_weights_name_the_layer() -> None:
         loaded.adapter.blocks(loaded.model)[1].attn.c_attn.weight[0, -1] = float("nan")
     with pytest.raises(NonFiniteError, match="layer 2 of 2"):
         branch_gains(loaded, random_token_ids(256, 1, 8, seed=0))
+
+
+def _first_block_place(loaded, place, x: torch.Tensor, t: int) -> torch.Tensor:
+    """The output of ``place`` (a module of block 1) at position t when block 1's input is
+    ``x`` (1, L, d): the model runs with that input swapped in (a pre-hook)."""
+    block = loaded.adapter.blocks(loaded.model)[0]
+    kept = {}
+
+    def swap_in(module, args, kwargs):
+        if args:
+            return (x, *args[1:]), kwargs
+        return args, {**kwargs, "hidden_states": x}
+
+    def keep(module, args, output):
+        out = output[0] if isinstance(output, tuple) else output
+        kept["out"] = out.reshape(x.shape)  # OPT's MLP runs on (B L, d)
+
+    handles = [
+        block.register_forward_pre_hook(swap_in, with_kwargs=True),
+        place.register_forward_hook(keep),
+    ]
+    try:
+        ids = torch.zeros(1, x.shape[1], dtype=torch.long)
+        loaded.adapter.base(loaded.model)(
+            inputs_embeds=loaded.adapter.token_embedding(loaded.model)(ids), use_cache=False
+        )
+    finally:
+        for handle in handles:
+            handle.remove()
+    return kept["out"][0, t - 1]  # (d,)
+
+
+# Gemma2 is left out: its branch post-norm acts on the attention average, so the
+# causal Jacobian is not A_tj times the self-only one (no "gain per unit weight").
+FAMILIES = ["tiny-gpt2", "tiny-llama", "tiny-bloom", "tiny-neox", "tiny-opt", "tiny-phi"]
+
+
+@pytest.mark.parametrize("spec", FAMILIES)
+def test_every_family_gain_is_its_uniform_attention_jacobian(spec) -> None:
+    """Through the adapter places, per family: with q.k = 0 the branch output a_t has
+    d a_t / d x_j = J_j / t (so t ||.||_F / sqrt(d) = s(j)), and in parallel blocks the
+    MLP output m_t has d m_t / d x_t = K_t (its gain), from jacrev of the real model."""
+    from lostmid.models import uniform_attention
+
+    loaded = load_model(spec, dtype="float64", seed=1, attn_implementation="eager")
+    uniform_attention(loaded)
+    ids = random_token_ids(loaded.vocab_size, 1, 6, seed=2)
+    got = branch_gains(loaded, ids, exact=True)
+    kept = {}
+    block = loaded.adapter.blocks(loaded.model)[0]
+    handle = block.register_forward_pre_hook(
+        lambda m, a, k: kept.update(x=(a[0] if a else k["hidden_states"]).detach()),
+        with_kwargs=True,
+    )
+    with torch.no_grad():
+        loaded.adapter.base(loaded.model)(
+            inputs_embeds=loaded.adapter.token_embedding(loaded.model)(ids), use_cache=False
+        )
+    handle.remove()
+    x = kept["x"]  # (1, L, d) the real input of block 1
+    d, length = loaded.hidden_size, ids.shape[1]
+    t = length
+    place = loaded.adapter.attention_out(block)
+    # autograd's dense Jacobian (BLOOM's custom GeLU Function rules out torch.func)
+    jacobian = torch.autograd.functional.jacobian
+    jac = jacobian(partial(_first_block_place, loaded, place, t=t), x)[:, 0]  # (d, L, d)
+    norms = jac.pow(2).sum(dim=(0, 2)).sqrt().numpy()  # (L,)
+    np.testing.assert_allclose(t * norms / np.sqrt(d), got.per_position[0], rtol=1e-6)
+    if loaded.adapter.parallel_residual(block):
+        mlp_out = loaded.adapter.mlp_out(block)
+        jac = jacobian(partial(_first_block_place, loaded, mlp_out, t=t), x)[:, 0]
+        norms = jac.pow(2).sum(dim=(0, 2)).sqrt().numpy()
+        assert np.all(norms[: t - 1] == 0)
+        np.testing.assert_allclose(
+            norms[t - 1] / np.sqrt(d), got.mlp_gain_per_position[0, t - 1], rtol=1e-6
+        )

@@ -118,3 +118,16 @@ def test_unknown_method_is_refused() -> None:
     loaded = load_model("tiny-gpt2")
     with pytest.raises(UserError, match="residual strength method 'ratio' unknown"):
         residual_strength(loaded, random_token_ids(256, 1, 4, seed=0), method="ratio")
+
+
+def test_forward_ratio_reads_the_branch_not_the_stream_in_bloom() -> None:
+    """BLOOM's attention module returns x + branch; the ratio must read the branch (the
+    adapter's attention_out), so a zero output projection gives exactly 0."""
+    loaded = load_model("tiny-bloom", dtype="float64")
+    ids = random_token_ids(loaded.vocab_size, 2, 8, seed=0)
+    assert np.all(residual_strength(loaded, ids) < 0.5)
+    with torch.no_grad():
+        for block in loaded.adapter.blocks(loaded.model):
+            block.self_attention.dense.weight.zero_()
+            block.self_attention.dense.bias.zero_()
+    np.testing.assert_array_equal(residual_strength(loaded, ids), 0.0)

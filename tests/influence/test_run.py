@@ -100,3 +100,80 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, monkeypatch, capsys, args, mes
     assert code == 2
     assert message in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_measure_writes_both_strengths_gains_and_masks(tmp_path) -> None:
+    """Jacobian strength by default (a = s/(1+s) of the written branch gain), the forward
+    ratio always, per-position gains whose mean is the gain, the layer masks."""
+    from lostmid.influence import random_token_ids, residual_strength
+    from lostmid.models import load_model
+
+    config = MeasureConfig(model="tiny-qwen2", length=12, samples=2, probes=1, seed=1)
+    run_measure(config, out=tmp_path / "j", overwrite=False, console=None)
+    j = json.loads((tmp_path / "j" / "measure.json").read_text())
+    s = np.array(j["branch_gain"])
+    assert j["residual_strength_method"] == "jacobian" and s.shape == (2,)
+    np.testing.assert_allclose(j["residual_strength"], s / (1 + s), rtol=1e-12)
+    np.testing.assert_allclose(j["residual_strength_jacobian"], j["residual_strength"])
+    per_position = np.array(j["gain_per_position"])
+    assert per_position.shape == (2, 12)  # auto: H x L = 24 is small
+    np.testing.assert_allclose(per_position.mean(1), s, rtol=1e-12)
+    for key in ("mlp_gain_per_position", "mlp_coherence_per_position"):
+        assert np.array(j[key]).shape == (2, 12)
+    np.testing.assert_allclose(np.array(j["mlp_gain_per_position"]).mean(1), j["mlp_gain"])
+    assert j["layer_masks"] == ["causal", "causal"] and j["config"]["mask"] == "causal"
+    # the forward ratio is the peer's, on the same inputs (an independent forward pass)
+    loaded = load_model("tiny-qwen2", seed=1)
+    ids = random_token_ids(loaded.vocab_size, 2, 12, 1)
+    np.testing.assert_allclose(
+        j["residual_strength_forward"], residual_strength(loaded, ids, method="forward"), 1e-6
+    )
+
+    forward = MeasureConfig(
+        **{**config.__dict__, "strength": "forward", "per_position_gains": "off"}
+    )
+    run_measure(forward, out=tmp_path / "f", overwrite=False, console=None)
+    f = json.loads((tmp_path / "f" / "measure.json").read_text())
+    assert f["residual_strength_method"] == "forward"
+    assert (
+        f["residual_strength"] == f["residual_strength_forward"] == j["residual_strength_forward"]
+    )
+    assert f["branch_gain"] == j["branch_gain"]  # the gains are measured either way
+    assert f["gain_per_position"] is None and f["mlp_coherence_per_position"] is None
+
+
+def test_per_position_gains_auto_rule_and_bad_choices() -> None:
+    from lostmid.influence.config import PER_POSITION_MAX_CELLS
+
+    long = MeasureConfig(length=PER_POSITION_MAX_CELLS // 8)
+    assert long.per_position_gains_for(8) and not long.per_position_gains_for(9)
+    assert MeasureConfig(length=16, per_position_gains="on").per_position_gains_for(10**6)
+    assert not MeasureConfig(length=16, per_position_gains="off").per_position_gains_for(1)
+    with pytest.raises(UserError, match="--strength 'ratio' unknown; choose one of jacobian"):
+        MeasureConfig(strength="ratio")
+    with pytest.raises(UserError, match="--per-position-gains 'yes' unknown"):
+        MeasureConfig(per_position_gains="yes")
+    with pytest.raises(UserError, match="--gain-directions must be positive, got 0"):
+        MeasureConfig(gain_directions=0)
+
+
+def test_no_alibi_reaches_the_model(tmp_path, monkeypatch, capsys) -> None:
+    args = ["--model", "tiny-bloom", "--length", "8", "--samples", "1", "--probes", "1"]
+    assert _cli(monkeypatch, capsys, *args, "--no-alibi", "--out", str(tmp_path / "a"))[0] == 0
+    assert _cli(monkeypatch, capsys, *args, "--out", str(tmp_path / "b"))[0] == 0
+    a = json.loads((tmp_path / "a" / "measure.json").read_text())
+    b = json.loads((tmp_path / "b" / "measure.json").read_text())
+    assert a["config"]["no_alibi"] is True and b["config"]["no_alibi"] is False
+    assert a["influence"] != b["influence"]
+    code, err = _cli(
+        monkeypatch,
+        capsys,
+        "--model",
+        "tiny-gpt2",
+        "--no-alibi",
+        "--length",
+        "8",
+        "--out",
+        str(tmp_path / "c"),
+    )
+    assert code == 2 and "gpt2 has no ALiBi biases to remove" in err

@@ -235,6 +235,12 @@ def compare_measurements(
             rows=per_seed(name, profile, seeds, length),
         )
 
+    if first.layer_masks is not None and len(set(first.layer_masks)) > 1:
+        notes.append(
+            f"the layers have different masks ({', '.join(dict.fromkeys(first.layer_masks))}): "
+            "the predictions use each layer's own, the fitted theory one mask for all "
+            f"({first.mask})"
+        )
     fitted: list[Family] = [TheoryFamily(k, first.layers, first.mask) for k in kernels]
     if baselines:
         fitted += BASELINE_FAMILIES
@@ -377,6 +383,7 @@ def _check_same_model(measurements: Sequence[MeasuredProfile]) -> int:
             ("target", m.target, first.target),
             ("depth H", m.layers, first.layers),
             ("mask", m.mask, first.mask),
+            ("layer masks", m.layer_masks, first.layer_masks),
         ):
             if a != b:
                 raise UserError(

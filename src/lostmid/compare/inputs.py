@@ -7,8 +7,13 @@ layer first; needed only to predict the theory) and ``config`` with at least
 Optional, read when present (None when missing, so older files still load):
 ``residual_strength_method`` (``"jacobian"``: a_l = s_l/(1+s_l) from the branch gain;
 ``"forward"``: the peer's forward ratio), ``branch_gain`` (H floats, s_l),
-``residual_strength_forward`` (H floats) and ``gain_per_position`` (H x L floats, the
-branch gain of each layer at each source position).
+``residual_strength_forward`` (H floats), ``gain_per_position`` (H x L floats, the
+branch gain of each layer at each source position), ``mlp_gain_per_position`` and
+``mlp_coherence_per_position`` (H x L: the MLP's gain and Jacobian coherence at each
+position; a coherence may be null where the MLP is zero) and ``layer_masks`` (H mask
+specs, layer 1 first, e.g. Gemma2's alternating ``sliding:W`` and ``causal``). The
+single ``config.mask`` is the mask of every layer when they agree; files whose layers
+differ carry ``layer_masks`` only, and the single-mask candidates then use ``causal``.
 
 theory.json (written by ``lostmid theory``): ``influence`` (L floats) or
 ``log10_influence`` (L floats, null meaning -inf) and ``params`` with ``length``,
@@ -27,6 +32,7 @@ from lostmid.checks import check_position
 from lostmid.compare.metrics import validate_profile
 from lostmid.errors import UserError
 from lostmid.runinfo import read_json
+from lostmid.theory.masks import layer_masks
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,10 @@ class MeasuredProfile:
         residual_strength_forward: (H,) the peer's forward ratio per layer, or None.
         gain_per_position: (H, L) the branch gain of each layer at each source
             position (array index j-1: position j), or None.
+        mlp_gain_per_position: (H, L) the MLP branch gain per layer and position, or None.
+        mlp_coherence_per_position: (H, L) the MLP's Jacobian coherence per layer and
+            position (NaN where undefined: a zero MLP), or None.
+        layer_masks: H mask specs (layer 1 first), or None.
     """
 
     influence: np.ndarray
@@ -60,6 +70,9 @@ class MeasuredProfile:
     branch_gain: np.ndarray | None = None
     residual_strength_forward: np.ndarray | None = None
     gain_per_position: np.ndarray | None = None
+    mlp_gain_per_position: np.ndarray | None = None
+    mlp_coherence_per_position: np.ndarray | None = None
+    layer_masks: tuple[str, ...] | None = None
 
     @property
     def length(self) -> int:
@@ -115,6 +128,7 @@ def load_measured(path: Path) -> MeasuredProfile:
         for key in ("branch_gain", "residual_strength_forward")
     }
     method = data.get("residual_strength_method")
+    grid = (layers, length)
     return MeasuredProfile(
         influence=influence,
         stderr=stderr,
@@ -124,7 +138,12 @@ def load_measured(path: Path) -> MeasuredProfile:
         mask=str(config.get("mask", "causal")),
         source=str(path),
         residual_strength_method=None if method is None else str(method),
-        gain_per_position=_optional_floats(data, "gain_per_position", path, (layers, length)),
+        gain_per_position=_optional_floats(data, "gain_per_position", path, grid),
+        mlp_gain_per_position=_optional_floats(data, "mlp_gain_per_position", path, grid),
+        mlp_coherence_per_position=_optional_floats(
+            data, "mlp_coherence_per_position", path, grid, undefined=True
+        ),
+        layer_masks=_layer_masks(data.get("layer_masks"), layers, length, path),
         **per_layer,
     )
 
@@ -173,19 +192,38 @@ def _floats(data: dict[str, Any], key: str, path: Path) -> np.ndarray:
 
 
 def _optional_floats(
-    data: dict[str, Any], key: str, path: Path, shape: tuple[int, ...]
+    data: dict[str, Any], key: str, path: Path, shape: tuple[int, ...], undefined: bool = False
 ) -> np.ndarray | None:
-    """``data[key]`` as a finite float array of ``shape``, or None when absent."""
+    """``data[key]`` as a finite float array of ``shape``, or None when absent;
+    ``undefined``: null entries are allowed and read as NaN."""
     if data.get(key) is None:
         return None
     try:
-        values = np.array(data[key], dtype=np.float64)
+        raw = data[key]
+        if undefined:
+            raw = [[np.nan if v is None else v for v in row] for row in raw]
+        values = np.array(raw, dtype=np.float64)
     except (TypeError, ValueError):
         values = np.array([])
-    if values.shape != shape or not np.all(np.isfinite(values)):
+    finite = np.isfinite(values) | (undefined & np.isnan(values))
+    if values.shape != shape or not np.all(finite):
         dims = " x ".join(map(str, shape))
-        raise UserError(f"{path}: '{key}' must be {dims} finite numbers, one per layer/position")
+        what = "finite numbers or null" if undefined else "finite numbers"
+        raise UserError(f"{path}: '{key}' must be {dims} {what}, one per layer/position")
     return values
+
+
+def _layer_masks(specs: Any, layers: int, length: int, path: Path) -> tuple[str, ...] | None:
+    """``layer_masks``: H mask specs that :func:`lostmid.theory.layer_masks` accepts."""
+    if specs is None:
+        return None
+    if not isinstance(specs, list) or not all(isinstance(m, str) for m in specs):
+        raise UserError(f"{path}: 'layer_masks' must be a list of {layers} mask specs")
+    try:
+        masks = layer_masks(specs, layers, length)
+    except UserError as err:
+        raise UserError(f"{path}: layer_masks: {err}") from None
+    return tuple(m.spec() for m in masks)
 
 
 def _target(target: Any, length: int, path: Path) -> int:

@@ -6,11 +6,24 @@ per seed, and the seeds pooled into one measurement.
   Jacobian gain, or the peer's forward ratio; ``residual_strength_method`` says which).
 * ``predicted:positional`` (jacobian kernel) and ``predicted:positional-rollout``: the
   position-resolved theory with each seed's per-position gains (``gain_per_position``),
-  through :func:`lostmid.theory.positional_influence_row`.
+  through :func:`lostmid.theory.positional_influence_row`, with everything else the
+  measurement has: the MLP's per-position gain and coherence
+  (``mlp_gain_per_position``, ``mlp_coherence_per_position``) and each layer's mask
+  (``layer_masks``) when the file carries them.
+
+Coherence as measured is a mean cosine, so Monte Carlo noise can put it slightly below
+0 or above 1; the kernel's model needs c in [0, 1], so it is clipped there, and where
+it is undefined (a zero MLP: the gain is 0 and c plays no part) it is set to 1.
+
+With layers of different masks (Gemma2), ``predicted:<kernel>`` is computed with the
+position-resolved kernel and each layer's mask, with gains s_l = a_l / (1 - a_l) equal
+at every position: the uniform theory with those masks (I + s A = (1 + s)((1 - a) I +
+a A), the factor drops out of the normalised row).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,10 +71,7 @@ def predicted_theory(
     alphas = np.mean([m.residual_strength for m in measurements], axis=0)
     out = {}
     for kernel in kernels:
-        rows = [
-            predict_theory(m.length, m.residual_strength, kernel, target=m.target, mask=m.mask)
-            for m in measurements
-        ]
+        rows = [_uniform_theory_row(m, kernel) for m in measurements]
         out[f"predicted:{kernel}"] = Prediction(
             kind="predicted",
             kernel=kernel,
@@ -74,9 +84,29 @@ def predicted_theory(
                 "alpha": float(alphas.mean()),
                 "residual_strength_method": method,
             },
-            rows=np.stack([r.influence for r in rows]),
+            rows=np.stack(rows),
         )
     return out
+
+
+def _uniform_theory_row(m: MeasuredProfile, kernel: str) -> np.ndarray:
+    """The theory row with the measured a_l under the measured masks (see the module
+    docstring for layers whose masks differ)."""
+    assert m.residual_strength is not None
+    masks = m.layer_masks
+    if masks is None or len(set(masks)) == 1:
+        mask = m.mask if masks is None else masks[0]
+        return predict_theory(
+            m.length, m.residual_strength, kernel, target=m.target, mask=mask
+        ).influence
+    a = np.asarray(m.residual_strength, dtype=np.float64)
+    if np.any(a >= 1):
+        raise UserError(
+            "predicting layers with different masks needs every residual strength below 1, "
+            f"got {a.max():g}; measure with --strength jacobian"
+        )
+    gains = np.repeat((a / (1 - a))[:, None], m.length, axis=1)  # (H, L)
+    return positional_influence_row(gains, kernel=kernel, mask=list(masks), target=m.target)
 
 
 def positional_predictions(
@@ -93,21 +123,51 @@ def positional_predictions(
     out = {}
     for kernel in kernels:
         name = "predicted:positional" + ("" if kernel == "jacobian" else f"-{kernel}")
-        rows = [
-            positional_influence_row(
-                m.gain_per_position, kernel=kernel, mask=m.mask, target=m.target
+        rows = [positional_row(m, kernel) for m in measurements]
+        first = measurements[0]
+        uses = ["gains per position"]
+        if first.mlp_gain_per_position is not None:
+            uses.append(
+                "MLP gain"
+                + (" and coherence" if first.mlp_coherence_per_position is not None else "")
             )
-            for m in measurements
-        ]
+        if first.layer_masks is not None:
+            uses.append("layer masks")
         out[name] = Prediction(
             kind="predicted",
             kernel=kernel,
-            description=f"position-resolved theory, measured gains per position, {kernel} "
+            description=f"position-resolved theory, measured {', '.join(uses)}, {kernel} "
             "kernel (nothing fitted)",
-            parameters={"kernel": kernel, "layers": measurements[0].layers},
+            parameters={
+                "kernel": kernel,
+                "layers": first.layers,
+                "uses": uses,
+                "layer_masks": None if first.layer_masks is None else list(first.layer_masks),
+            },
             rows=np.stack([np.asarray(r, dtype=np.float64) for r in rows]),
         )
     return out, []
+
+
+def positional_row(m: MeasuredProfile, kernel: str) -> np.ndarray:
+    """The position-resolved theory row of one measurement: its per-position gains, and
+    its MLP gain and coherence and layer masks when it has them (float64, sums to 1)."""
+    if m.gain_per_position is None:
+        raise UserError(f"{m.source or 'the measurement'} has no 'gain_per_position'")
+    coherence = m.mlp_coherence_per_position
+    if m.mlp_gain_per_position is None:
+        coherence = None  # the kernel takes a coherence only with an MLP gain
+    elif coherence is not None:
+        coherence = np.clip(np.nan_to_num(coherence, nan=1.0), 0.0, 1.0)
+    row = positional_influence_row(
+        m.gain_per_position,
+        kernel=kernel,
+        mask=m.mask if m.layer_masks is None else list(m.layer_masks),
+        target=m.target,
+        mlp_gain=m.mlp_gain_per_position,
+        mlp_coherence=coherence,
+    )
+    return np.asarray(row, dtype=np.float64)
 
 
 def pooled_measurement(measurements: Sequence[MeasuredProfile]) -> MeasuredProfile:
@@ -123,7 +183,11 @@ def pooled_measurement(measurements: Sequence[MeasuredProfile]) -> MeasuredProfi
 
     def mean(key: str) -> np.ndarray | None:
         values = [getattr(m, key) for m in measurements]
-        return None if any(v is None for v in values) else np.mean(values, axis=0)
+        if any(v is None for v in values):
+            return None
+        with warnings.catch_warnings():  # all-NaN columns (a zero MLP) stay NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(values, axis=0)
 
     methods = {m.residual_strength_method for m in measurements}
     return MeasuredProfile(
@@ -138,4 +202,7 @@ def pooled_measurement(measurements: Sequence[MeasuredProfile]) -> MeasuredProfi
         branch_gain=mean("branch_gain"),
         residual_strength_forward=mean("residual_strength_forward"),
         gain_per_position=mean("gain_per_position"),
+        mlp_gain_per_position=mean("mlp_gain_per_position"),
+        mlp_coherence_per_position=mean("mlp_coherence_per_position"),
+        layer_masks=first.layer_masks,
     )

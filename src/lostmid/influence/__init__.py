@@ -31,8 +31,10 @@ __getattr__, __dir__, __all__ = attach(
             "measurement_flops",
         ],
         "inputs": ["corpus_token_ids", "random_token_ids", "read_corpus_bytes"],
-        "residual": ["residual_strength"],
-        "config": ["MeasureConfig"],
+        "residual": ["residual_strength", "strength_from_gain"],
+        "gains": ["BranchGains", "branch_gains"],
+        "config": ["AblationConfig", "MeasureConfig", "RUNGS"],
+        "ablation": ["AblationResult", "RungResult", "build_rung", "run_ablate"],
         "run": ["MeasureResult", "run_measure"],
     },
 )

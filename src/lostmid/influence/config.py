@@ -16,14 +16,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for
 from lostmid.checks import check_choice, check_position, check_positive
 from lostmid.errors import UserError
 
-# The eager/SDPA switch of ``--attention auto``: eager attention up to this length (the
-# probe VJPs batch well: fastest), SDPA beyond (no L x L matrix kept per layer, so long
-# contexts fit in memory); see docs/BENCHMARKS.md.
-EAGER_MAX_LENGTH = 1024
 ATTENTION_CHOICES = ("auto", "eager", "sdpa")
+STRENGTHS = ("jacobian", "forward")
+"""How the residual strength a_l that predictions use is measured
+(:mod:`lostmid.influence.residual`): s_l/(1+s_l) from the branch's Jacobian gain, or the
+peer project's forward ratio."""
+PER_POSITION_GAINS = ("auto", "on", "off")
+PER_POSITION_MAX_CELLS = 1 << 17
+"""``--per-position-gains auto`` keeps the per-position arrays when H x L is at most
+this (131072: e.g. 24 layers at L = 4096). Measuring them costs nothing extra (the
+branch gains are measured per position anyway); what grows is measure.json (three
+H x L arrays) and the jacobian kernel of ``predicted:positional`` (O(L^2 H) time,
+O(L^2) memory: seconds at L = 2048, H = 24)."""
 
 HELP = {  # the CLI's help for each option, and the meaning of each field below
     "model": "Preset name, local directory or cached hub id.",
@@ -46,16 +54,14 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "device_map": "auto | balanced | JSON {module: device}: split/offload (accelerate).",
     "attention": f"auto (eager up to L = {EAGER_MAX_LENGTH}, then sdpa) | eager | sdpa",
     "strategy": "loop (one backward per probe) | vmap (one batched backward)",
+    "no_alibi": "ALiBi attention biases off (BLOOM).",
+    "strength": "jacobian | forward: the residual strength a_l that predictions use "
+    "(jacobian: s/(1+s) from the attention branch's Jacobian gain s; forward: the peer's "
+    "ratio ||attn||/(||x||+||attn||)). Both are written.",
+    "per_position_gains": "auto | on | off: write the per-position branch and MLP gains "
+    f"(H x L each; auto: on when H x L <= {PER_POSITION_MAX_CELLS}).",
+    "gain_directions": "Random directions per sample for the branch gains.",
 }
-
-
-def attention_for(length: int, checkpointing: bool = False) -> str:
-    """The attention implementation ``--attention auto`` picks for inputs of ``length``.
-
-    >>> attention_for(512), attention_for(2048), attention_for(512, checkpointing=True)
-    ('eager', 'sdpa', 'sdpa')
-    """
-    return "eager" if length <= EAGER_MAX_LENGTH and not checkpointing else "sdpa"
 
 
 @dataclass(frozen=True)
@@ -85,17 +91,23 @@ class MeasureConfig:
     strategy: str = "loop"
     attention: str = "auto"
     device_map: str | None = None
+    no_alibi: bool = False
+    strength: str = "jacobian"
+    per_position_gains: str = "auto"
+    gain_directions: int = 4
 
     def __post_init__(self) -> None:
         # The estimator's options live with the estimator, which imports torch; imported
         # here, not at the top, so that lostmid --help (which reads HELP) stays fast.
         from lostmid.influence.estimator import OUTPUTS, STRATEGIES
 
-        for name in ("length", "samples", "probes", "batch_size"):
+        for name in ("length", "samples", "probes", "batch_size", "gain_directions"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         check_choice("--output", self.output, OUTPUTS)
         check_choice("--attention", self.attention, ATTENTION_CHOICES)
         check_choice("--strategy", self.strategy, STRATEGIES)
+        check_choice("--strength", self.strength, STRENGTHS)
+        check_choice("--per-position-gains", self.per_position_gains, PER_POSITION_GAINS)
         check_position("--target", self.target, self.length)
         if self.device_map is not None:  # the map's form here; its modules at load time
             from lostmid.models.load import parse_device_map
@@ -116,5 +128,125 @@ class MeasureConfig:
             return self.attention
         return attention_for(self.length, self.checkpointing)
 
+    def per_position_gains_for(self, layers: int) -> bool:
+        """Whether the per-position gains are kept for a model of ``layers`` layers:
+        ``on``/``off`` as said, ``auto`` when H x L <= :data:`PER_POSITION_MAX_CELLS`.
+
+        >>> c = MeasureConfig(length=8192)
+        >>> c.per_position_gains_for(12), c.per_position_gains_for(24)
+        (True, False)
+        """
+        if self.per_position_gains != "auto":
+            return self.per_position_gains == "on"
+        return layers * self.length <= PER_POSITION_MAX_CELLS
+
     def record(self) -> dict[str, Any]:
         return asdict(self) | {"corpus": None if self.corpus is None else str(self.corpus)}
+
+
+# -- lostmid ablate ------------------------------------------------------------------------
+
+RUNGS = ("uniform", "mlp", "logits", "real", "frozen-norm", "scaled-embeddings")
+"""The ablation ladder of ``lostmid ablate``, from the theory's world to the real model
+(built in :mod:`lostmid.influence.ablation`):
+
+* ``uniform`` (i): uniform attention (W_Q = W_K = 0), no MLP, no positional encoding;
+* ``mlp`` (ii): (i) + the MLP;
+* ``logits`` (iii): (ii) + the real attention logits (positions still off);
+* ``real`` (iv): (iii) + the positional encoding: the real model;
+* ``frozen-norm`` (cross rung of ii): every norm's 1/sigma frozen to its mean over
+  positions, so no norm gain depends on position;
+* ``scaled-embeddings`` (cross rung of iv): the token embeddings scaled (x30 by
+  default), so the stream norm no longer depends on position.
+"""
+
+ABLATE_HELP = {  # the help of each ``lostmid ablate`` option, and each AblationConfig field
+    "model": "Preset name, local directory or cached hub id.",
+    "length": "Sequence length L.",
+    "seeds": "Independently initialised models per rung (2+ gives a noise floor).",
+    "samples": "Random-token inputs per seed.",
+    "probes": "Random probe vectors per input.",
+    "rungs": "Comma-separated rungs, in ladder order: " + ", ".join(RUNGS) + ".",
+    "seed": "First seed: seed i of every rung is seed + i (the same weights on every rung).",
+    "layers": "Override the depth H (the config's number of layers; default: the model's).",
+    "vocab_size": "Vocabulary of the untrained models (0: the family's own); only the "
+    "blocks shape the hidden-state Jacobian of random-token inputs.",
+    "embedding_scale": "Factor of the scaled-embeddings rung.",
+    "output": "hidden | residual | logits | top1-prob",
+    "exact": "Exact norms and exact gains (small models).",
+    "gain_directions": "Random directions per input for the branch gains.",
+    "dtype": "float32 | bfloat16 | float16 | float64",
+    "device": "cpu | cuda[:N]",
+    "batch_size": "Samples per forward pass.",
+}
+
+
+def parse_rungs(text: str) -> tuple[str, ...]:
+    """Comma-separated rung names, blanks dropped (checked by :class:`AblationConfig`).
+
+    >>> parse_rungs("uniform, mlp,")
+    ('uniform', 'mlp')
+    """
+    return tuple(r.strip() for r in text.split(",") if r.strip())
+
+
+@dataclass(frozen=True)
+class AblationConfig:
+    """What ``lostmid ablate`` measures; every field is described in :data:`ABLATE_HELP`.
+
+    ``rungs`` may be given as a comma-separated string; they are kept in ladder order
+    (:data:`RUNGS`). ``vocab_size`` 0 or None keeps the family's vocabulary.
+
+    >>> AblationConfig(model="tiny-gpt2", rungs="real,uniform").rungs
+    ('uniform', 'real')
+    >>> AblationConfig(model="tiny-gpt2", rungs="mlp,mlp")
+    Traceback (most recent call last):
+    ...
+    lostmid.errors.UserError: --rungs names a rung twice; give each once
+    """
+
+    model: str
+    length: int = 128
+    seeds: int = 2
+    samples: int = 2
+    probes: int = 2
+    rungs: tuple[str, ...] = RUNGS
+    seed: int = 0
+    layers: int | None = None
+    vocab_size: int | None = 512
+    embedding_scale: float = 30.0
+    output: str = "hidden"
+    exact: bool = False
+    gain_directions: int = 4
+    dtype: str = "float32"
+    device: str = "cpu"
+    batch_size: int = 1
+
+    def __post_init__(self) -> None:
+        from lostmid.influence.estimator import OUTPUTS  # imports torch; see MeasureConfig
+
+        for name in ("length", "seeds", "samples", "probes", "gain_directions", "batch_size"):
+            check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
+        if self.layers is not None:
+            check_positive("--layers", self.layers)
+        if self.vocab_size == 0:
+            object.__setattr__(self, "vocab_size", None)
+        if self.vocab_size is not None:
+            check_positive("--vocab-size", self.vocab_size)
+        check_positive("--embedding-scale", self.embedding_scale, integer=False)
+        check_choice("--output", self.output, OUTPUTS)
+        rungs = parse_rungs(self.rungs) if isinstance(self.rungs, str) else tuple(self.rungs)
+        if not rungs:
+            raise UserError(f"--rungs is empty; give some of {', '.join(RUNGS)}")
+        for rung in rungs:
+            check_choice("--rungs", rung, RUNGS)
+        if len(set(rungs)) != len(rungs):
+            raise UserError("--rungs names a rung twice; give each once")
+        object.__setattr__(self, "rungs", tuple(r for r in RUNGS if r in rungs))
+
+    def seed_list(self) -> list[int]:
+        """The seeds of every rung: ``seed``, ``seed + 1``, ..."""
+        return [self.seed + i for i in range(self.seeds)]
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self) | {"rungs": list(self.rungs)}

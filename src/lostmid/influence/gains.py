@@ -20,6 +20,11 @@ it (unlike the forward ratio of :mod:`lostmid.influence.residual`, which shrinks
 1/sqrt(i)). The theory's residual strength is a_l = s_l / (1 + s_l); the derivation is in
 :mod:`lostmid.influence.residual`.
 
+Places. Every module is found through the family's adapter
+(:mod:`lostmid.models.adapters.base`): the mask goes into ``attention``, the branch a is
+the output of ``attention_out`` (BLOOM's output projection, Gemma2's branch post-norm),
+the MLP branch m that of ``mlp_out``.
+
 Measurement. The value path of every source is isolated exactly by re-running each
 block on its real input x_l with an attention mask that lets every position attend
 only to itself: the softmax over one entry is the constant 1, so the branch output at
@@ -40,7 +45,8 @@ attention branch; ``exact=True`` uses the d scaled basis vectors sqrt(d) e_k ins
 
 MLP. With y_l = x_l + a_l the block's real intermediate stream (a_l the output of the
 causal attention), the MLP branch including its norm has the Jacobian
-K_j = d MLP(LN2(y_j)) / d y_j (the MLP acts on each position alone), and
+K_j = d MLP(LN2(y_j)) / d y_j (the MLP acts on each position alone; in parallel blocks,
+out = x + a + MLP(LN(x)), the MLP reads x_l and K_j = d MLP(LN(x_j)) / d x_j), and
 
     mlp_gain[l, j]      = sqrt(mean over inputs and directions of ||K_j^T w||^2 / d),
     mlp_coherence[l, i] = mean over inputs of
@@ -63,6 +69,7 @@ zero or when L = 1.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,18 +140,12 @@ class BranchGains:
         }
 
 
-def _mlp(block: nn.Module) -> nn.Module:
-    """The MLP branch of a block: ``block.mlp`` in qwen2- and gpt2-style blocks.
-
-    The one place that knows it, so it can move into the adapter contract later.
-    """
-    mlp = getattr(block, "mlp", None)
-    if not isinstance(mlp, nn.Module):
-        raise UserError(
-            f"{type(block).__name__} has no .mlp module; branch gains need pre-norm blocks "
-            "with an .mlp branch (qwen2, llama, gpt2 families)"
-        )
-    return mlp
+def _mlp_out(loaded: LoadedModel, block: nn.Module) -> nn.Module:
+    """The module whose output is the block's MLP branch m (the adapter's ``mlp_out``),
+    after checking that the family names its MLP (``mlp``) at all."""
+    adapter = loaded.adapter
+    adapter.mlp(block)
+    return adapter.mlp_out(block)
 
 
 def _self_only_mask(batch: int, length: int, dtype: torch.dtype, device: Any) -> torch.Tensor:
@@ -183,7 +184,7 @@ def _record_calls(loaded: LoadedModel, ids: torch.Tensor) -> list[_BlockCall]:
         calls[index] = _BlockCall(tuple(args), dict(kwargs))
 
     def keep_output(index: int, output: Any) -> None:
-        a = output[0] if isinstance(output, tuple) else output  # (B, L, d)
+        a = output[0] if isinstance(output, tuple) else output  # (B, L, d) or (B L, d)
         call = calls[index]
         assert call is not None
         call.attention_output = a.detach()
@@ -196,7 +197,7 @@ def _record_calls(loaded: LoadedModel, ids: torch.Tensor) -> list[_BlockCall]:
                 )
             )
             handles.append(
-                adapter.attention(block).register_forward_hook(
+                adapter.attention_out(block).register_forward_hook(
                     lambda m, a, o, i=index: keep_output(i, o)
                 )
             )
@@ -223,22 +224,31 @@ def _layer_vjps(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Re-run one block with self-only attention; return J_j^T v_j and K_j^T w_j.
 
+    The places are the adapter's: the mask goes into ``attention``, the branch a is the
+    output of ``attention_out`` and the MLP branch m that of ``mlp_out``. The MLP reads
+    y = x + a_l (serial blocks: a_l the real causal branch, swapped in for the
+    self-only one) or x itself (parallel blocks), and K is taken with respect to that.
+
     Shapes: cotangents (P, B, L, d) (MLP ones may broadcast over L); returns two
     (P, B, L, d) tensors, float32 at least.
     """
-    attention, mlp = loaded.adapter.attention(block), _mlp(block)
+    adapter = loaded.adapter
+    attention, attention_out = adapter.attention(block), adapter.attention_out(block)
+    mlp_out = _mlp_out(loaded, block)
+    parallel = adapter.parallel_residual(block)
     x = call.hidden.detach().requires_grad_(True)  # (B, L, d) block input x_l
     batch, length, _ = x.shape
     mask = _self_only_mask(batch, length, x.dtype, x.device)
     assert call.attention_output is not None
     real_a = call.attention_output.clone().requires_grad_(True)  # a_l of the causal model
+    mlp_input = x if parallel else real_a
     kept: dict[str, torch.Tensor] = {}
 
     def self_only(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         if "attention_mask" not in kwargs:
             raise UserError(
                 f"{type(block).__name__} passes its attention mask positionally; branch "
-                "gains need it as the attention_mask keyword (qwen2, llama, gpt2 families)"
+                "gains need it as the attention_mask keyword"
             )
         return args, {**kwargs, "attention_mask": mask}
 
@@ -248,32 +258,59 @@ def _layer_vjps(
         return (real_a, *output[1:]) if isinstance(output, tuple) else real_a
 
     def keep_mlp(module: nn.Module, args: tuple, output: Any) -> None:
-        kept["mlp"] = output
+        kept["mlp"] = output[0] if isinstance(output, tuple) else output
 
     handles = [
         attention.register_forward_pre_hook(self_only, with_kwargs=True),
-        attention.register_forward_hook(swap_output),
-        mlp.register_forward_hook(keep_mlp),
+        attention_out.register_forward_hook(swap_output),
+        mlp_out.register_forward_hook(keep_mlp),
     ]
     try:
         args, kwargs = call.with_hidden(x)
         with torch.enable_grad():
             block(*args, **kwargs)
-            branch, mlp_out = kept["branch"], kept["mlp"]  # (B, L, d) each
-            g_attn, g_mlp = [], []
-            for v, w in zip(attention_cotangents, mlp_cotangents, strict=True):
-                (ga,) = torch.autograd.grad(
-                    branch, x, v.to(branch.dtype).expand_as(branch), retain_graph=True
-                )
-                (gm,) = torch.autograd.grad(
-                    mlp_out, real_a, w.to(mlp_out.dtype).expand_as(mlp_out), retain_graph=True
-                )
-                g_attn.append(_wide(ga))
-                g_mlp.append(_wide(gm))
+            branch = kept["branch"].reshape(x.shape)  # (B, L, d)
+            m = kept["mlp"].reshape(x.shape)  # (B, L, d); OPT runs (B L, d)
+            v = attention_cotangents.to(branch.dtype).expand(-1, *branch.shape)
+            g_attn = _vjps(branch, x, v)
+            if m.requires_grad:
+                w = mlp_cotangents.to(m.dtype).expand(-1, *m.shape)
+                g_mlp = _vjps(m, mlp_input, w)
+            else:  # an ablated (zeroed) MLP has no graph: K = 0
+                g_mlp = torch.zeros_like(g_attn)
     finally:
         for handle in handles:
             handle.remove()
-    return torch.stack(g_attn), torch.stack(g_mlp)
+    return g_attn, g_mlp
+
+
+_VJP_CHUNK = 16  # cotangents per batched backward (bounds memory in exact mode)
+
+
+def _vjps(y: torch.Tensor, x: torch.Tensor, cotangents: torch.Tensor) -> torch.Tensor:
+    """The P vector-Jacobian products c_p^T dy/dx, (P, B, L, d) at float32 or wider.
+
+    Batched backwards (``is_grads_batched``, :data:`_VJP_CHUNK` cotangents each) when the
+    graph allows it, else one backward per cotangent (BLOOM's custom GeLU has no
+    batching rule); the numbers are the same. An input y does not use gives zeros.
+    """
+    out = []
+    for chunk in cotangents.split(_VJP_CHUNK):
+        if chunk.shape[0] > 1:
+            try:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message="There is a performance drop")
+                    (g,) = torch.autograd.grad(
+                        y, x, chunk, is_grads_batched=True, retain_graph=True, allow_unused=True
+                    )
+                out.append(_wide(torch.zeros_like(chunk) if g is None else g))
+                continue
+            except RuntimeError:
+                pass
+        for c in chunk:
+            (g,) = torch.autograd.grad(y, x, c, retain_graph=True, allow_unused=True)
+            out.append(_wide(torch.zeros_like(c) if g is None else g)[None])
+    return torch.cat(out)
 
 
 def _coherence(g: torch.Tensor) -> torch.Tensor:
@@ -344,7 +381,8 @@ def branch_gains(
     blocks = adapter.blocks(model)
     for block in blocks:  # fail early, before any work, when a place is missing
         adapter.attention(block)
-        _mlp(block)
+        adapter.attention_out(block)
+        _mlp_out(loaded, block)
     layers, width = len(blocks), loaded.hidden_size
     device = loaded.input_device  # the embedding's device, also under a device map
     gen = torch.Generator().manual_seed(seed)

@@ -23,8 +23,9 @@ layer-1 profile at target t is t (1 - a) / a = t / s.
 
     lambda_l = mean over tokens and samples of ||a_l|| / (||x_l|| + ||a_l||),
 
-with x_l the block input and a_l the attention branch's output (after the output
-projection, before the residual add), a ratio of activations, not of Jacobians. At
+with x_l the block input and a_l the attention branch's output (the adapter's
+``attention_out``: after the output projection and any branch post-norm, before the
+residual add), a ratio of activations, not of Jacobians. At
 position i the branch averages i nearly independent values v_j = W_O W_V LN(x_j),
 each of norm ~ s ||x||, so ||a_i|| ~ s ||x|| / sqrt(i): the ratio shrinks like
 1/sqrt(i) and its mean over i = 1..L is about 2 s / sqrt(L), far below s / (1 + s) for
@@ -47,10 +48,11 @@ import torch
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
+from lostmid.influence.config import STRENGTHS
 from lostmid.models import LoadedModel
 from lostmid.typing import Float
 
-METHODS = ("forward", "jacobian")
+METHODS = STRENGTHS  # jacobian | forward, the choices of ``lostmid measure --strength``
 
 
 def strength_from_gain(gain: Float[np.ndarray, " H"] | float) -> Float[np.ndarray, " H"]:
@@ -130,9 +132,11 @@ def _forward_ratio(
         block_inputs[index] = args[0] if args else kwargs["hidden_states"]  # (B, L, d)
 
     def keep_ratio(index: int, module: torch.nn.Module, args: tuple, output: Any) -> None:
-        a = output[0] if isinstance(output, tuple) else output  # (B, L, d)
+        a = output[0] if isinstance(output, tuple) else output  # (B, L, d) or (B L, d)
+        x = block_inputs[index]
+        a = a.reshape(x.shape)  # OPT's projections run on flattened positions
         wide = torch.promote_types(a.dtype, torch.float32)  # float32 at least, float64 kept
-        a, x = a.to(wide), block_inputs[index].to(wide)
+        a, x = a.to(wide), x.to(wide)
         a_norm, x_norm = a.norm(dim=-1), x.norm(dim=-1)  # (B, L)
         ratios[index] = (a_norm / (x_norm + a_norm).clamp_min(1e-30)).double().sum()
 
@@ -144,7 +148,7 @@ def _forward_ratio(
                 )
             )
             handles.append(
-                adapter.attention(block).register_forward_hook(
+                adapter.attention_out(block).register_forward_hook(
                     lambda m, a, o, i=index: keep_ratio(i, m, a, o)
                 )
             )

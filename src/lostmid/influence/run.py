@@ -1,8 +1,23 @@
 """``lostmid measure``: load a model, measure its influence profile, write results.
 
 Writes ``out/measure.json`` (the :class:`MeasureResult`'s record: profile, error,
-variance split, residual strength, summary, resolved config, provenance) and
-``out/measure.png``.
+variance split, residual strength, branch gains, layer masks, summary, resolved
+config, provenance) and ``out/measure.png``.
+
+Residual strength keys of measure.json (one value per layer, layer 1 first):
+
+* ``branch_gain``: s_l, the attention branch's Jacobian gain per unit of attention
+  weight (:func:`lostmid.influence.gains.branch_gains`);
+* ``residual_strength``: the a_l that predictions use, ``residual_strength_method``
+  says which: ``jacobian`` (s_l/(1+s_l), the default) or ``forward`` (the peer's ratio);
+* ``residual_strength_jacobian`` and ``residual_strength_forward``: both, always;
+* ``mlp_gain``, ``mlp_coherence``: the MLP's gain and Jacobian coherence (means over
+  positions); ``gain_per_position``, ``mlp_gain_per_position``,
+  ``mlp_coherence_per_position``: H x L (row l-1, column j-1: position j) when
+  per-position gains are on, else null;
+* ``layer_masks``: each layer's attention mask as a theory mask spec.
+
+A family without an adapter has none of these (null) and a note says why.
 """
 
 from __future__ import annotations
@@ -14,15 +29,17 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from lostmid.errors import UserError
 from lostmid.influence.config import MeasureConfig
 from lostmid.influence.estimator import InfluenceProfile, influence_profile
+from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.influence.inputs import corpus_token_ids, random_token_ids
 from lostmid.influence.plot import plot_influence
 from lostmid.influence.residual import residual_strength
-from lostmid.models import load_model
+from lostmid.models import LoadedModel, load_model
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.theory import ProfileSummary, summarize_profile
 from lostmid.typing import Float
@@ -39,17 +56,31 @@ class MeasureResult:
         resolved: the resolved facts of the run (model, inputs, target, attention, ...),
             written as ``config``.
         profile: the measured profile (positions 1..L at indices 0..L-1).
-        residual_strength: (H,) a_l, or None for a family without an adapter.
+        gains: the branch gains (s_l, per position when kept, MLP gain and coherence),
+            or None for a family without an adapter.
+        residual_strength_forward: (H,) the peer's forward ratio, or None.
+        layer_masks: each layer's attention mask spec, or None.
         summary: primacy, valley, recency, peak-to-valley of the profile.
         metadata: provenance (:func:`lostmid.runinfo.run_metadata`).
+        notes: what was skipped and why.
     """
 
     config: MeasureConfig
     resolved: Mapping[str, Any]
     profile: InfluenceProfile
-    residual_strength: Float[np.ndarray, " H"] | None
+    gains: BranchGains | None
+    residual_strength_forward: Float[np.ndarray, " H"] | None
+    layer_masks: tuple[str, ...] | None
     summary: ProfileSummary
     metadata: Mapping[str, Any]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def residual_strength(self) -> Float[np.ndarray, " H"] | None:
+        """The a_l predictions use: jacobian (s/(1+s)) or forward, per the config."""
+        if self.config.strength == "forward":
+            return self.residual_strength_forward
+        return None if self.gains is None else self.gains.residual_strength
 
     @property
     def max_relative_stderr(self) -> float | None:
@@ -57,7 +88,7 @@ class MeasureResult:
         return float(np.nanmax(relative)) if np.isfinite(relative).any() else None
 
     def record(self) -> dict[str, Any]:
-        p, strength = self.profile, self.residual_strength
+        p, strength, g = self.profile, self.residual_strength, self.gains
         return {
             "positions": "1..L (index 0 is position 1)",
             "influence": p.influence,
@@ -71,7 +102,19 @@ class MeasureResult:
             "max_relative_stderr": self.max_relative_stderr,
             "per_layer": p.per_layer,
             "residual_strength": strength,
+            "residual_strength_method": None if strength is None else self.config.strength,
             "residual_strength_mean": None if strength is None else float(strength.mean()),
+            "residual_strength_jacobian": None if g is None else g.residual_strength,
+            "residual_strength_forward": self.residual_strength_forward,
+            "branch_gain": None if g is None else g.gain,
+            "gain_per_position": None if g is None else g.per_position,
+            "mlp_gain": None if g is None else g.mlp_gain,
+            "mlp_gain_per_position": None if g is None else g.mlp_gain_per_position,
+            "mlp_coherence": None if g is None else g.mlp_coherence,
+            "mlp_coherence_per_position": None if g is None else g.mlp_coherence_per_position,
+            "gain_directions": None if g is None else g.directions,
+            "layer_masks": None if self.layer_masks is None else list(self.layer_masks),
+            "notes": list(self.notes),
             "summary": self.summary,
             "config": dict(self.resolved),
             "requested": self.config.record(),
@@ -80,14 +123,26 @@ class MeasureResult:
 
 
 def summary_table(result: MeasureResult) -> Table:
-    """The profile's landmarks, the residual strength, the error and the time."""
-    s, strength = result.summary, result.residual_strength
+    """The profile's landmarks, the residual strengths and gains, the error and the time.
+
+    Per-layer quantities show layer 1, the mean over layers and layer H.
+    """
+    s, g = result.summary, result.gains
 
     def fmt(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.4g}"
 
+    def layers(values: np.ndarray | None) -> str:
+        if values is None:
+            return "n/a"
+        v = np.asarray(values, dtype=float)
+        if v.size <= 3:
+            return " / ".join(f"{x:.3g}" for x in v)
+        return f"{v[0]:.3g} / {np.nanmean(v):.3g} / {v[-1]:.3g}"
+
     table = Table(
-        title=f"influence on position {s.target} of {result.config.model} ({result.config.output})"
+        title=f"influence on position {s.target} of {result.config.model} ({result.config.output})",
+        caption="per-layer rows: layer 1 / mean over layers / layer H",
     )
     table.add_column("quantity")
     table.add_column("value", justify="right")
@@ -96,7 +151,20 @@ def summary_table(result: MeasureResult) -> Table:
     table.add_row("dead-zone level (middle half)", fmt(s.dead_zone_level))
     table.add_row(f"recency (j = {s.target})", fmt(s.recency))
     table.add_row("peak-to-valley", fmt(s.peak_to_valley))
-    table.add_row("mean residual strength", fmt(None if strength is None else strength.mean()))
+    table.add_row(f"a_l used ({result.config.strength})", layers(result.residual_strength))
+    table.add_row("branch gain s_l", layers(None if g is None else g.gain))
+    table.add_row("a_l = s/(1+s) (jacobian)", layers(None if g is None else g.residual_strength))
+    table.add_row("a_l forward ratio (peer)", layers(result.residual_strength_forward))
+    table.add_row("MLP gain", layers(None if g is None else g.mlp_gain))
+    table.add_row("MLP coherence", layers(None if g is None else g.mlp_coherence))
+    kept = g is not None and g.per_position is not None
+    table.add_row("per-position gains (H x L)", "written" if kept else "not written")
+    if result.layer_masks is not None:
+        kinds = dict.fromkeys(result.layer_masks)  # in layer order
+        counts = [f"{m} x {result.layer_masks.count(m)}" for m in kinds]
+        table.add_row(
+            "layer masks", counts[0].split(" x ")[0] if len(kinds) == 1 else ", ".join(counts)
+        )
     table.add_row("max relative s.e.", fmt(result.max_relative_stderr))
     table.add_row("seconds", f"{result.metadata['timings_s'].get('total', 0):.1f}")
     return table
@@ -121,6 +189,7 @@ def run_measure(
                 seed=config.seed,
                 no_rope=config.no_rope,
                 no_pos_emb=config.no_pos_emb,
+                no_alibi=config.no_alibi,
                 dtype=config.dtype,
                 device=config.device,
                 attn_implementation=attention,
@@ -161,14 +230,10 @@ def run_measure(
                 console=console,
             )
         with timer("residual_strength"):
-            try:
-                strength: np.ndarray | None = residual_strength(
-                    loaded, ids, batch_size=config.batch_size
-                )
-            except UserError as err:  # generic families: the profile still stands
-                strength = None
-                if console is not None:
-                    console.print(f"[yellow]residual strength skipped:[/] {err}")
+            gains, forward, masks, notes = measure_strengths(loaded, ids, config)
+        if console is not None:
+            for note in notes:
+                console.print(f"[yellow]note:[/] {escape(note)}")
         summary = summarize_profile(profile.influence, target=profile.target)
     resolved = {
         **loaded.describe(),
@@ -186,14 +251,22 @@ def run_measure(
         "strategy": config.strategy,
         "attention": attention,
         "probe_kind": profile.probe_kind,
+        "strength": config.strength,
+        "per_position_gains": None if gains is None else gains.per_position is not None,
+        "gain_directions": config.gain_directions,
     }
+    if masks is not None and len(set(masks)) == 1:
+        resolved["mask"] = masks[0]  # one mask for every layer; else see layer_masks
     result = MeasureResult(
         config=config,
         resolved=resolved,
         profile=profile,
-        residual_strength=strength,
+        gains=gains,
+        residual_strength_forward=forward,
+        layer_masks=masks,
         summary=summary,
         metadata=run_metadata("measure", resolved, config.seed, timer.seconds),
+        notes=tuple(notes),
     )
     write_json(out / "measure.json", result)
     plot_influence(
@@ -208,3 +281,36 @@ def run_measure(
         console.print(summary_table(result))
         console.print(f"wrote {out / 'measure.json'} and {out / 'measure.png'}")
     return result
+
+
+def measure_strengths(
+    loaded: LoadedModel, ids: Any, config: MeasureConfig
+) -> tuple[BranchGains | None, np.ndarray | None, tuple[str, ...] | None, list[str]]:
+    """Branch gains, the forward ratio and the layer masks of ``loaded`` on ``ids``.
+
+    Returns (gains, forward ratio (H,), layer masks, notes); a family without the
+    places (no adapter) gets None for each and a note saying why. The per-position
+    arrays are kept as :meth:`MeasureConfig.per_position_gains_for` says.
+    """
+    notes: list[str] = []
+    gains = forward = masks = None
+    try:
+        gains = branch_gains(
+            loaded,
+            ids,
+            directions=config.gain_directions,
+            seed=config.seed,
+            per_position=config.per_position_gains_for(loaded.num_layers),
+            batch_size=config.batch_size,
+        )
+    except UserError as err:  # generic families: the profile still stands
+        notes.append(f"branch gains skipped: {err}")
+    try:
+        forward = residual_strength(loaded, ids, batch_size=config.batch_size, method="forward")
+    except UserError as err:
+        notes.append(f"forward residual strength skipped: {err}")
+    try:
+        masks = tuple(loaded.adapter.layer_masks(loaded.model.config, ids.shape[1]))
+    except UserError as err:
+        notes.append(f"layer masks skipped: {err}")
+    return gains, forward, masks, notes

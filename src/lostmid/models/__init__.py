@@ -9,6 +9,8 @@
 ['sliding:16', 'causal']
 """
 
+from lostmid.attention_choice import EAGER_MAX_LENGTH
+from lostmid.attention_choice import attention_for as attention_for_length
 from lostmid.models.ablations import (
     freeze_norm_scale,
     remove_mlp,
@@ -21,8 +23,6 @@ from lostmid.models.build import (
     ATTENTION,
     BUILDABLE_FAMILIES,
     DTYPES,
-    EAGER_MAX_LENGTH,
-    attention_for_length,
     build_causal_lm,
     build_config,
 )

@@ -20,9 +20,6 @@ from lostmid.models.shape import ModelShape
 if TYPE_CHECKING:
     from transformers import PretrainedConfig, PreTrainedModel
 
-EAGER_MAX_LENGTH = 1024
-"""Longest input measured with eager attention by default; SDPA beyond (memory O(L))."""
-
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
     "float64": torch.float64,
@@ -32,15 +29,6 @@ DTYPES: dict[str, torch.dtype] = {
 ATTENTION = ("sdpa", "eager")
 BUILDABLE_FAMILIES: tuple[str, ...] = tuple(t for a in ADAPTERS for t in a.model_types)
 """Config ``model_type`` values :func:`build_config` can build (every adapted family)."""
-
-
-def attention_for_length(length: int) -> str:
-    """``eager`` up to :data:`EAGER_MAX_LENGTH` (vmapped VJPs batch well), else ``sdpa``.
-
-    >>> attention_for_length(1024), attention_for_length(1025)
-    ('eager', 'sdpa')
-    """
-    return "eager" if length <= EAGER_MAX_LENGTH else "sdpa"
 
 
 def supports_sdpa(config: PretrainedConfig) -> bool:

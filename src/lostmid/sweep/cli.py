@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from lostmid.errors import UserError
 
@@ -66,29 +65,22 @@ def sweep_command(
     ] = False,
 ) -> None:
     """Run a grid of units (measure, theory, train) in-process or on Ray; resumable."""
-    try:
-        _sweep(
-            task,
-            models,
-            seeds,
-            lengths,
-            param,
-            config,
-            backend,
-            address,
-            retries,
-            cpus,
-            gpus,
-            memory,
-            out,
-            overwrite,
-        )
-    except UserError as err:
-        # printed here, not by lostmid.cli.main, whose markup would eat "[cluster]"
-        Console(stderr=True).print(
-            f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True
-        )
-        raise typer.Exit(2) from None
+    _sweep(
+        task,
+        models,
+        seeds,
+        lengths,
+        param,
+        config,
+        backend,
+        address,
+        retries,
+        cpus,
+        gpus,
+        memory,
+        out,
+        overwrite,
+    )
 
 
 def _sweep(

@@ -3,14 +3,16 @@
 :class:`TheoryConfig` checks the options once and holds them parsed (a :class:`Mask`,
 the alphas, the kernel, the resolved target); :func:`compute_theory` is pure (a config
 in, a frozen :class:`TheoryResult` out) and does not re-check; :func:`run_theory` is the
-thin shell that writes files and prints the table.
+thin shell that writes files and prints the table. :data:`HELP` is the help of each
+option (the CLI's); this module imports scipy (through the continuum) only when it
+computes, so ``lostmid --help`` can read it quickly.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from rich.console import Console
@@ -19,23 +21,32 @@ from rich.table import Table
 from lostmid.checks import check_choice, check_position, check_positive
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
 from lostmid.theory._ops import LinearOps, LogOps
-from lostmid.theory.continuum import (
-    ContinuumError,
-    Regions,
-    _continuum_row,
-    _regions,
-    continuum_error,
-)
 from lostmid.theory.exact import KERNELS, _influence, _path_weights
-from lostmid.theory.masks import Causal, Mask, MaskLike, parse_mask
-from lostmid.theory.schedules import parse_schedule
+from lostmid.theory.masks import MASK_HELP, Causal, Mask, MaskLike, parse_mask
+from lostmid.theory.schedules import SCHEDULE_HELP, parse_schedule
 from lostmid.theory.summary import ProfileSummary, _summarize
 from lostmid.typing import Float
+
+if TYPE_CHECKING:  # the continuum imports scipy: loaded by compute_theory when needed
+    from lostmid.theory.continuum import ContinuumError, Regions
 
 LOG_DOMAINS = ("auto", "on", "off")
 # Below this, float64 results lose relative precision (subnormals) or flush to zero.
 _TINY = 1e-290
 _CONTINUUM_MAX_LENGTH = 2_000_000
+
+
+HELP = {  # the CLI's help for each option, and the meaning of each TheoryConfig field
+    "layers": "Depth H (layers).",
+    "length": "Sequence length L.",
+    "alpha": "Residual strength a in [0, 1].",
+    "mask": MASK_HELP,
+    "kernel": " | ".join(KERNELS),
+    "alpha_schedule": SCHEDULE_HELP,
+    "target": "Target position t, 1-indexed (default L).",
+    "log_domain": " | ".join(LOG_DOMAINS) + ": compute in the log domain.",
+    "seed": "Random seed (recorded; the theory itself draws nothing).",
+}
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,8 @@ def compute_theory(config: TheoryConfig) -> TheoryResult:
     >>> r.summary.valley_position
     63
     """
+    from lostmid.theory.continuum import _continuum_row, _regions, continuum_error
+
     mask = cast(Mask, config.mask)  # parsed in TheoryConfig.__post_init__
     alphas, t = config.alphas, config.target_position
     length, kernel = config.length, config.kernel
