@@ -49,7 +49,13 @@ class Scale:
         train_preset: the training preset (``lostmid train --preset``).
         vocab_size: vocabulary of the untrained models (None: the family's own). Only
             the blocks matter for the hidden-state Jacobian; inputs are random ids.
-        depth_points: per-layer profiles at about this many layers (None: all).
+        depth_points: per-layer profiles at about this many layers (None: all) on the
+            first seed; layer 1 is measured on every seed (the depth-1 check).
+        gain_samples: inputs for the branch gains (the first ones of the profile's
+            inputs; at most ``samples`` are used). The gains are an average over d
+            directions and L positions, so far fewer inputs settle them than the profile.
+        gain_directions: random directions per input of the branch gains.
+        batch_size: inputs per forward pass of the profile (more is faster on a GPU).
     """
 
     name: str
@@ -61,13 +67,22 @@ class Scale:
     train_preset: str = "tiny"
     vocab_size: int | None = 512
     depth_points: int | None = 6
+    gain_samples: int = 1
+    gain_directions: int = 1
+    batch_size: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("length", "seeds", "samples", "probes"):
-            check_positive(f"--{name}", getattr(self, name))
+        for name in ("length", "seeds", "samples", "probes", "gain_samples", "gain_directions"):
+            check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         if self.train_steps not in (None, 0):  # 0 is allowed: it skips training
             check_positive("--train-steps", self.train_steps)
         check_choice("--train-preset", self.train_preset, TRAIN_PRESETS)
+        check_positive("batch size", self.batch_size)
+
+    @property
+    def gain_inputs(self) -> int:
+        """The inputs the branch gains are measured on: ``min(gain_samples, samples)``."""
+        return min(self.gain_samples, self.samples)
 
 
 SCALES = {

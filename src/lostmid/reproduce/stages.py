@@ -17,7 +17,7 @@ inputs are random token ids.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.influence import influence_profile, random_token_ids, residual_strength
 from lostmid.influence.config import attention_for
+from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.models import LoadedModel, load_model
 from lostmid.reproduce.config import ReproduceConfig, Scale
 from lostmid.train.claims import training_claims
@@ -50,7 +51,6 @@ class ProfileRun:
     Attributes:
         influence: (L,) ||d h_L / d x_j||_F; ``stderr`` its standard error.
         mean_sq: (L,) the estimate of E||J_j||_F^2 that ``influence`` is the root of.
-        residual_strength: (H,) a_l measured on the same inputs.
         per_layer: (H, L) the profile of the residual after each layer, NaN rows where
             the layer was not measured; None when no layer was.
     """
@@ -58,8 +58,13 @@ class ProfileRun:
     influence: Float[np.ndarray, " L"]
     stderr: Float[np.ndarray, " L"]
     mean_sq: Float[np.ndarray, " L"]
-    residual_strength: Float[np.ndarray, " H"]
     per_layer: Float[np.ndarray, "H L"] | None = None
+
+    def layer(self, layer: int) -> Float[np.ndarray, " L"] | None:
+        """The per-layer profile of 1-indexed ``layer``, or None when it was not measured."""
+        if self.per_layer is None or not np.all(np.isfinite(self.per_layer[layer - 1])):
+            return None
+        return self.per_layer[layer - 1]
 
     def record(self) -> dict[str, Any]:
         return {
@@ -67,7 +72,6 @@ class ProfileRun:
             "stderr": self.stderr,
             "mean_sq": self.mean_sq,
             "per_layer": self.per_layer,
-            "residual_strength": self.residual_strength,
         }
 
     @classmethod
@@ -77,9 +81,30 @@ class ProfileRun:
             influence=_array(record["influence"]),
             stderr=_array(record["stderr"]),
             mean_sq=_array(record["mean_sq"]),
-            residual_strength=_array(record["residual_strength"]),
             per_layer=None if per_layer is None else _array(per_layer),
         )
+
+
+def gains_from_record(record: Mapping[str, Any]) -> BranchGains:
+    """A :class:`~lostmid.influence.gains.BranchGains` back from its ``record()``."""
+
+    def rows(key: str) -> np.ndarray | None:
+        return None if record.get(key) is None else _array(record[key])
+
+    return BranchGains(
+        gain=_array(record["branch_gain"]),
+        per_position=rows("gain_per_position"),
+        residual_strength=_array(record["residual_strength"]),
+        mlp_gain=_array(record["mlp_gain"]),
+        mlp_gain_per_position=rows("mlp_gain_per_position"),
+        mlp_coherence=_array(record["mlp_coherence"]),
+        mlp_coherence_per_position=rows("mlp_coherence_per_position"),
+        samples=int(record["samples"]),
+        length=int(record["length"]),
+        directions=int(record["directions"]),
+        exact=bool(record["exact"]),
+        seed=int(record["seed"]),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,7 +116,12 @@ class SeedMeasurement:
         attention: the attention implementation used (eager or sdpa).
         switch: which positional encoding was switched off for ``off``.
         on, off: the profile with and without the positional encoding.
-        seconds: wall time of the stage.
+        gains: the Jacobian branch gains (per layer, per position, MLP) of the model
+            with its positional encoding, on the first ``Scale.gain_inputs`` inputs.
+        residual_strength_forward: (H,) the peer's forward ratio
+            mean ||attn|| / (||x|| + ||attn||) on the same inputs as ``gains``.
+        seconds: wall time of the stage; ``gain_seconds`` the part spent on the gains
+            and the forward ratio.
     """
 
     model: Mapping[str, Any]
@@ -99,11 +129,19 @@ class SeedMeasurement:
     switch: str
     on: ProfileRun
     off: ProfileRun
+    gains: BranchGains
+    residual_strength_forward: Float[np.ndarray, " H"]
     seconds: float
+    gain_seconds: float
 
     @property
     def seed(self) -> int:
         return int(self.model["seed"])
+
+    @property
+    def residual_strength(self) -> Float[np.ndarray, " H"]:
+        """a_l = s_l / (1 + s_l) from the branch gains (the theory's residual strength)."""
+        return self.gains.residual_strength
 
     def record(self) -> dict[str, Any]:
         return {
@@ -112,7 +150,10 @@ class SeedMeasurement:
             "switch": self.switch,
             "on": self.on.record(),
             "off": self.off.record(),
+            "gains": self.gains.record(),
+            "residual_strength_forward": self.residual_strength_forward,
             "seconds": self.seconds,
+            "gain_seconds": self.gain_seconds,
         }
 
     @classmethod
@@ -123,7 +164,10 @@ class SeedMeasurement:
             switch=str(record["switch"]),
             on=ProfileRun.from_record(record["on"]),
             off=ProfileRun.from_record(record["off"]),
+            gains=gains_from_record(record["gains"]),
+            residual_strength_forward=_array(record["residual_strength_forward"]),
             seconds=float(record["seconds"]),
+            gain_seconds=float(record["gain_seconds"]),
         )
 
 
@@ -189,12 +233,25 @@ def check_models(config: ReproduceConfig, device: str) -> None:
             switch_off_positions(loaded)  # raises its one-line message
 
 
+def measure_layers(layers: int, depth_points: int | None, first_seed: bool) -> list[int]:
+    """The 1-indexed layers whose per-layer profile a measure stage takes: layer 1 on
+    every seed (the depth-1 check, with a noise floor), :func:`depth_layers` on the
+    first seed (growth with depth).
+
+    >>> measure_layers(24, 6, first_seed=True), measure_layers(24, 6, first_seed=False)
+    ([1, 2, 4, 7, 13, 24], [1])
+    """
+    return depth_layers(layers, depth_points) if first_seed else [1]
+
+
 def measure_stage(
-    model: str, seed: int, scale: Scale, per_layer: bool, device: str
+    model: str, seed: int, scale: Scale, first_seed: bool, device: str
 ) -> SeedMeasurement:
-    """One untrained model, one seed, measured twice on the same weights: with its
-    positional encoding, then with it switched off (rotary -> identity, or learned
-    position embeddings removed). Per-layer profiles (when asked) with the encoding on."""
+    """One untrained model, one seed: the profile with its positional encoding (and the
+    per-layer profiles of :func:`measure_layers`), its Jacobian branch gains and the
+    peer's forward ratio on the first ``scale.gain_inputs`` of the same inputs, then the
+    profile with the encoding switched off (rotary -> identity, or learned position
+    embeddings removed) on the same weights and inputs."""
     start = time.perf_counter()
     attention = attention_for(scale.length)
     loaded = load_model(
@@ -206,17 +263,28 @@ def measure_stage(
     )
     ids = random_token_ids(loaded.vocab_size, scale.samples, scale.length, seed)
 
-    def measure(layers: list[int] | bool) -> ProfileRun:
-        profile = influence_profile(loaded, ids, probes=scale.probes, seed=seed, per_layer=layers)
+    def measure(per_layer: Sequence[int] | bool) -> ProfileRun:
+        profile = influence_profile(
+            loaded,
+            ids,
+            probes=scale.probes,
+            seed=seed,
+            per_layer=per_layer,
+            batch_size=scale.batch_size,
+        )
         return ProfileRun(
             influence=profile.influence,
             stderr=profile.stderr,
             mean_sq=profile.mean_sq,
-            residual_strength=residual_strength(loaded, ids),
             per_layer=profile.per_layer,
         )
 
-    on = measure(depth_layers(loaded.num_layers, scale.depth_points) if per_layer else False)
+    on = measure(measure_layers(loaded.num_layers, scale.depth_points, first_seed))
+    gain_start = time.perf_counter()
+    gain_ids = ids[: scale.gain_inputs]
+    gains = branch_gains(loaded, gain_ids, directions=scale.gain_directions, seed=seed)
+    forward = residual_strength(loaded, gain_ids, method="forward")
+    gain_seconds = time.perf_counter() - gain_start
     switch = switch_off_positions(loaded)
     off = measure(False)
     return SeedMeasurement(
@@ -225,7 +293,10 @@ def measure_stage(
         switch=switch,
         on=on,
         off=off,
+        gains=gains,
+        residual_strength_forward=np.asarray(forward, dtype=np.float64),
         seconds=time.perf_counter() - start,
+        gain_seconds=gain_seconds,
     )
 
 
