@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 
 from lostmid.reproduce.analysis import analyse_model
-from lostmid.reproduce.claims import model_claims
+from lostmid.reproduce.claims import CLAIM_KEYS, keyed_claims, model_claims
 from lostmid.theory import influence_row, positional_influence_row
 
 L, H = 64, 3
-KEYS = ("w1", "spearman", "beats_baseline", "positional", "peak_to_valley", "depth1")
 
 
 def gains(seed: int) -> np.ndarray:
@@ -32,10 +31,10 @@ def depth1_row(g: np.ndarray) -> np.ndarray:
 
 
 def verdicts(runs) -> dict[str, str]:
-    claims = model_claims(analyse_model("m", runs))
-    assert [c.claim.startswith("m") for c in claims] == [True] * len(KEYS)
-    assert all("noise floor" in c.ours for c in claims)  # every claim states its floor
-    return dict(zip(KEYS, (c.verdict for c in claims), strict=True))
+    claims = keyed_claims(analyse_model("m", runs))
+    assert all(c.claim.startswith("m") for c in claims.values())
+    assert all("noise floor" in c.ours for c in claims.values())  # each states its floor
+    return {key: c.verdict for key, c in claims.items()}
 
 
 def test_seeds_that_are_their_own_prediction_reproduce_it(make_seed) -> None:
@@ -48,9 +47,11 @@ def test_seeds_that_are_their_own_prediction_reproduce_it(make_seed) -> None:
     assert a.scorecard.noise_floor.wasserstein1.mean > 0  # the seeds differ...
     assert a.candidates["predicted:positional"].score("wasserstein1").mean < 1e-12  # ...each exact
     v = verdicts(runs)
-    assert (v["w1"], v["spearman"], v["depth1"]) == ("reproduced",) * 3
-    assert v["beats_baseline"] == "reproduced"
-    assert v["positional"] == "reproduced"  # the same profile with and without
+    assert list(v) == list(CLAIM_KEYS)
+    # no MLP gain: predicted:positional-mlp is predicted:positional
+    assert (v["w1"], v["w1_mlp"], v["spearman"], v["depth1"]) == ("reproduced",) * 4
+    assert v["baseline"] == "reproduced"
+    assert v["encoding"] == "reproduced"  # the same profile with and without
 
 
 def test_seeds_that_disagree_beyond_the_tolerance_are_below_resolution(make_seed) -> None:
@@ -64,7 +65,7 @@ def test_seeds_that_disagree_beyond_the_tolerance_are_below_resolution(make_seed
     floor = analyse_model("m", runs).scorecard.noise_floor
     assert floor.wasserstein1.mean - floor.wasserstein1.spread > 0.03  # 0.02 + tolerance
     v = verdicts(runs)
-    assert (v["w1"], v["spearman"]) == ("below resolution",) * 2
+    assert (v["w1"], v["w1_mlp"], v["spearman"]) == ("below resolution",) * 3
     assert v["depth1"] == "reproduced"  # the layer-1 profiles are exact and identical
 
 
@@ -84,10 +85,10 @@ def test_an_exact_baseline_beats_the_theory(make_seed) -> None:
     runs = [make_seed(seed, gains(seed), power * (1 + seed)) for seed in range(3)]
     a = analyse_model("m", runs)
     assert a.candidates["baseline:power+spike"].score("wasserstein1").mean < 1e-6
-    v = dict(zip(KEYS, (c.verdict for c in model_claims(a)), strict=False))
-    assert v["beats_baseline"] == "not reproduced"
-    assert a.depth1 is None  # no layer-1 profile measured: no depth-1 claim
-    assert len(model_claims(a)) == len(KEYS) - 1
+    claims = keyed_claims(a)
+    assert claims["baseline"].verdict == "not reproduced"
+    assert a.depth1 is None and "depth1" not in claims  # no layer-1 profile, no claim
+    assert model_claims(a) == list(claims.values())
 
 
 @pytest.mark.parametrize("decades", [1.0, 2.0, 3.5])
@@ -98,4 +99,4 @@ def test_peak_to_valley_follows_the_profile(make_seed, decades: float) -> None:
     a = analyse_model("m", runs)
     assert a.log10_peak_to_valley.mean == pytest.approx(decades)
     expected = {1.0: "partly", 2.0: "reproduced", 3.5: "not reproduced"}[decades]
-    assert model_claims(a)[4].verdict == expected
+    assert keyed_claims(a)["peak_to_valley"].verdict == expected

@@ -88,7 +88,7 @@ def quick_run(tmp_path_factory) -> Path:
 
 def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     claims = json.loads((quick_run / "claims.json").read_text())
-    assert len(claims) == 12  # six per model
+    assert len(claims) == 14  # seven per model
     for c in claims:
         assert set(c) >= {"claim", "paper", "ours", "verdict", "rule"}
         assert c["verdict"] in ("reproduced", "partly", "not reproduced", "below resolution")

@@ -52,10 +52,13 @@ are judged by), every candidate's last-token share is free (fitted with the shap
 predictions keep their own), 32 log-position bins for the binned metrics."""
 
 FAITHFUL = "predicted:positional"
-"""The zero-parameter candidate the claims judge: the theory with the measured
-per-position gains (the paper's model with its one missing ingredient measured)."""
+"""The zero-parameter candidate the claims judge first: the paper's model (attention
+and residual only) with its missing ingredient, the per-position gains, measured."""
+WITH_MLP = "predicted:positional-mlp"
+"""The same with the MLP's measured per-position gain and coherence: the theory of the
+whole block, also judged."""
 SHOWN_BESIDE = ("predicted:jacobian", "predicted:rollout")
-"""The uniform-theory predictions every claim shows next to :data:`FAITHFUL`."""
+"""The uniform-theory predictions the claims show next to the judged ones."""
 
 
 def scorecard_record(card: Scorecard) -> dict[str, Any]:
