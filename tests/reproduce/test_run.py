@@ -20,9 +20,9 @@ TINY = [
     "--seeds",
     "2",
     "--samples",
-    "1",
-    "--probes",
     "2",
+    "--probes",
+    "1",
     "--train-steps",
     "0",
 ]

@@ -277,6 +277,53 @@ def depth_growth(run: SeedMeasurement) -> dict[str, tuple[DepthPoint, ...]] | No
     return out
 
 
+@dataclass(frozen=True)
+class FloorBudget:
+    """The noise floor split into sampling noise and model-to-model differences, and
+    the inputs per seed that would bring it to ``target``.
+
+    With n inputs per seed, F the W1 floor between seeds and h the W1 between the two
+    halves of one seed's inputs (n/2 each; mean over seeds):
+
+        sampling part at n inputs   sigma = h / sqrt(2)     (noise ~ 1/sqrt(inputs))
+        model-to-model part         B = sqrt(max(F^2 - sigma^2, 0))
+        floor at n' inputs          F(n') = sqrt(B^2 + sigma^2 n / n')
+        inputs for F(n') = target   n' = n sigma^2 / (target^2 - B^2), none if B >= target
+
+    (W1 adds only roughly in quadrature; treat n' as an estimate.)
+
+    >>> b = FloorBudget.of(floor=0.01, split_half=0.01, samples=6, target=0.005)
+    >>> round(b.sampling, 5), round(b.model, 5), b.samples_needed
+    (0.00707, 0.00707, None)
+    >>> FloorBudget.of(floor=0.009, split_half=0.0127, samples=6, target=0.005).samples_needed
+    20
+    """
+
+    floor: float
+    split_half: float
+    samples: int
+    target: float
+    sampling: float
+    model: float
+    samples_needed: int | None
+
+    @classmethod
+    def of(cls, floor: float, split_half: float, samples: int, target: float) -> FloorBudget:
+        sampling = split_half / np.sqrt(2.0)
+        model = float(np.sqrt(max(floor**2 - sampling**2, 0.0)))
+        needed = None
+        if model < target:
+            needed = int(np.ceil(samples * sampling**2 / (target**2 - model**2) - 1e-9))
+        return cls(floor, split_half, samples, target, float(sampling), model, needed)
+
+    def record(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+FLOOR_TARGET = 0.005
+"""Issue 9's target for the W1 noise floor between seeds."""
+
+
 @dataclass(frozen=True, eq=False)
 class ModelAnalysis:
     """Everything the report says about one architecture.
@@ -289,8 +336,11 @@ class ModelAnalysis:
         scorecard: the step-0 profile (with the positional encoding) of every seed,
             every candidate scored (:data:`SCORING`), the noise floor between seeds.
         off: the seeds pooled without the positional encoding.
-        positional_on_vs_off: each seed's profile with against without the encoding,
-            each agreement metric as mean and spread over seeds.
+        positional_on_vs_off: each seed's profile with against without the encoding (on
+            the same inputs: the first half's), each metric as mean and spread over seeds.
+        sampling_floor: each seed's two halves of the inputs against each other, each
+            agreement metric as mean and spread over seeds (None with one input);
+            ``budget`` what it says about the floor between seeds (:class:`FloorBudget`).
         log10_peak_to_valley: of each seed's profile.
         strengths: residual strengths and gains per layer, mean over seeds.
         depth1: the layer-1 profiles of every seed scored as a depth-1 model (None when
@@ -306,6 +356,8 @@ class ModelAnalysis:
     scorecard: Scorecard
     off: MeasuredProfile
     positional_on_vs_off: Mapping[str, MeanSpread]
+    sampling_floor: Mapping[str, MeanSpread] | None
+    budget: FloorBudget | None
     log10_peak_to_valley: MeanSpread
     strengths: LayerStrengths
     depth1: Scorecard | None
@@ -330,6 +382,10 @@ class ModelAnalysis:
             "scorecard": scorecard_record(self.scorecard),
             "off": {"influence": self.off.influence, "stderr": self.off.stderr},
             "positional_on_vs_off": {k: v.record() for k, v in self.positional_on_vs_off.items()},
+            "sampling_floor": None
+            if self.sampling_floor is None
+            else {k: v.record() for k, v in self.sampling_floor.items()},
+            "floor_budget": None if self.budget is None else self.budget.record(),
             "log10_peak_to_valley": self.log10_peak_to_valley.record(),
             "strengths": self.strengths.record(),
             "depth1": None if self.depth1 is None else scorecard_record(self.depth1),
@@ -358,6 +414,20 @@ def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
         )
         for r in runs
     ]
+    halves = [r.on.halves for r in runs]
+    sampling = None
+    if all(h is not None for h in halves):
+        sampling = summarize(
+            [compare_profiles(np.sqrt(h[1]), np.sqrt(h[0]), bins=SCORING["bins"]) for h in halves]
+        )
+    budget = None
+    if sampling is not None and card.noise_floor is not None:
+        budget = FloorBudget.of(
+            floor=card.noise_floor.wasserstein1.mean,
+            split_half=sampling["wasserstein1"].mean,
+            samples=runs[0].on.samples,
+            target=FLOOR_TARGET,
+        )
     return ModelAnalysis(
         name=name,
         model=first.model,
@@ -366,8 +436,13 @@ def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
         scorecard=card,
         off=pooled_measurement(off),
         positional_on_vs_off=summarize(
-            [compare_profiles(r.off.influence, r.on.influence, bins=SCORING["bins"]) for r in runs]
+            [
+                compare_profiles(r.off.influence, r.on.first_half(), bins=SCORING["bins"])
+                for r in runs
+            ]
         ),
+        sampling_floor=sampling,
+        budget=budget,
         log10_peak_to_valley=MeanSpread.of(
             [summarize_profile(r.on.influence).log10_peak_to_valley for r in runs]
         ),

@@ -21,6 +21,7 @@ from lostmid.compare.claims import (
 from lostmid.report.html import Report
 from lostmid.reproduce.analysis import (
     FAITHFUL,
+    FLOOR_TARGET,
     SCORING,
     SHOWN_BESIDE,
     WITH_MLP,
@@ -93,6 +94,20 @@ def floor_row(name: str, a: ModelAnalysis, result: ReproduceResult) -> dict[str,
         row[label] = "n/a (one seed)" if floor is None else pm(floor.metrics[metric], digits)
     d1 = None if a.depth1 is None else a.depth1.noise_floor
     row["layer-1 W1"] = "n/a" if d1 is None else pm(d1.wasserstein1)
+    sampling, b = a.sampling_floor, a.budget
+    row["W1 between halves of one seed"] = (
+        "n/a (one input per seed)" if sampling is None else pm(sampling["wasserstein1"])
+    )
+    if b is None:
+        row["W1 floor: sampling / model-to-model"] = "n/a (needs 2 seeds and 2 inputs)"
+        row[f"inputs per seed for W1 floor {FLOOR_TARGET:g}"] = "n/a"
+    else:
+        row["W1 floor: sampling / model-to-model"] = f"{b.sampling:.4f} / {b.model:.4f}"
+        row[f"inputs per seed for W1 floor {FLOOR_TARGET:g}"] = (
+            f"about {b.samples_needed}"
+            if b.samples_needed is not None
+            else f"none: models differ by {b.model:.4f} > {FLOOR_TARGET:g}"
+        )
     row["log10 peak/valley sd"] = f"{a.log10_peak_to_valley.spread:.3f}"
     return row
 
@@ -272,10 +287,15 @@ def build_report(result: ReproduceResult) -> Report:
         "Noise floor",
         paragraphs=[
             "Agreement between independently initialised models of one architecture "
-            "(every pair of seeds, mean +- sd over pairs): the best any candidate can be "
-            "expected to reach against one model at this budget. It shrinks about like "
-            "1/sqrt(samples per seed) while the sampling noise dominates; what is left is "
-            "the real difference between two random models."
+            "(every pair of seeds, mean +- sd over pairs): the resolution the verdicts "
+            "use. Part of it is sampling noise, which shrinks like 1/sqrt(inputs per "
+            "seed): each seed's inputs are measured in two halves, and W1 between the "
+            "halves / sqrt(2) estimates it at the full budget. The rest is the real "
+            "difference between two random models, which no budget removes: "
+            "model-to-model = sqrt(floor^2 - sampling^2), and the inputs per seed for a "
+            f"floor of {FLOOR_TARGET:g} are n sampling^2 / ({FLOOR_TARGET:g}^2 - "
+            "model-to-model^2) (lostmid.reproduce.analysis.FloorBudget; an estimate: W1 "
+            "adds only roughly in quadrature)."
         ],
         table=[floor_row(m, a, result) for m, a in result.models.items()],
     )

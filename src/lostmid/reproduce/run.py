@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -136,7 +137,10 @@ def measure_record(
     scale = config.scale
     return {
         "influence": measured.influence,
-        "stderr": measured.stderr,
+        # undefined with one input and one probe: left out, as compare reads it
+        "stderr": measured.stderr
+        if measured.stderr is not None and np.all(np.isfinite(measured.stderr))
+        else None,
         "residual_strength": measured.residual_strength,
         "residual_strength_method": measured.residual_strength_method,
         "branch_gain": measured.branch_gain,

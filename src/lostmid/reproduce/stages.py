@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.influence import influence_profile, random_token_ids, residual_strength
 from lostmid.influence.config import attention_for
+from lostmid.influence.estimator import InfluenceProfile
 from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.models import LoadedModel, load_model
 from lostmid.reproduce.config import ReproduceConfig, Scale
@@ -37,6 +39,8 @@ from lostmid.train.dynamics import Checkpoint
 from lostmid.train.model import resolve_device
 from lostmid.train.run import RESUME, TrainResult, run_training
 from lostmid.typing import Float
+
+SECOND_HALF = 1_000_003  # offset of the probe seed of the second half of the inputs
 
 
 def _array(values: Any) -> np.ndarray:
@@ -53,12 +57,22 @@ class ProfileRun:
         mean_sq: (L,) the estimate of E||J_j||_F^2 that ``influence`` is the root of.
         per_layer: (H, L) the profile of the residual after each layer, NaN rows where
             the layer was not measured; None when no layer was.
+        halves: (2, L) ``mean_sq`` of the first and of the second half of the inputs
+            (two independent measurements of one model: the sampling noise); None when
+            measured in one go.
+        samples: the inputs measured.
     """
 
     influence: Float[np.ndarray, " L"]
     stderr: Float[np.ndarray, " L"]
     mean_sq: Float[np.ndarray, " L"]
     per_layer: Float[np.ndarray, "H L"] | None = None
+    halves: Float[np.ndarray, "2 L"] | None = None
+    samples: int = 1
+
+    def first_half(self) -> Float[np.ndarray, " L"]:
+        """The profile of the first half of the inputs (all of them without halves)."""
+        return self.influence if self.halves is None else np.sqrt(self.halves[0])
 
     def layer(self, layer: int) -> Float[np.ndarray, " L"] | None:
         """The per-layer profile of 1-indexed ``layer``, or None when it was not measured."""
@@ -72,16 +86,71 @@ class ProfileRun:
             "stderr": self.stderr,
             "mean_sq": self.mean_sq,
             "per_layer": self.per_layer,
+            "halves": self.halves,
+            "samples": self.samples,
         }
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> ProfileRun:
-        per_layer = record.get("per_layer")
+        per_layer, halves = record.get("per_layer"), record.get("halves")
         return cls(
             influence=_array(record["influence"]),
             stderr=_array(record["stderr"]),
             mean_sq=_array(record["mean_sq"]),
             per_layer=None if per_layer is None else _array(per_layer),
+            halves=None if halves is None else _array(halves),
+            samples=int(record["samples"]),
+        )
+
+    @classmethod
+    def of(cls, profile: InfluenceProfile) -> ProfileRun:
+        """One measured profile as it is (no halves)."""
+        return cls(
+            profile.influence,
+            profile.stderr,
+            profile.mean_sq,
+            profile.per_layer,
+            samples=profile.samples,
+        )
+
+    @classmethod
+    def joined(cls, first: InfluenceProfile, second: InfluenceProfile) -> ProfileRun:
+        """Two profiles of one model on disjoint inputs as one measurement on all of them.
+
+        With n_k inputs and m_k the estimates of E||J_j||^2 of half k:
+        m = (n_1 m_1 + n_2 m_2) / n, se(m) = sqrt(n_1^2 se_1^2 + n_2^2 se_2^2) / n
+        (or |m_1 - m_2| sqrt(n_1 n_2) / n where a half's se is undefined),
+        influence = sqrt(m), se = se(m) / (2 sqrt(m)) (delta method); per-layer rows
+        likewise from their squares.
+
+        >>> import types
+        >>> half = lambda m, n: types.SimpleNamespace(
+        ...     mean_sq=np.array([m]), stderr_sq=np.array([0.1]), samples=n, per_layer=None)
+        >>> run = ProfileRun.joined(half(4.0, 1), half(16.0, 3))
+        >>> run.influence.tolist(), run.halves.tolist()
+        ([3.605551275463989], [[4.0], [16.0]])
+        """
+        n1, n2 = first.samples, second.samples
+        n = n1 + n2
+        mean_sq = (n1 * first.mean_sq + n2 * second.mean_sq) / n
+        stderr_sq = np.sqrt((n1 * first.stderr_sq) ** 2 + (n2 * second.stderr_sq) ** 2) / n
+        # one input and one probe per half leave the halves' errors undefined; then the
+        # halves themselves estimate it: var(m1 - m2) n1 n2 / n^2 = var(m)
+        between = np.abs(first.mean_sq - second.mean_sq) * np.sqrt(n1 * n2) / n
+        stderr_sq = np.where(np.isfinite(stderr_sq), stderr_sq, between)
+        influence = np.sqrt(mean_sq)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stderr = np.where(influence > 0, stderr_sq / (2 * influence), 0.0)
+        per_layer = None
+        if first.per_layer is not None and second.per_layer is not None:
+            per_layer = np.sqrt((n1 * first.per_layer**2 + n2 * second.per_layer**2) / n)
+        return cls(
+            influence=influence,
+            stderr=stderr,
+            mean_sq=mean_sq,
+            per_layer=per_layer,
+            halves=np.stack([first.mean_sq, second.mean_sq]),
+            samples=n,
         )
 
 
@@ -115,7 +184,8 @@ class SeedMeasurement:
         model: the model's resolved facts (``LoadedModel.describe()``).
         attention: the attention implementation used (eager or sdpa).
         switch: which positional encoding was switched off for ``off``.
-        on, off: the profile with and without the positional encoding.
+        on, off: the profile with the positional encoding (all inputs, with its two
+            halves) and without it (the first half's inputs).
         gains: the Jacobian branch gains (per layer, per position, MLP) of the model
             with its positional encoding, on the first ``Scale.gain_inputs`` inputs.
         residual_strength_forward: (H,) the peer's forward ratio
@@ -248,10 +318,12 @@ def measure_stage(
     model: str, seed: int, scale: Scale, first_seed: bool, device: str
 ) -> SeedMeasurement:
     """One untrained model, one seed: the profile with its positional encoding (and the
-    per-layer profiles of :func:`measure_layers`), its Jacobian branch gains and the
-    peer's forward ratio on the first ``scale.gain_inputs`` of the same inputs, then the
-    profile with the encoding switched off (rotary -> identity, or learned position
-    embeddings removed) on the same weights and inputs."""
+    per-layer profiles of :func:`measure_layers`) measured as two halves of the inputs
+    (:meth:`ProfileRun.joined`), its Jacobian branch gains and the peer's forward ratio
+    on the first ``scale.gain_inputs`` of the same inputs, then the profile with the
+    encoding switched off (rotary -> identity, or learned position embeddings removed)
+    on the same weights, the first half's inputs and probes: compared with that half of
+    the profile with the encoding, so the two share their sampling noise."""
     start = time.perf_counter()
     attention = attention_for(scale.length)
     loaded = load_model(
@@ -262,31 +334,34 @@ def measure_stage(
         device=device,
     )
     ids = random_token_ids(loaded.vocab_size, scale.samples, scale.length, seed)
+    half = (scale.samples + 1) // 2  # inputs of the first half
 
-    def measure(per_layer: Sequence[int] | bool) -> ProfileRun:
-        profile = influence_profile(
+    def measure(
+        rows: torch.Tensor, per_layer: Sequence[int] | bool, probe_seed: int
+    ) -> InfluenceProfile:
+        return influence_profile(
             loaded,
-            ids,
+            rows,
             probes=scale.probes,
-            seed=seed,
+            seed=probe_seed,
             per_layer=per_layer,
             batch_size=scale.batch_size,
         )
-        return ProfileRun(
-            influence=profile.influence,
-            stderr=profile.stderr,
-            mean_sq=profile.mean_sq,
-            per_layer=profile.per_layer,
-        )
 
-    on = measure(measure_layers(loaded.num_layers, scale.depth_points, first_seed))
+    layers = measure_layers(loaded.num_layers, scale.depth_points, first_seed)
+    if scale.samples > 1:  # two halves: the sampling noise of this model, for free
+        on = ProfileRun.joined(
+            measure(ids[:half], layers, seed), measure(ids[half:], layers, seed + SECOND_HALF)
+        )
+    else:
+        on = ProfileRun.of(measure(ids, layers, seed))
     gain_start = time.perf_counter()
     gain_ids = ids[: scale.gain_inputs]
     gains = branch_gains(loaded, gain_ids, directions=scale.gain_directions, seed=seed)
     forward = residual_strength(loaded, gain_ids, method="forward")
     gain_seconds = time.perf_counter() - gain_start
     switch = switch_off_positions(loaded)
-    off = measure(False)
+    off = ProfileRun.of(measure(ids[:half], False, seed))  # the first half's inputs and probes
     return SeedMeasurement(
         model=loaded.describe(),
         attention=attention,
