@@ -22,7 +22,7 @@ def test_two_halves_joined_are_the_measurement_on_all_inputs() -> None:
     np.testing.assert_allclose(joined.influence, whole.influence, rtol=1e-10)
     np.testing.assert_allclose(joined.per_layer[0], whole.per_layer[0], rtol=1e-10)
     assert joined.samples == 3 and joined.halves.shape == (2, 8)
-    np.testing.assert_allclose(joined.first_half(), exact(ids[:2]).influence, rtol=1e-12)
+    np.testing.assert_allclose(joined.first_part(), exact(ids[:2]).influence, rtol=1e-12)
 
 
 def test_branch_gains_survive_their_record() -> None:

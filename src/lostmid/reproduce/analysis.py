@@ -282,42 +282,57 @@ class FloorBudget:
     """The noise floor split into sampling noise and model-to-model differences, and
     the inputs per seed that would bring it to ``target``.
 
-    With n inputs per seed, F the W1 floor between seeds and h the W1 between the two
-    halves of one seed's inputs (n/2 each; mean over seeds):
+    Each seed's n inputs are measured in two parts of n_1 and n_2 = n - n_1 inputs. With
+    F the W1 floor between seeds and h the W1 between the two parts of one seed (mean
+    over seeds), and the sampling noise of W1 ~ sqrt(1/n_a + 1/n_b) between two
+    measurements of n_a and n_b inputs:
 
-        sampling part at n inputs   sigma = h / sqrt(2)     (noise ~ 1/sqrt(inputs))
+        sampling part at n inputs   sigma = h sqrt(2/n) / sqrt(1/n_1 + 1/n_2)
+                                    (= h / sqrt(2) for two equal halves)
         model-to-model part         B = sqrt(max(F^2 - sigma^2, 0))
         floor at n' inputs          F(n') = sqrt(B^2 + sigma^2 n / n')
         inputs for F(n') = target   n' = n sigma^2 / (target^2 - B^2), none if B >= target
 
     (W1 adds only roughly in quadrature; treat n' as an estimate.)
 
-    >>> b = FloorBudget.of(floor=0.01, split_half=0.01, samples=6, target=0.005)
+    >>> b = FloorBudget.of(floor=0.01, between_parts=0.01, parts=(3, 3), target=0.005)
     >>> round(b.sampling, 5), round(b.model, 5), b.samples_needed
     (0.00707, 0.00707, None)
-    >>> FloorBudget.of(floor=0.009, split_half=0.0127, samples=6, target=0.005).samples_needed
+    >>> FloorBudget.of(floor=0.009, between_parts=0.0127, parts=(3, 3), target=0.005).samples_needed
     20
     """
 
     floor: float
-    split_half: float
-    samples: int
+    between_parts: float
+    parts: tuple[int, int]
     target: float
     sampling: float
     model: float
     samples_needed: int | None
 
+    @property
+    def samples(self) -> int:
+        return sum(self.parts)
+
     @classmethod
-    def of(cls, floor: float, split_half: float, samples: int, target: float) -> FloorBudget:
-        sampling = split_half / np.sqrt(2.0)
+    def of(
+        cls, floor: float, between_parts: float, parts: tuple[int, int], target: float
+    ) -> FloorBudget:
+        n1, n2 = parts
+        n = n1 + n2
+        sampling = float(between_parts * np.sqrt(2.0 / n) / np.sqrt(1.0 / n1 + 1.0 / n2))
         model = float(np.sqrt(max(floor**2 - sampling**2, 0.0)))
         needed = None
         if model < target:
-            needed = int(np.ceil(samples * sampling**2 / (target**2 - model**2) - 1e-9))
-        return cls(floor, split_half, samples, target, float(sampling), model, needed)
+            needed = int(np.ceil(n * sampling**2 / (target**2 - model**2) - 1e-9))
+        return cls(floor, between_parts, (n1, n2), target, sampling, model, needed)
 
     def record(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {
+            **{name: getattr(self, name) for name in self.__dataclass_fields__},
+            "parts": list(self.parts),
+            "samples": self.samples,
+        }
 
 
 FLOOR_TARGET = 0.005
@@ -337,8 +352,8 @@ class ModelAnalysis:
             every candidate scored (:data:`SCORING`), the noise floor between seeds.
         off: the seeds pooled without the positional encoding.
         positional_on_vs_off: each seed's profile with against without the encoding (on
-            the same inputs: the first half's), each metric as mean and spread over seeds.
-        sampling_floor: each seed's two halves of the inputs against each other, each
+            the same inputs: the first part's), each metric as mean and spread over seeds.
+        sampling_floor: each seed's two parts of the inputs against each other, each
             agreement metric as mean and spread over seeds (None with one input);
             ``budget`` what it says about the floor between seeds (:class:`FloorBudget`).
         log10_peak_to_valley: of each seed's profile.
@@ -424,8 +439,8 @@ def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
     if sampling is not None and card.noise_floor is not None:
         budget = FloorBudget.of(
             floor=card.noise_floor.wasserstein1.mean,
-            split_half=sampling["wasserstein1"].mean,
-            samples=runs[0].on.samples,
+            between_parts=sampling["wasserstein1"].mean,
+            parts=runs[0].on.parts,
             target=FLOOR_TARGET,
         )
     return ModelAnalysis(
@@ -437,7 +452,7 @@ def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
         off=pooled_measurement(off),
         positional_on_vs_off=summarize(
             [
-                compare_profiles(r.off.influence, r.on.first_half(), bins=SCORING["bins"])
+                compare_profiles(r.off.influence, r.on.first_part(), bins=SCORING["bins"])
                 for r in runs
             ]
         ),

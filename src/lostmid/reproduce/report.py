@@ -95,14 +95,16 @@ def floor_row(name: str, a: ModelAnalysis, result: ReproduceResult) -> dict[str,
     d1 = None if a.depth1 is None else a.depth1.noise_floor
     row["layer-1 W1"] = "n/a" if d1 is None else pm(d1.wasserstein1)
     sampling, b = a.sampling_floor, a.budget
-    row["W1 between halves of one seed"] = (
+    row["W1 between the two parts of one seed"] = (
         "n/a (one input per seed)" if sampling is None else pm(sampling["wasserstein1"])
     )
     if b is None:
         row["W1 floor: sampling / model-to-model"] = "n/a (needs 2 seeds and 2 inputs)"
         row[f"inputs per seed for W1 floor {FLOOR_TARGET:g}"] = "n/a"
     else:
-        row["W1 floor: sampling / model-to-model"] = f"{b.sampling:.4f} / {b.model:.4f}"
+        row["W1 floor: sampling / model-to-model"] = (
+            f"{b.sampling:.4f} / {b.model:.4f} (parts of {b.parts[0]} and {b.parts[1]} inputs)"
+        )
         row[f"inputs per seed for W1 floor {FLOOR_TARGET:g}"] = (
             f"about {b.samples_needed}"
             if b.samples_needed is not None
@@ -289,8 +291,9 @@ def build_report(result: ReproduceResult) -> Report:
             "Agreement between independently initialised models of one architecture "
             "(every pair of seeds, mean +- sd over pairs): the resolution the verdicts "
             "use. Part of it is sampling noise, which shrinks like 1/sqrt(inputs per "
-            "seed): each seed's inputs are measured in two halves, and W1 between the "
-            "halves / sqrt(2) estimates it at the full budget. The rest is the real "
+            "seed): each seed's inputs are measured in two parts, and W1 between the "
+            "parts, rescaled to two measurements of the full budget, estimates it. The "
+            "rest is the real "
             "difference between two random models, which no budget removes: "
             "model-to-model = sqrt(floor^2 - sampling^2), and the inputs per seed for a "
             f"floor of {FLOOR_TARGET:g} are n sampling^2 / ({FLOOR_TARGET:g}^2 - "

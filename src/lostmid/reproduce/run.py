@@ -73,6 +73,7 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                         "vocab_size": scale.vocab_size,
                         "per_layer": "layer 1 and depth points" if first else "layer 1",
                         "depth_points": scale.depth_points if first else None,
+                        "off_samples": scale.first_part,
                         "gain_samples": scale.gain_inputs,
                         "gain_directions": scale.gain_directions,
                         "batch_size": scale.batch_size,

@@ -40,7 +40,7 @@ from lostmid.train.model import resolve_device
 from lostmid.train.run import RESUME, TrainResult, run_training
 from lostmid.typing import Float
 
-SECOND_HALF = 1_000_003  # offset of the probe seed of the second half of the inputs
+SECOND_PART = 1_000_003  # offset of the probe seed of the second part of the inputs
 
 
 def _array(values: Any) -> np.ndarray:
@@ -57,10 +57,10 @@ class ProfileRun:
         mean_sq: (L,) the estimate of E||J_j||_F^2 that ``influence`` is the root of.
         per_layer: (H, L) the profile of the residual after each layer, NaN rows where
             the layer was not measured; None when no layer was.
-        halves: (2, L) ``mean_sq`` of the first and of the second half of the inputs
+        halves: (2, L) ``mean_sq`` of the first and of the second part of the inputs
             (two independent measurements of one model: the sampling noise); None when
             measured in one go.
-        samples: the inputs measured.
+        samples: the inputs measured; ``second`` of them in the second part.
     """
 
     influence: Float[np.ndarray, " L"]
@@ -69,10 +69,16 @@ class ProfileRun:
     per_layer: Float[np.ndarray, "H L"] | None = None
     halves: Float[np.ndarray, "2 L"] | None = None
     samples: int = 1
+    second: int = 0
 
-    def first_half(self) -> Float[np.ndarray, " L"]:
-        """The profile of the first half of the inputs (all of them without halves)."""
+    def first_part(self) -> Float[np.ndarray, " L"]:
+        """The profile of the first part of the inputs (all of them without parts)."""
         return self.influence if self.halves is None else np.sqrt(self.halves[0])
+
+    @property
+    def parts(self) -> tuple[int, int]:
+        """The inputs of the first and of the second part (all and 0 without parts)."""
+        return (self.samples - self.second, self.second)
 
     def layer(self, layer: int) -> Float[np.ndarray, " L"] | None:
         """The per-layer profile of 1-indexed ``layer``, or None when it was not measured."""
@@ -88,6 +94,7 @@ class ProfileRun:
             "per_layer": self.per_layer,
             "halves": self.halves,
             "samples": self.samples,
+            "second": self.second,
         }
 
     @classmethod
@@ -100,6 +107,7 @@ class ProfileRun:
             per_layer=None if per_layer is None else _array(per_layer),
             halves=None if halves is None else _array(halves),
             samples=int(record["samples"]),
+            second=int(record["second"]),
         )
 
     @classmethod
@@ -115,18 +123,19 @@ class ProfileRun:
 
     @classmethod
     def joined(cls, first: InfluenceProfile, second: InfluenceProfile) -> ProfileRun:
-        """Two profiles of one model on disjoint inputs as one measurement on all of them.
+        """Two profiles of one model on disjoint inputs as one measurement on all of them
+        (``halves`` keeps the two parts, whatever their sizes).
 
-        With n_k inputs and m_k the estimates of E||J_j||^2 of half k:
+        With n_k inputs and m_k the estimates of E||J_j||^2 of part k:
         m = (n_1 m_1 + n_2 m_2) / n, se(m) = sqrt(n_1^2 se_1^2 + n_2^2 se_2^2) / n
-        (or |m_1 - m_2| sqrt(n_1 n_2) / n where a half's se is undefined),
+        (or |m_1 - m_2| sqrt(n_1 n_2) / n where a part's se is undefined),
         influence = sqrt(m), se = se(m) / (2 sqrt(m)) (delta method); per-layer rows
         likewise from their squares.
 
         >>> import types
-        >>> half = lambda m, n: types.SimpleNamespace(
+        >>> part = lambda m, n: types.SimpleNamespace(
         ...     mean_sq=np.array([m]), stderr_sq=np.array([0.1]), samples=n, per_layer=None)
-        >>> run = ProfileRun.joined(half(4.0, 1), half(16.0, 3))
+        >>> run = ProfileRun.joined(part(4.0, 1), part(16.0, 3))
         >>> run.influence.tolist(), run.halves.tolist()
         ([3.605551275463989], [[4.0], [16.0]])
         """
@@ -151,6 +160,7 @@ class ProfileRun:
             per_layer=per_layer,
             halves=np.stack([first.mean_sq, second.mean_sq]),
             samples=n,
+            second=n2,
         )
 
 
@@ -184,8 +194,8 @@ class SeedMeasurement:
         model: the model's resolved facts (``LoadedModel.describe()``).
         attention: the attention implementation used (eager or sdpa).
         switch: which positional encoding was switched off for ``off``.
-        on, off: the profile with the positional encoding (all inputs, with its two
-            halves) and without it (the first half's inputs).
+        on, off: the profile with the positional encoding (all inputs, in two parts)
+            and without it (the first part's inputs).
         gains: the Jacobian branch gains (per layer, per position, MLP) of the model
             with its positional encoding, on the first ``Scale.gain_inputs`` inputs.
         residual_strength_forward: (H,) the peer's forward ratio
@@ -318,12 +328,13 @@ def measure_stage(
     model: str, seed: int, scale: Scale, first_seed: bool, device: str
 ) -> SeedMeasurement:
     """One untrained model, one seed: the profile with its positional encoding (and the
-    per-layer profiles of :func:`measure_layers`) measured as two halves of the inputs
-    (:meth:`ProfileRun.joined`), its Jacobian branch gains and the peer's forward ratio
-    on the first ``scale.gain_inputs`` of the same inputs, then the profile with the
-    encoding switched off (rotary -> identity, or learned position embeddings removed)
-    on the same weights, the first half's inputs and probes: compared with that half of
-    the profile with the encoding, so the two share their sampling noise."""
+    per-layer profiles of :func:`measure_layers`) measured in two parts of the inputs
+    (:meth:`ProfileRun.joined`; the first ``scale.first_part`` inputs, then the rest),
+    its Jacobian branch gains and the peer's forward ratio on the first
+    ``scale.gain_inputs`` of the same inputs, then the profile with the encoding
+    switched off (rotary -> identity, or learned position embeddings removed) on the
+    same weights and the first part's inputs and probes: compared with that part of the
+    profile with the encoding, so the two share their sampling noise."""
     start = time.perf_counter()
     attention = attention_for(scale.length)
     loaded = load_model(
@@ -334,7 +345,7 @@ def measure_stage(
         device=device,
     )
     ids = random_token_ids(loaded.vocab_size, scale.samples, scale.length, seed)
-    half = (scale.samples + 1) // 2  # inputs of the first half
+    first = scale.first_part  # inputs of the first part, measured without positions too
 
     def measure(
         rows: torch.Tensor, per_layer: Sequence[int] | bool, probe_seed: int
@@ -349,9 +360,9 @@ def measure_stage(
         )
 
     layers = measure_layers(loaded.num_layers, scale.depth_points, first_seed)
-    if scale.samples > 1:  # two halves: the sampling noise of this model, for free
+    if first < scale.samples:  # two parts: the sampling noise of this model, for free
         on = ProfileRun.joined(
-            measure(ids[:half], layers, seed), measure(ids[half:], layers, seed + SECOND_HALF)
+            measure(ids[:first], layers, seed), measure(ids[first:], layers, seed + SECOND_PART)
         )
     else:
         on = ProfileRun.of(measure(ids, layers, seed))
@@ -361,7 +372,7 @@ def measure_stage(
     forward = residual_strength(loaded, gain_ids, method="forward")
     gain_seconds = time.perf_counter() - gain_start
     switch = switch_off_positions(loaded)
-    off = ProfileRun.of(measure(ids[:half], False, seed))  # the first half's inputs and probes
+    off = ProfileRun.of(measure(ids[:first], False, seed))  # the first part's inputs, probes
     return SeedMeasurement(
         model=loaded.describe(),
         attention=attention,
