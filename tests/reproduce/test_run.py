@@ -247,3 +247,18 @@ def test_bad_input_is_one_line(run_cli, tmp_path, args, message) -> None:
     assert message in err.replace("\n", " ")
     assert "Traceback" not in err
     assert not list((tmp_path / "stages").glob("*.json"))  # refused before any work
+
+
+def test_compare_on_the_per_seed_files_scores_what_the_report_scores(
+    quick_run: Path, tmp_path: Path
+) -> None:
+    from lostmid.compare.run import CompareConfig, run_compare
+
+    files = tuple(quick_run / "tiny-gpt2" / f"seed-{s}" / "measure.json" for s in (0, 1))
+    result = run_compare(CompareConfig(measured=files, predict=True), out=tmp_path)
+    record = json.loads((quick_run / "reproduce.json").read_text())
+    ours = record["models"]["tiny-gpt2"]["scorecard"]["candidates"]
+    assert "predicted:positional" in result.candidates
+    for name, c in result.candidates.items():
+        held = ours[name]["out_of_sample"]["metrics"]["wasserstein1"]["mean"]
+        assert c.out_of_sample.metrics["wasserstein1"].mean == pytest.approx(held, rel=1e-9)
