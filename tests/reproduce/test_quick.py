@@ -20,7 +20,7 @@ def test_quick_reproduce_fills_every_table_and_figure(run_cli, tmp_path: Path) -
     table = record["training"]["table"]
     assert [row["step"] for row in table] == [0, 10, 30, 100, 150]
     assert [(r["step"], k) for r in table for k, v in r.items() if v is None] == []
-    assert len(record["claims"]) == 5 * len(DEFAULT_MODELS) + 2
+    assert len(record["claims"]) == 7 * len(DEFAULT_MODELS) + 2
     figures = {p.name for p in (tmp_path / "figures").iterdir()}
     kinds = ("overlay", "positional", "depth")
     assert figures == {f"{k}-{model_slug(m)}.png" for k in kinds for m in DEFAULT_MODELS}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import lostmid.reproduce.run as rp
+from lostmid.compare.inputs import load_measured
 
 TINY = [
     "--models",
@@ -19,12 +20,39 @@ TINY = [
     "--seeds",
     "2",
     "--samples",
-    "1",
-    "--probes",
     "2",
+    "--probes",
+    "1",
     "--train-steps",
     "0",
 ]
+
+
+class _Cells(HTMLParser):
+    """The text of every table cell, by the heading (h2) of its section."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.section = ""
+        self.cells: dict[str, list[str]] = {}
+        self._in: str | None = None
+        self._text = ""
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("h2", "td"):
+            self._in, self._text = tag, ""
+
+    def handle_data(self, data):
+        if self._in:
+            self._text += data
+
+    def handle_endtag(self, tag):
+        if tag == "h2" and self._in == "h2":
+            self.section = self._text.strip()
+        elif tag == "td" and self._in == "td":
+            self.cells.setdefault(self.section, []).append(self._text.strip())
+        if tag == self._in:
+            self._in = None
 
 
 class _Checker(HTMLParser):
@@ -60,10 +88,11 @@ def quick_run(tmp_path_factory) -> Path:
 
 def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     claims = json.loads((quick_run / "claims.json").read_text())
-    assert len(claims) == 10  # five per model
+    assert len(claims) == 14  # seven per model
     for c in claims:
         assert set(c) >= {"claim", "paper", "ours", "verdict", "rule"}
-        assert c["verdict"] in ("reproduced", "partly", "not reproduced")
+        assert c["verdict"] in ("reproduced", "partly", "not reproduced", "below resolution")
+        assert "noise floor" in c["ours"]
     checker = _Checker()
     checker.feed((quick_run / "report.html").read_text())
     assert checker.stack == []
@@ -83,16 +112,47 @@ def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
         "measure-tiny-qwen2-seed0.json",
         "measure-tiny-qwen2-seed1.json",
     ]
-    measure = json.loads((quick_run / "tiny-qwen2" / "measure.json").read_text())
-    assert len(measure["influence"]) == 24 and len(measure["residual_strength"]) == 2
-    # the seed average is the root of the mean over the saved seeds of E||J||^2
     stages = [
         json.loads((quick_run / "stages" / f"measure-tiny-qwen2-seed{s}.json").read_text())
         for s in (0, 1)
     ]
-    mean_sq = np.mean([st["result"]["on"]["mean_sq"] for st in stages], axis=0)
-    np.testing.assert_allclose(measure["influence"], np.sqrt(mean_sq), rtol=1e-12)
+    for seed, stage in enumerate(stages):
+        measured = load_measured(quick_run / "tiny-qwen2" / f"seed-{seed}" / "measure.json")
+        assert measured.layers == 2 and measured.residual_strength_method == "jacobian"
+        assert measured.gain_per_position.shape == (2, 24)
+        np.testing.assert_allclose(measured.influence, stage["result"]["on"]["influence"])
+        s = np.array(stage["result"]["gains"]["branch_gain"])
+        np.testing.assert_allclose(measured.residual_strength, s / (1 + s))
+        assert len(stage["result"]["residual_strength_forward"]) == 2
+    # the pooled file: each seed's profile normalised to sum 1, averaged, times the mean total
+    measure = json.loads((quick_run / "tiny-qwen2" / "measure.json").read_text())
+    rows = np.array([st["result"]["on"]["influence"] for st in stages])
+    pooled = (rows / rows.sum(1, keepdims=True)).mean(0) * rows.sum(1).mean()
+    np.testing.assert_allclose(measure["influence"], pooled, rtol=1e-12)
     assert measure["metadata"]["command"] == "reproduce"
+
+
+def test_the_new_tables_have_no_empty_cell(quick_run: Path) -> None:
+    cells = _Cells()
+    cells.feed((quick_run / "report.html").read_text())
+    sections = [
+        "Noise floor",
+        "Step 0: tiny-qwen2",
+        "Step 0: tiny-gpt2",
+        "Residual strength by layer: tiny-qwen2",
+        "Depth 1: where the theory is exact",
+        "Positional encodings switched off",
+        "Growth with depth",
+    ]
+    for section in sections:
+        filled = cells.cells[section]
+        assert filled, section
+        empty = [c for c in filled if c in ("", "\u2014", "nan", "n/a")]
+        assert empty == [], (section, empty)
+    # the zero-parameter candidates of the full profile, positional ones included
+    step0 = cells.cells["Step 0: tiny-qwen2"]
+    for name in ("predicted:positional", "predicted:positional-mlp", "predicted:jacobian"):
+        assert name in step0
 
 
 def test_resume_reuses_finished_stages(quick_run: Path, run_cli, monkeypatch) -> None:
@@ -187,3 +247,18 @@ def test_bad_input_is_one_line(run_cli, tmp_path, args, message) -> None:
     assert message in err.replace("\n", " ")
     assert "Traceback" not in err
     assert not list((tmp_path / "stages").glob("*.json"))  # refused before any work
+
+
+def test_compare_on_the_per_seed_files_scores_what_the_report_scores(
+    quick_run: Path, tmp_path: Path
+) -> None:
+    from lostmid.compare.run import CompareConfig, run_compare
+
+    files = tuple(quick_run / "tiny-gpt2" / f"seed-{s}" / "measure.json" for s in (0, 1))
+    result = run_compare(CompareConfig(measured=files, predict=True), out=tmp_path)
+    record = json.loads((quick_run / "reproduce.json").read_text())
+    ours = record["models"]["tiny-gpt2"]["scorecard"]["candidates"]
+    assert "predicted:positional" in result.candidates
+    for name, c in result.candidates.items():
+        held = ours[name]["out_of_sample"]["metrics"]["wasserstein1"]["mean"]
+        assert c.out_of_sample.metrics["wasserstein1"].mean == pytest.approx(held, rel=1e-9)

@@ -1,18 +1,25 @@
 """The main job, ``lostmid reproduce``: the paper's core experiments end to end.
 
 1. Untrained Qwen2-0.5B-shaped and GPT-2-shaped models, several seeds: the influence
-   profile at step 0, against the theory predicted from each model's own measured
-   residual strengths (no fitting) and against the fitted theory, beside naive baselines.
-2. The same with positional encodings off (rotary for Qwen2, position embeddings for
-   GPT-2): the profile with against without.
-3. Growth with depth: the per-layer profile l against the theory at H = l.
+   profile at step 0, the Jacobian branch gains of every layer (per source position,
+   and the MLP's gain and coherence; the peer's forward ratio beside them), scored by
+   :mod:`lostmid.compare` the fair way: zero-parameter predictions (the
+   position-resolved theory from the measured gains, the uniform theory from
+   a_l = s_l/(1+s_l)) on each seed, every fitted candidate (theory fits and naive
+   baselines alike) out of sample, against the noise floor between seeds.
+2. The same weights with positional encodings off (rotary for Qwen2, position
+   embeddings for GPT-2): the profile with against without.
+3. Depth 1, where the theory is exact (the layer-1 profile of every seed), and growth
+   with depth: the per-layer profile l against the theory at H = l.
 4. Training dynamics on the ``tiny`` preset (does the valley deepen?).
-5. A claims table whose verdicts follow from the numbers by stated rules.
+5. A claims table whose verdicts (reproduced, partly, not reproduced, below
+   resolution) follow from the numbers by stated rules.
 
 Each experiment is a resumable stage (:mod:`lostmid.stages`): a run restarted with the
 same ``--out`` reuses the stages it finished. Results: ``report.html``, ``claims.json``,
 ``reproduce.json`` (every number), ``stages/*.json``, ``figures/*.png`` and, per model,
-``MODEL/measure.json`` (seed-averaged, readable by ``lostmid compare``).
+``MODEL/seed-S/measure.json`` (each seed) and ``MODEL/measure.json`` (the seeds pooled),
+readable by ``lostmid compare``.
 
 Modules: :mod:`~lostmid.reproduce.config` (what a run is), :mod:`~.stages` (what each
 stage computes), :mod:`~.analysis` (what the numbers say per model),

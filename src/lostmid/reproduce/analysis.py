@@ -1,8 +1,28 @@
-"""What the numbers of the stages say, per architecture (pure numpy over stage results).
+"""What the numbers of the stages say, per architecture (numpy over stage results).
 
-Agreement between two profiles is always :class:`lostmid.compare.ProfileComparison`
-(built by :func:`lostmid.compare.compare_profiles`); over seeds it is summarised as a
-mean and a sample standard deviation (:class:`Spread`).
+Everything is scored by :mod:`lostmid.compare`, the way ``lostmid compare`` scores
+several measure.json files of one model: each seed's measurement becomes a
+:class:`~lostmid.compare.inputs.MeasuredProfile` in memory, and
+:func:`~lostmid.compare.candidates.compare_measurements` returns a
+:class:`~lostmid.compare.candidates.Scorecard`: every fitted candidate (theory fits and
+naive baselines alike) scored out of sample (leave one seed out), every zero-parameter
+candidate scored on each seed as it is, the noise floor between seeds, each metric
+also on log-binned profiles. The policy is one for every model (:data:`SCORING`).
+
+Zero-parameter candidates (nothing is fitted to the profile; a global scale only):
+
+* ``predicted:positional``: the position-resolved theory (jacobian kernel) with each
+  seed's measured branch gains s_l(j) per layer and source position: the faithful one;
+  ``predicted:positional-rollout`` the same through the rollout kernel;
+* ``predicted:positional-mlp``: the same with the measured per-position MLP gain and
+  coherence (coherence clipped to [0, 1]; the measurement is signed);
+* ``predicted:jacobian`` / ``predicted:rollout``: the uniform theory with a_l = s_l/(1+s_l)
+  from the branch gains (one number per layer);
+* ``predicted:jacobian-forward``: the uniform theory (jacobian kernel) with the peer's
+  forward ratio as a_l, to show what that quantity predicts.
+
+The depth-1 check scores the layer-1 profile of every seed (the residual stream after
+block 1) against the same candidates at H = 1, where the theory is exact.
 """
 
 from __future__ import annotations
@@ -14,101 +34,197 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.compare.candidates import Candidate, compare_measurement
+from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
 from lostmid.compare.claims import Claim
-from lostmid.compare.fit import predict_theory
 from lostmid.compare.inputs import MeasuredProfile
 from lostmid.compare.metrics import ProfileComparison, compare_profiles
+from lostmid.compare.options import LOG_BINS
+from lostmid.compare.predicted import pooled_measurement
+from lostmid.compare.scoring import MeanSpread, summarize
 from lostmid.reproduce.config import ReproduceConfig
-from lostmid.reproduce.stages import ProfileRun, SeedMeasurement, TrainingSummary
-from lostmid.theory import KERNELS, influence_row, summarize_profile
+from lostmid.reproduce.stages import SeedMeasurement, TrainingSummary
+from lostmid.theory import KERNELS, influence_row, positional_influence_row, summarize_profile
 from lostmid.typing import Float
 
+SCORING = {"fit_metric": "w1", "spike": "free", "bins": LOG_BINS}
+"""The scoring policy of every scorecard: fitted candidates minimise W1 (the metric they
+are judged by), every candidate's last-token share is free (fitted with the shape;
+predictions keep their own), 32 log-position bins for the binned metrics."""
 
-@dataclass(frozen=True)
-class Spread:
-    """Mean and sample standard deviation over seeds (sd 0 for one value), and n.
+FAITHFUL = "predicted:positional"
+"""The zero-parameter candidate the claims judge first: the paper's model (attention
+and residual only) with its missing ingredient, the per-position gains, measured."""
+WITH_MLP = "predicted:positional-mlp"
+"""The same with the MLP's measured per-position gain and coherence: the theory of the
+whole block, also judged."""
+SHOWN_BESIDE = ("predicted:jacobian", "predicted:rollout")
+"""The uniform-theory predictions the claims show next to the judged ones."""
 
-    >>> Spread.over([1.0, 3.0, None]).text(2)
-    '2.00 +- 1.41 (n=2)'
+
+def scorecard_record(card: Scorecard) -> dict[str, Any]:
+    """The JSON form of a scorecard (the compare.json keys that describe the scoring)."""
+    return {
+        "seeds": card.seeds,
+        "fit_metric": card.fit_metric,
+        "spike": card.spike,
+        "bins": card.bins,
+        "measured": {
+            "influence": card.measured.influence,
+            "stderr": card.measured.stderr,
+            "residual_strength": card.measured.residual_strength,
+            "residual_strength_method": card.measured.residual_strength_method,
+        },
+        "noise_floor": None if card.noise_floor is None else card.noise_floor.record(),
+        "candidates": {name: c.record() for name, c in card.candidates.items()},
+        "claims": [c.record() for c in card.claims],
+        "notes": list(card.notes),
+    }
+
+
+def measured_profiles(
+    name: str, runs: Sequence[SeedMeasurement], layer: int | None = None
+) -> list[MeasuredProfile] | None:
+    """One :class:`MeasuredProfile` per seed, with the gains the predictions need.
+
+    ``layer`` None: the final profile (depth H); ``layer`` l: the per-layer profile of
+    layer l as a depth-l model (the first l layers' gains), or None when some seed did
+    not measure it.
     """
-
-    mean: float
-    sd: float
-    n: int
-
-    @classmethod
-    def over(cls, values: Sequence[float | None]) -> Spread:
-        """Over the finite values (None and nan are left out)."""
-        v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
-        if v.size == 0:
-            return cls(float("nan"), float("nan"), 0)
-        return cls(float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0, int(v.size))
-
-    def text(self, digits: int = 4) -> str:
-        if self.n == 0:
-            return "n/a"
-        return f"{self.mean:.{digits}f} +- {self.sd:.{digits}f} (n={self.n})"
-
-    def record(self) -> dict[str, Any]:
-        return {"mean": self.mean, "sd": self.sd, "n": self.n}
-
-
-@dataclass(frozen=True)
-class AgreementSpread:
-    """Spearman and W1 of several :class:`ProfileComparison` (one per seed or pair)."""
-
-    spearman: Spread
-    wasserstein1: Spread
-
-    @classmethod
-    def over(cls, comparisons: Sequence[ProfileComparison]) -> AgreementSpread:
-        return cls(
-            spearman=Spread.over([c.spearman for c in comparisons]),
-            wasserstein1=Spread.over([c.wasserstein1 for c in comparisons]),
+    out = []
+    for r in runs:
+        depth = r.gains.gain.size if layer is None else layer
+        influence = r.on.influence if layer is None else r.on.layer(layer)
+        if influence is None:
+            return None
+        per_position = r.gains.per_position
+        out.append(
+            MeasuredProfile(
+                influence=influence,
+                stderr=r.on.stderr if layer is None else None,
+                residual_strength=r.residual_strength[:depth],
+                layers=depth,
+                target=influence.size,
+                source=f"{name}, seed {r.seed}" + ("" if layer is None else f", layer {layer}"),
+                residual_strength_method="jacobian",
+                branch_gain=r.gains.gain[:depth],
+                residual_strength_forward=r.residual_strength_forward[:depth],
+                gain_per_position=None if per_position is None else per_position[:depth],
+            )
         )
+    return out
 
-    def record(self) -> dict[str, Any]:
-        return {"spearman": self.spearman.record(), "wasserstein1": self.wasserstein1.record()}
+
+def extra_predictions(
+    runs: Sequence[SeedMeasurement], depth: int | None = None
+) -> dict[str, Float[np.ndarray, "S L"]]:
+    """The zero-parameter candidates compare does not build itself, one row per seed:
+    ``predicted:jacobian-forward`` (the uniform jacobian theory with the forward ratio
+    as a_l) and ``predicted:positional-mlp`` (the positional theory with the MLP's
+    per-position gain and coherence), for the first ``depth`` layers (None: all)."""
+    forward, mlp = [], []
+    for r in runs:
+        g = r.gains
+        h = g.gain.size if depth is None else depth
+        length = r.on.influence.size
+        forward.append(influence_row(length, h, r.residual_strength_forward[:h], kernel="jacobian"))
+        if g.per_position is not None and g.mlp_gain_per_position is not None:
+            coherence = g.mlp_coherence_per_position
+            coherence = np.clip(np.nan_to_num(coherence, nan=0.0), 0.0, 1.0)
+            mlp.append(
+                positional_influence_row(
+                    g.per_position[:h],
+                    kernel="jacobian",
+                    mlp_gain=g.mlp_gain_per_position[:h],
+                    mlp_coherence=coherence[:h],
+                )
+            )
+    out = {"predicted:jacobian-forward": np.stack(forward)}
+    if len(mlp) == len(runs):
+        out["predicted:positional-mlp"] = np.stack(mlp)
+    return out
+
+
+def score(name: str, runs: Sequence[SeedMeasurement], layer: int | None = None) -> Scorecard | None:
+    """The scorecard of the final profile (``layer`` None) or of one layer's profile as a
+    depth-``layer`` model; None when that layer was not measured on every seed."""
+    measurements = measured_profiles(name, runs, layer)
+    if measurements is None:
+        return None
+    return compare_measurements(
+        measurements,
+        predict=True,
+        kernels=KERNELS,
+        predicted=extra_predictions(runs, layer),
+        **SCORING,
+    )
 
 
 @dataclass(frozen=True, eq=False)
-class SeedAverage:
-    """Profiles averaged over seeds (positions 1..L at 0..L-1, layers 1..H)."""
+class LayerStrengths:
+    """The residual strength of each layer l = 1..H (index l-1), mean over seeds.
 
-    influence: Float[np.ndarray, " L"]
-    stderr: Float[np.ndarray, " L"]
-    residual_strength: Float[np.ndarray, " H"]
+    Attributes:
+        branch_gain: s_l, the attention branch's Jacobian gain.
+        jacobian: a_l = s_l / (1 + s_l), what the predictions use.
+        forward: the peer's forward ratio mean ||attn|| / (||x|| + ||attn||).
+        mlp_gain: the MLP branch's Jacobian gain (incl. its norm).
+        mlp_coherence: the mean Frobenius cosine of the MLP Jacobians across positions.
+        samples, directions: what the gains were measured with, per seed.
+    """
+
+    branch_gain: Float[np.ndarray, " H"]
+    jacobian: Float[np.ndarray, " H"]
+    forward: Float[np.ndarray, " H"]
+    mlp_gain: Float[np.ndarray, " H"]
+    mlp_coherence: Float[np.ndarray, " H"]
+    samples: int
+    directions: int
+
+    @classmethod
+    def over(cls, runs: Sequence[SeedMeasurement]) -> LayerStrengths:
+        def mean(values: Sequence[np.ndarray]) -> np.ndarray:
+            return np.mean(np.stack(values), axis=0)
+
+        return cls(
+            branch_gain=mean([r.gains.gain for r in runs]),
+            jacobian=mean([r.residual_strength for r in runs]),
+            forward=mean([r.residual_strength_forward for r in runs]),
+            mlp_gain=mean([r.gains.mlp_gain for r in runs]),
+            mlp_coherence=mean([r.gains.mlp_coherence for r in runs]),
+            samples=runs[0].gains.samples,
+            directions=runs[0].gains.directions,
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per layer for the report's table."""
+        return [
+            {
+                "layer": layer,
+                "branch gain s_l": float(self.branch_gain[layer - 1]),
+                "a_l = s/(1+s)": float(self.jacobian[layer - 1]),
+                "a_l forward ratio": float(self.forward[layer - 1]),
+                "MLP gain": float(self.mlp_gain[layer - 1]),
+                "MLP coherence": float(self.mlp_coherence[layer - 1]),
+            }
+            for layer in range(1, self.branch_gain.size + 1)
+        ]
 
     def record(self) -> dict[str, Any]:
         return {
-            "influence": self.influence,
-            "stderr": self.stderr,
-            "residual_strength": self.residual_strength,
+            "branch_gain": self.branch_gain,
+            "residual_strength": self.jacobian,
+            "residual_strength_method": "jacobian",
+            "residual_strength_forward": self.forward,
+            "mlp_gain": self.mlp_gain,
+            "mlp_coherence": self.mlp_coherence,
+            "samples": self.samples,
+            "directions": self.directions,
         }
 
 
-def seed_average(runs: Sequence[ProfileRun]) -> SeedAverage:
-    """Average over seeds: influence = sqrt(mean over seeds of E||J_j||^2), with the
-    standard error of that mean across seeds (delta method: se(sqrt m) = se(m) / (2 sqrt m));
-    residual strengths averaged. One seed keeps its own standard error."""
-    sq = np.array([r.mean_sq for r in runs], dtype=np.float64)  # (S, L)
-    influence = np.sqrt(sq.mean(axis=0))
-    if len(runs) == 1:
-        stderr = np.asarray(runs[0].stderr, dtype=np.float64)
-    else:
-        se_sq = sq.std(axis=0, ddof=1) / np.sqrt(len(runs))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            stderr = np.where(influence > 0, se_sq / (2 * influence), 0.0)
-    strength = np.mean([r.residual_strength for r in runs], axis=0)
-    return SeedAverage(influence=influence, stderr=stderr, residual_strength=strength)
-
-
-def predicted_agreement(run: ProfileRun, kernel: str) -> ProfileComparison:
-    """The predicted theory (this seed's own residual strengths, nothing fitted) against
-    this seed's profile."""
-    fit = predict_theory(run.influence.size, run.residual_strength, kernel)
-    return compare_profiles(fit.influence, run.influence)
+DEPTH_KERNELS = ("positional", "jacobian", "rollout")
+"""The theories of the growth-with-depth table: ``positional`` (jacobian kernel, the
+first seed's per-position gains) and the uniform kernels with its a_l."""
 
 
 @dataclass(frozen=True)
@@ -123,32 +239,104 @@ class DepthPoint:
             "layer": self.layer,
             "spearman": self.agreement.spearman,
             "wasserstein1": self.agreement.wasserstein1,
+            "binned_wasserstein1": self.agreement.binned_wasserstein1,
             "log10_ptv_measured": self.agreement.log10_peak_to_valley_measured,
             "log10_ptv_theory": self.agreement.log10_peak_to_valley,
         }
 
 
-def depth_theory(run: ProfileRun, kernel: str) -> Float[np.ndarray, "H L"]:
-    """Row l: the theory at H = l with the first l measured residual strengths."""
-    length, layers = run.influence.size, run.residual_strength.size
-    return np.stack(
-        [
-            influence_row(length, h, run.residual_strength[:h], kernel=kernel)
-            for h in range(1, layers + 1)
-        ]
-    )
+def depth_theory(run: SeedMeasurement, kernel: str) -> Float[np.ndarray, "H L"]:
+    """Row l-1: the theory at H = l from the first l layers of ``run``'s gains:
+    ``positional`` (per-position gains, jacobian kernel) or a uniform kernel with a_l."""
+    length, layers = run.on.influence.size, run.gains.gain.size
+    if kernel == "positional":
+        gains = run.gains.per_position
+        assert gains is not None
+        return np.stack(
+            [positional_influence_row(gains[:h], kernel="jacobian") for h in range(1, layers + 1)]
+        )
+    a = run.residual_strength
+    return np.stack([influence_row(length, h, a[:h], kernel=kernel) for h in range(1, layers + 1)])
 
 
-def depth_growth(run: ProfileRun, kernel: str) -> tuple[DepthPoint, ...]:
-    """Every measured layer of ``run.per_layer`` against :func:`depth_theory`."""
-    if run.per_layer is None:
-        return ()
-    theory = depth_theory(run, kernel)
-    return tuple(
-        DepthPoint(layer, compare_profiles(theory[layer - 1], measured))
-        for layer, measured in enumerate(run.per_layer, start=1)
-        if np.all(np.isfinite(measured))
-    )
+def depth_growth(run: SeedMeasurement) -> dict[str, tuple[DepthPoint, ...]] | None:
+    """Every measured layer of ``run`` against :func:`depth_theory`, per kernel; None
+    when only layer 1 was measured (growth needs several layers)."""
+    per_layer = run.on.per_layer
+    if per_layer is None or int(np.isfinite(per_layer).all(axis=1).sum()) < 2:
+        return None
+    kernels = DEPTH_KERNELS if run.gains.per_position is not None else KERNELS
+    out = {}
+    for kernel in kernels:
+        theory = depth_theory(run, kernel)
+        out[kernel] = tuple(
+            DepthPoint(layer, compare_profiles(theory[layer - 1], measured, bins=SCORING["bins"]))
+            for layer, measured in enumerate(per_layer, start=1)
+            if np.all(np.isfinite(measured))
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class FloorBudget:
+    """The noise floor split into sampling noise and model-to-model differences, and
+    the inputs per seed that would bring it to ``target``.
+
+    Each seed's n inputs are measured in two parts of n_1 and n_2 = n - n_1 inputs. With
+    F the W1 floor between seeds and h the W1 between the two parts of one seed (mean
+    over seeds), and the sampling noise of W1 ~ sqrt(1/n_a + 1/n_b) between two
+    measurements of n_a and n_b inputs:
+
+        sampling part at n inputs   sigma = h sqrt(2/n) / sqrt(1/n_1 + 1/n_2)
+                                    (= h / sqrt(2) for two equal halves)
+        model-to-model part         B = sqrt(max(F^2 - sigma^2, 0))
+        floor at n' inputs          F(n') = sqrt(B^2 + sigma^2 n / n')
+        inputs for F(n') = target   n' = n sigma^2 / (target^2 - B^2), none if B >= target
+
+    (W1 adds only roughly in quadrature; treat n' as an estimate.)
+
+    >>> b = FloorBudget.of(floor=0.01, between_parts=0.01, parts=(3, 3), target=0.005)
+    >>> round(b.sampling, 5), round(b.model, 5), b.samples_needed
+    (0.00707, 0.00707, None)
+    >>> FloorBudget.of(floor=0.009, between_parts=0.0127, parts=(3, 3), target=0.005).samples_needed
+    20
+    """
+
+    floor: float
+    between_parts: float
+    parts: tuple[int, int]
+    target: float
+    sampling: float
+    model: float
+    samples_needed: int | None
+
+    @property
+    def samples(self) -> int:
+        return sum(self.parts)
+
+    @classmethod
+    def of(
+        cls, floor: float, between_parts: float, parts: tuple[int, int], target: float
+    ) -> FloorBudget:
+        n1, n2 = parts
+        n = n1 + n2
+        sampling = float(between_parts * np.sqrt(2.0 / n) / np.sqrt(1.0 / n1 + 1.0 / n2))
+        model = float(np.sqrt(max(floor**2 - sampling**2, 0.0)))
+        needed = None
+        if model < target:
+            needed = int(np.ceil(n * sampling**2 / (target**2 - model**2) - 1e-9))
+        return cls(floor, between_parts, (n1, n2), target, sampling, model, needed)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            **{name: getattr(self, name) for name in self.__dataclass_fields__},
+            "parts": list(self.parts),
+            "samples": self.samples,
+        }
+
+
+FLOOR_TARGET = 0.005
+"""Issue 9's target for the W1 noise floor between seeds."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,108 +348,123 @@ class ModelAnalysis:
         model: the model's resolved facts (first seed's ``LoadedModel.describe()``).
         seeds: the seeds measured.
         switch: which positional encoding was switched off.
-        on, off: seed averages with and without the positional encoding.
-        candidates: theories and baselines scored on the seed-averaged profile.
-        per_seed_prediction: per kernel, the predicted theory against each seed.
-        positional_on_vs_off: each seed's profile with against without the encoding.
-        seed_noise_floor: every pair of seeds against each other.
+        scorecard: the step-0 profile (with the positional encoding) of every seed,
+            every candidate scored (:data:`SCORING`), the noise floor between seeds.
+        off: the seeds pooled without the positional encoding.
+        positional_on_vs_off: each seed's profile with against without the encoding (on
+            the same inputs: the first part's), each metric as mean and spread over seeds.
+        sampling_floor: each seed's two parts of the inputs against each other, each
+            agreement metric as mean and spread over seeds (None with one input);
+            ``budget`` what it says about the floor between seeds (:class:`FloorBudget`).
         log10_peak_to_valley: of each seed's profile.
-        depth: the first seed's run that carries the per-layer profiles (or None), and
-            ``depth_growth`` its agreement with the theory per kernel.
+        strengths: residual strengths and gains per layer, mean over seeds.
+        depth1: the layer-1 profiles of every seed scored as a depth-1 model (None when
+            layer 1 was not measured).
+        depth_run: the first seed's measurement (its per-layer profiles), and
+            ``depth_growth`` their agreement with the theory at H = l per kernel.
     """
 
     name: str
     model: Mapping[str, Any]
     seeds: tuple[int, ...]
     switch: str
-    on: SeedAverage
-    off: SeedAverage
-    candidates: Mapping[str, Candidate]
-    per_seed_prediction: Mapping[str, AgreementSpread]
-    positional_on_vs_off: AgreementSpread
-    seed_noise_floor: AgreementSpread
-    log10_peak_to_valley: Spread
-    depth: ProfileRun | None
+    scorecard: Scorecard
+    off: MeasuredProfile
+    positional_on_vs_off: Mapping[str, MeanSpread]
+    sampling_floor: Mapping[str, MeanSpread] | None
+    budget: FloorBudget | None
+    log10_peak_to_valley: MeanSpread
+    strengths: LayerStrengths
+    depth1: Scorecard | None
+    depth_run: SeedMeasurement
     depth_growth: Mapping[str, tuple[DepthPoint, ...]] | None
 
     @property
-    def best_baseline(self) -> Candidate:
-        """The baseline with the smallest W1 (the bar a theory has to clear)."""
-        baselines = [c for c in self.candidates.values() if c.kind == "baseline"]
-        return min(baselines, key=lambda c: c.metrics.wasserstein1)
+    def on(self) -> MeasuredProfile:
+        """The seeds pooled, with the positional encoding (what the candidates fit)."""
+        return self.scorecard.measured
 
-    def predicted(self, kernel: str) -> Candidate:
-        """The theory predicted from the measured residual strengths, nothing fitted."""
-        return self.candidates[f"predicted:{kernel}"]
+    @property
+    def candidates(self) -> Mapping[str, Candidate]:
+        return self.scorecard.candidates
 
     def record(self) -> dict[str, Any]:
-        best = self.best_baseline
         return {
             "model": dict(self.model),
             "seeds": list(self.seeds),
             "switch": self.switch,
-            "on": self.on.record(),
-            "off": self.off.record(),
-            "candidates": {name: c.record() for name, c in self.candidates.items()},
-            "per_seed_prediction": {k: a.record() for k, a in self.per_seed_prediction.items()},
-            "positional_on_vs_off": self.positional_on_vs_off.record(),
-            "seed_noise_floor": self.seed_noise_floor.record(),
+            "scoring": dict(SCORING),
+            "scorecard": scorecard_record(self.scorecard),
+            "off": {"influence": self.off.influence, "stderr": self.off.stderr},
+            "positional_on_vs_off": {k: v.record() for k, v in self.positional_on_vs_off.items()},
+            "sampling_floor": None
+            if self.sampling_floor is None
+            else {k: v.record() for k, v in self.sampling_floor.items()},
+            "floor_budget": None if self.budget is None else self.budget.record(),
             "log10_peak_to_valley": self.log10_peak_to_valley.record(),
-            "log10_peak_to_valley_theory": {
-                k: self.predicted(k).metrics.log10_peak_to_valley for k in KERNELS
-            },
-            "best_baseline": {
-                "name": best.name,
-                "wasserstein1": best.metrics.wasserstein1,
-                "spearman": best.metrics.spearman,
-            },
+            "strengths": self.strengths.record(),
+            "depth1": None if self.depth1 is None else scorecard_record(self.depth1),
             "depth_growth": None
             if self.depth_growth is None
             else {k: [p.record() for p in points] for k, points in self.depth_growth.items()},
             "depth_profiles": None
-            if self.depth is None
-            else {
-                "per_layer": self.depth.per_layer,
-                "residual_strength": self.depth.residual_strength,
-            },
+            if self.depth_growth is None
+            else {"seed": self.depth_run.seed, "per_layer": self.depth_run.on.per_layer},
         }
 
 
 def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
     """Everything the report says about one architecture, from its per-seed stages."""
-    on = seed_average([r.on for r in runs])
-    measured = MeasuredProfile(
-        influence=on.influence,
-        stderr=on.stderr,
-        residual_strength=on.residual_strength,
-        layers=int(runs[0].model["layers"]),
-        target=on.influence.size,
-        source=f"{name}, {len(runs)} seeds",
-    )
-    pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
-    depth = runs[0].on if runs[0].on.per_layer is not None else None  # the first seed's
+    card = score(name, runs)
+    assert card is not None  # the final profile is always measured
+    first = runs[0]
+    off = [
+        MeasuredProfile(
+            influence=r.off.influence,
+            stderr=r.off.stderr,
+            residual_strength=None,
+            layers=r.gains.gain.size,
+            target=r.off.influence.size,
+            source=f"{name}, seed {r.seed}, {r.switch}",
+        )
+        for r in runs
+    ]
+    halves = [r.on.halves for r in runs]
+    sampling = None
+    if all(h is not None for h in halves):
+        sampling = summarize(
+            [compare_profiles(np.sqrt(h[1]), np.sqrt(h[0]), bins=SCORING["bins"]) for h in halves]
+        )
+    budget = None
+    if sampling is not None and card.noise_floor is not None:
+        budget = FloorBudget.of(
+            floor=card.noise_floor.wasserstein1.mean,
+            between_parts=sampling["wasserstein1"].mean,
+            parts=runs[0].on.parts,
+            target=FLOOR_TARGET,
+        )
     return ModelAnalysis(
         name=name,
-        model=runs[0].model,
+        model=first.model,
         seeds=tuple(r.seed for r in runs),
-        switch=runs[0].switch,
-        on=on,
-        off=seed_average([r.off for r in runs]),
-        candidates=compare_measurement(measured, predict=True, kernels=KERNELS),
-        per_seed_prediction={
-            k: AgreementSpread.over([predicted_agreement(r.on, k) for r in runs]) for k in KERNELS
-        },
-        positional_on_vs_off=AgreementSpread.over(
-            [compare_profiles(r.off.influence, r.on.influence) for r in runs]
+        switch=first.switch,
+        scorecard=card,
+        off=pooled_measurement(off),
+        positional_on_vs_off=summarize(
+            [
+                compare_profiles(r.off.influence, r.on.first_part(), bins=SCORING["bins"])
+                for r in runs
+            ]
         ),
-        seed_noise_floor=AgreementSpread.over(
-            [compare_profiles(b.on.influence, a.on.influence) for a, b in pairs]
-        ),
-        log10_peak_to_valley=Spread.over(
+        sampling_floor=sampling,
+        budget=budget,
+        log10_peak_to_valley=MeanSpread.of(
             [summarize_profile(r.on.influence).log10_peak_to_valley for r in runs]
         ),
-        depth=depth,
-        depth_growth=None if depth is None else {k: depth_growth(depth, k) for k in KERNELS},
+        strengths=LayerStrengths.over(runs),
+        depth1=score(name, runs, layer=1),
+        depth_run=first,
+        depth_growth=depth_growth(first),
     )
 
 

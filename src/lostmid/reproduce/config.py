@@ -49,7 +49,16 @@ class Scale:
         train_preset: the training preset (``lostmid train --preset``).
         vocab_size: vocabulary of the untrained models (None: the family's own). Only
             the blocks matter for the hidden-state Jacobian; inputs are random ids.
-        depth_points: per-layer profiles at about this many layers (None: all).
+        depth_points: per-layer profiles at about this many layers (None: all) on the
+            first seed; layer 1 is measured on every seed (the depth-1 check).
+        off_samples: inputs measured again without the positional encoding (the first
+            ones). The profile is measured in two parts, these inputs and the rest, whose
+            disagreement is the sampling noise (the noise floor's own part).
+        gain_samples: inputs for the branch gains (the first ones of the profile's
+            inputs; at most ``samples`` are used). The gains are an average over d
+            directions and L positions, so far fewer inputs settle them than the profile.
+        gain_directions: random directions per input of the branch gains.
+        batch_size: inputs per forward pass of the profile (more is faster on a GPU).
     """
 
     name: str
@@ -61,34 +70,95 @@ class Scale:
     train_preset: str = "tiny"
     vocab_size: int | None = 512
     depth_points: int | None = 6
+    off_samples: int = 1
+    gain_samples: int = 1
+    gain_directions: int = 1
+    batch_size: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("length", "seeds", "samples", "probes"):
-            check_positive(f"--{name}", getattr(self, name))
+        for name in (
+            "length",
+            "seeds",
+            "samples",
+            "probes",
+            "off_samples",
+            "gain_samples",
+            "gain_directions",
+        ):
+            check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         if self.train_steps not in (None, 0):  # 0 is allowed: it skips training
             check_positive("--train-steps", self.train_steps)
         check_choice("--train-preset", self.train_preset, TRAIN_PRESETS)
+        check_positive("batch size", self.batch_size)
+
+    @property
+    def first_part(self) -> int:
+        """The inputs of the profile's first part, also measured without positional
+        encoding: ``off_samples``, at most half of ``samples`` (at least 1).
+
+        >>> SCALES["default"].first_part, replace(SCALES["default"], samples=1).first_part
+        (1, 1)
+        """
+        return max(1, min(self.off_samples, self.samples // 2))
+
+    @property
+    def gain_inputs(self) -> int:
+        """The inputs the branch gains are measured on: ``min(gain_samples, samples)``."""
+        return min(self.gain_samples, self.samples)
 
 
 SCALES = {
     "quick": Scale(
-        "quick", length=128, seeds=3, samples=2, probes=2, train_steps=150, depth_points=5
+        "quick",
+        length=128,
+        seeds=3,
+        samples=4,
+        probes=1,
+        train_steps=150,
+        depth_points=4,
     ),
     "default": Scale(
-        "default", length=512, seeds=3, samples=2, probes=2, train_steps=None, depth_points=8
+        "default",
+        length=512,
+        seeds=3,
+        samples=4,
+        probes=1,
+        train_steps=None,
+        depth_points=4,
     ),
     "full": Scale(
         "full",
         length=2048,
         seeds=5,
-        samples=8,
-        probes=16,
+        samples=32,
+        probes=1,
         train_steps=None,
         train_preset="small",
         vocab_size=None,
         depth_points=None,
+        off_samples=8,
+        gain_samples=4,
+        batch_size=8,
     ),
 }
+"""The named scales. Budget notes (issue 9; docs/BENCHMARKS.md has the measurements):
+
+* Every input gets ONE probe: a probe's variance is small against the variance between
+  inputs (d-dimensional outputs), so inputs, not probes, set the noise floor.
+* ``default`` must stay within 15 min on 2 CPU cores like the run before the branch
+  gains (3 seeds x 2 inputs x 2 probes, depth growth at 8 layers, every input also
+  measured without positional encoding). The gains (one input, one direction: about
+  1.5 profile passes for Qwen2, 1 for GPT-2) were paid for by trading: 2 probes -> 1,
+  4 inputs instead of 2, only the first input measured again without positional
+  encoding, and the depth-growth stage cut from 8 to 4 layers (layer 1 is measured on
+  every seed for the depth-1 check; it costs one block).
+* The W1 floor between seeds does not fall like 1/sqrt(inputs) forever: independently
+  initialised GPT-2s differ by about 0.007 W1 at L = 512 (5 seeds x 20 inputs), so no
+  budget brings GPT-2 to 0.005. Qwen2's floor is mostly sampling noise; about 32 inputs
+  per seed (x 1 probe, >= 3 seeds) reach 0.005 at L = 512, which ``full`` spends.
+* ``full``: the paper's L = 2048 on a GPU (8 inputs per forward pass), every layer's
+  profile on the first seed, gains on 4 inputs.
+"""
 
 
 @dataclass(frozen=True)

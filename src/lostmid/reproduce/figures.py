@@ -1,7 +1,8 @@
 """The figures of the reproduce report, one PNG each under ``OUT/figures``.
 
 Per model (``SLUG`` = :func:`~lostmid.reproduce.config.model_slug`):
-``overlay-SLUG.png`` (measured against every theory and baseline),
+``overlay-SLUG.png`` (measured against the zero-parameter theories, led by
+``predicted:positional``, the fitted theories and every baseline),
 ``positional-SLUG.png`` (with against without the positional encoding) and
 ``depth-SLUG.png`` (per-layer profiles against the theory at H = l); the training
 figures of ``lostmid train`` are listed as ``train-NAME``.
@@ -16,11 +17,19 @@ import numpy as np
 
 from lostmid.compare.plot import plot_overlay
 from lostmid.report.plots import plot_depth_growth, plot_profiles, save_figure
-from lostmid.reproduce.analysis import ModelAnalysis, depth_theory
+from lostmid.reproduce.analysis import FAITHFUL, ModelAnalysis, depth_theory
 from lostmid.reproduce.config import model_slug
 from lostmid.reproduce.stages import TrainingSummary
 
-DEPTH_KERNEL = "jacobian"  # the kernel drawn in the depth figures
+OVERLAY_THEORIES = (
+    FAITHFUL,
+    "predicted:positional-mlp",
+    "predicted:jacobian",
+    "predicted:rollout",
+    "fitted:jacobian",
+    "fitted:rollout",
+)
+"""The theories drawn in the overlay, in order (one colour each)."""
 
 
 def overlay_key(model: str) -> str:
@@ -30,7 +39,7 @@ def overlay_key(model: str) -> str:
 def model_figures(a: ModelAnalysis, folder: Path) -> dict[str, Path]:
     """The overlay, positional and (when per-layer profiles exist) depth figures."""
     slug = model_slug(a.name)
-    theories = {n: c.profile for n, c in a.candidates.items() if c.kind != "baseline"}
+    theories = {n: a.candidates[n].profile for n in OVERLAY_THEORIES if n in a.candidates}
     baselines = {n: c.profile for n, c in a.candidates.items() if c.kind == "baseline"}
     figures = {
         overlay_key(a.name): save_figure(
@@ -53,16 +62,17 @@ def model_figures(a: ModelAnalysis, folder: Path) -> dict[str, Path]:
         ),
         folder / f"positional-{slug}.png",
     )
-    if a.depth is not None and a.depth_growth:
-        points = a.depth_growth[DEPTH_KERNEL]
+    if a.depth_growth:
+        kernel = next(iter(a.depth_growth))  # positional when the gains are per position
+        points = a.depth_growth[kernel]
         figures[f"depth-{slug}"] = save_figure(
             plot_depth_growth(
-                a.depth.per_layer,
-                depth_theory(a.depth, DEPTH_KERNEL),
+                a.depth_run.on.per_layer,
+                depth_theory(a.depth_run, kernel),
                 layers=np.array([p.layer for p in points]),
                 spearman=np.array([p.agreement.spearman for p in points]),
                 wasserstein1=np.array([p.agreement.wasserstein1 for p in points]),
-                title=f"{a.name}: growth with depth (seed {a.seeds[0]})",
+                title=f"{a.name}: growth with depth (seed {a.seeds[0]}), {kernel} theory",
             ),
             folder / f"depth-{slug}.png",
         )

@@ -9,12 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lostmid.compare.claims import Claim
+from lostmid.compare.inputs import MeasuredProfile
 from lostmid.errors import UserError
-from lostmid.reproduce.analysis import ModelAnalysis, ReproduceResult, analyse_model
+from lostmid.reproduce.analysis import (
+    ModelAnalysis,
+    ReproduceResult,
+    analyse_model,
+    measured_profiles,
+)
 from lostmid.reproduce.claims import claims_table, model_claims
 from lostmid.reproduce.config import ReproduceConfig, model_slug
 from lostmid.reproduce.figures import make_figures
@@ -53,7 +60,7 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
     plan = []
     for model in config.models:
         for seed in seeds:
-            per_layer = seed == seeds[0]  # depth growth on the first seed only
+            first = seed == seeds[0]  # growth with depth on the first seed only
             plan.append(
                 PlannedStage(
                     measure_stage_name(model, seed),
@@ -64,10 +71,15 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                         "samples": scale.samples,
                         "probes": scale.probes,
                         "vocab_size": scale.vocab_size,
-                        "per_layer": per_layer,
+                        "per_layer": "layer 1 and depth points" if first else "layer 1",
+                        "depth_points": scale.depth_points if first else None,
+                        "off_samples": scale.first_part,
+                        "gain_samples": scale.gain_inputs,
+                        "gain_directions": scale.gain_directions,
+                        "batch_size": scale.batch_size,
                         "device": device,
                     },
-                    lambda m=model, s=seed, p=per_layer: measure_stage(m, s, scale, p, device),
+                    lambda m=model, s=seed, f=first: measure_stage(m, s, scale, f, device),
                     SeedMeasurement.from_record,
                 )
             )
@@ -114,31 +126,68 @@ def run_stages(
     return results
 
 
-def write_measure_json(
-    path: Path, analysis: ModelAnalysis, config: ReproduceConfig, metadata: Mapping[str, Any]
-) -> None:
-    """The seed-averaged profile in the measure.json layout, for ``lostmid compare``."""
-    scale, on = config.scale, analysis.on
-    write_json(
-        path,
-        {
-            "influence": on.influence,
-            "stderr": on.stderr,
-            "residual_strength": on.residual_strength,
-            "per_layer": None,
-            "summary": summarize_profile(on.influence),
-            "config": {
-                **analysis.model,
-                "length": scale.length,
-                "samples": scale.samples,
-                "probes": scale.probes,
-                "seeds": list(analysis.seeds),
-                "target": scale.length,
-                "output": "hidden",
-                "note": "average over seeds of the squared norms, then sqrt",
-            },
-            "metadata": metadata,
+def measure_record(
+    measured: MeasuredProfile,
+    facts: Mapping[str, Any],
+    config: ReproduceConfig,
+    seeds: list[int],
+    metadata: Mapping[str, Any],
+) -> dict[str, Any]:
+    """A profile in the measure.json layout that ``lostmid compare`` reads
+    (:mod:`lostmid.compare.inputs`)."""
+    scale = config.scale
+    return {
+        "influence": measured.influence,
+        # undefined with one input and one probe: left out, as compare reads it
+        "stderr": measured.stderr
+        if measured.stderr is not None and np.all(np.isfinite(measured.stderr))
+        else None,
+        "residual_strength": measured.residual_strength,
+        "residual_strength_method": measured.residual_strength_method,
+        "branch_gain": measured.branch_gain,
+        "residual_strength_forward": measured.residual_strength_forward,
+        "gain_per_position": measured.gain_per_position,
+        "per_layer": None,
+        "summary": summarize_profile(measured.influence),
+        "config": {
+            **facts,
+            "length": scale.length,
+            "samples": scale.samples,
+            "probes": scale.probes,
+            "gain_samples": scale.gain_inputs,
+            "gain_directions": scale.gain_directions,
+            "seeds": seeds,
+            "target": measured.target,
+            "output": "hidden",
+            "note": "one seed"
+            if len(seeds) == 1
+            else "seeds pooled: the mean of the "
+            "profiles normalised to sum 1, times the mean total (compare's pooling)",
         },
+        "metadata": metadata,
+    }
+
+
+def write_measure_json(
+    folder: Path,
+    analysis: ModelAnalysis,
+    runs: list[SeedMeasurement],
+    config: ReproduceConfig,
+    metadata: Mapping[str, Any],
+) -> None:
+    """``measure.json`` (the seeds pooled) and ``seed-S/measure.json`` (each seed) under
+    ``folder``: ``lostmid compare --measured F1 --measured F2 ... --predict`` on the
+    per-seed files scores them the way the report does."""
+    per_seed = measured_profiles(analysis.name, runs)
+    assert per_seed is not None
+    for run, measured in zip(runs, per_seed, strict=True):
+        write_json(
+            folder / f"seed-{run.seed}" / "measure.json",
+            measure_record(measured, run.model, config, [run.seed], metadata),
+        )
+    write_json(
+        folder / "measure.json",
+        measure_record(analysis.on, analysis.model, config, list(analysis.seeds), metadata),
     )
 
 
@@ -164,10 +213,11 @@ def run_reproduce(
     start = time.perf_counter()
     results = run_stages(plan_stages(config, device, out), store, console)
 
-    analyses = {
-        model: analyse_model(model, [results[measure_stage_name(model, s)] for s in config.seeds()])
+    runs = {
+        model: [results[measure_stage_name(model, s)] for s in config.seeds()]
         for model in config.models
     }
+    analyses = {model: analyse_model(model, runs[model]) for model in config.models}
     training: TrainingSummary | None = results.get("train")
     claims: list[Claim] = [c for a in analyses.values() for c in model_claims(a)]
     if training is not None:
@@ -191,7 +241,7 @@ def run_reproduce(
         metadata=metadata,
     )
     for model, analysis in analyses.items():
-        write_measure_json(out / model_slug(model) / "measure.json", analysis, config, metadata)
+        write_measure_json(out / model_slug(model), analysis, runs[model], config, metadata)
     write_json(out / "claims.json", list(result.claims))
     write_json(out / "reproduce.json", result)
     build_report(result).write(out / "report.html")

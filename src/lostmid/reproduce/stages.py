@@ -17,17 +17,20 @@ inputs are random token ids.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.influence import influence_profile, random_token_ids, residual_strength
 from lostmid.influence.config import attention_for
+from lostmid.influence.estimator import InfluenceProfile
+from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.models import LoadedModel, load_model
 from lostmid.reproduce.config import ReproduceConfig, Scale
 from lostmid.train.claims import training_claims
@@ -36,6 +39,8 @@ from lostmid.train.dynamics import Checkpoint
 from lostmid.train.model import resolve_device
 from lostmid.train.run import RESUME, TrainResult, run_training
 from lostmid.typing import Float
+
+SECOND_PART = 1_000_003  # offset of the probe seed of the second part of the inputs
 
 
 def _array(values: Any) -> np.ndarray:
@@ -50,16 +55,36 @@ class ProfileRun:
     Attributes:
         influence: (L,) ||d h_L / d x_j||_F; ``stderr`` its standard error.
         mean_sq: (L,) the estimate of E||J_j||_F^2 that ``influence`` is the root of.
-        residual_strength: (H,) a_l measured on the same inputs.
         per_layer: (H, L) the profile of the residual after each layer, NaN rows where
             the layer was not measured; None when no layer was.
+        halves: (2, L) ``mean_sq`` of the first and of the second part of the inputs
+            (two independent measurements of one model: the sampling noise); None when
+            measured in one go.
+        samples: the inputs measured; ``second`` of them in the second part.
     """
 
     influence: Float[np.ndarray, " L"]
     stderr: Float[np.ndarray, " L"]
     mean_sq: Float[np.ndarray, " L"]
-    residual_strength: Float[np.ndarray, " H"]
     per_layer: Float[np.ndarray, "H L"] | None = None
+    halves: Float[np.ndarray, "2 L"] | None = None
+    samples: int = 1
+    second: int = 0
+
+    def first_part(self) -> Float[np.ndarray, " L"]:
+        """The profile of the first part of the inputs (all of them without parts)."""
+        return self.influence if self.halves is None else np.sqrt(self.halves[0])
+
+    @property
+    def parts(self) -> tuple[int, int]:
+        """The inputs of the first and of the second part (all and 0 without parts)."""
+        return (self.samples - self.second, self.second)
+
+    def layer(self, layer: int) -> Float[np.ndarray, " L"] | None:
+        """The per-layer profile of 1-indexed ``layer``, or None when it was not measured."""
+        if self.per_layer is None or not np.all(np.isfinite(self.per_layer[layer - 1])):
+            return None
+        return self.per_layer[layer - 1]
 
     def record(self) -> dict[str, Any]:
         return {
@@ -67,19 +92,98 @@ class ProfileRun:
             "stderr": self.stderr,
             "mean_sq": self.mean_sq,
             "per_layer": self.per_layer,
-            "residual_strength": self.residual_strength,
+            "halves": self.halves,
+            "samples": self.samples,
+            "second": self.second,
         }
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> ProfileRun:
-        per_layer = record.get("per_layer")
+        per_layer, halves = record.get("per_layer"), record.get("halves")
         return cls(
             influence=_array(record["influence"]),
             stderr=_array(record["stderr"]),
             mean_sq=_array(record["mean_sq"]),
-            residual_strength=_array(record["residual_strength"]),
             per_layer=None if per_layer is None else _array(per_layer),
+            halves=None if halves is None else _array(halves),
+            samples=int(record["samples"]),
+            second=int(record["second"]),
         )
+
+    @classmethod
+    def of(cls, profile: InfluenceProfile) -> ProfileRun:
+        """One measured profile as it is (no halves)."""
+        return cls(
+            profile.influence,
+            profile.stderr,
+            profile.mean_sq,
+            profile.per_layer,
+            samples=profile.samples,
+        )
+
+    @classmethod
+    def joined(cls, first: InfluenceProfile, second: InfluenceProfile) -> ProfileRun:
+        """Two profiles of one model on disjoint inputs as one measurement on all of them
+        (``halves`` keeps the two parts, whatever their sizes).
+
+        With n_k inputs and m_k the estimates of E||J_j||^2 of part k:
+        m = (n_1 m_1 + n_2 m_2) / n, se(m) = sqrt(n_1^2 se_1^2 + n_2^2 se_2^2) / n
+        (or |m_1 - m_2| sqrt(n_1 n_2) / n where a part's se is undefined),
+        influence = sqrt(m), se = se(m) / (2 sqrt(m)) (delta method); per-layer rows
+        likewise from their squares.
+
+        >>> import types
+        >>> part = lambda m, n: types.SimpleNamespace(
+        ...     mean_sq=np.array([m]), stderr_sq=np.array([0.1]), samples=n, per_layer=None)
+        >>> run = ProfileRun.joined(part(4.0, 1), part(16.0, 3))
+        >>> run.influence.tolist(), run.halves.tolist()
+        ([3.605551275463989], [[4.0], [16.0]])
+        """
+        n1, n2 = first.samples, second.samples
+        n = n1 + n2
+        mean_sq = (n1 * first.mean_sq + n2 * second.mean_sq) / n
+        stderr_sq = np.sqrt((n1 * first.stderr_sq) ** 2 + (n2 * second.stderr_sq) ** 2) / n
+        # one input and one probe per half leave the halves' errors undefined; then the
+        # halves themselves estimate it: var(m1 - m2) n1 n2 / n^2 = var(m)
+        between = np.abs(first.mean_sq - second.mean_sq) * np.sqrt(n1 * n2) / n
+        stderr_sq = np.where(np.isfinite(stderr_sq), stderr_sq, between)
+        influence = np.sqrt(mean_sq)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stderr = np.where(influence > 0, stderr_sq / (2 * influence), 0.0)
+        per_layer = None
+        if first.per_layer is not None and second.per_layer is not None:
+            per_layer = np.sqrt((n1 * first.per_layer**2 + n2 * second.per_layer**2) / n)
+        return cls(
+            influence=influence,
+            stderr=stderr,
+            mean_sq=mean_sq,
+            per_layer=per_layer,
+            halves=np.stack([first.mean_sq, second.mean_sq]),
+            samples=n,
+            second=n2,
+        )
+
+
+def gains_from_record(record: Mapping[str, Any]) -> BranchGains:
+    """A :class:`~lostmid.influence.gains.BranchGains` back from its ``record()``."""
+
+    def rows(key: str) -> np.ndarray | None:
+        return None if record.get(key) is None else _array(record[key])
+
+    return BranchGains(
+        gain=_array(record["branch_gain"]),
+        per_position=rows("gain_per_position"),
+        residual_strength=_array(record["residual_strength"]),
+        mlp_gain=_array(record["mlp_gain"]),
+        mlp_gain_per_position=rows("mlp_gain_per_position"),
+        mlp_coherence=_array(record["mlp_coherence"]),
+        mlp_coherence_per_position=rows("mlp_coherence_per_position"),
+        samples=int(record["samples"]),
+        length=int(record["length"]),
+        directions=int(record["directions"]),
+        exact=bool(record["exact"]),
+        seed=int(record["seed"]),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,8 +194,14 @@ class SeedMeasurement:
         model: the model's resolved facts (``LoadedModel.describe()``).
         attention: the attention implementation used (eager or sdpa).
         switch: which positional encoding was switched off for ``off``.
-        on, off: the profile with and without the positional encoding.
-        seconds: wall time of the stage.
+        on, off: the profile with the positional encoding (all inputs, in two parts)
+            and without it (the first part's inputs).
+        gains: the Jacobian branch gains (per layer, per position, MLP) of the model
+            with its positional encoding, on the first ``Scale.gain_inputs`` inputs.
+        residual_strength_forward: (H,) the peer's forward ratio
+            mean ||attn|| / (||x|| + ||attn||) on the same inputs as ``gains``.
+        seconds: wall time of the stage; ``gain_seconds`` the part spent on the gains
+            and the forward ratio.
     """
 
     model: Mapping[str, Any]
@@ -99,11 +209,19 @@ class SeedMeasurement:
     switch: str
     on: ProfileRun
     off: ProfileRun
+    gains: BranchGains
+    residual_strength_forward: Float[np.ndarray, " H"]
     seconds: float
+    gain_seconds: float
 
     @property
     def seed(self) -> int:
         return int(self.model["seed"])
+
+    @property
+    def residual_strength(self) -> Float[np.ndarray, " H"]:
+        """a_l = s_l / (1 + s_l) from the branch gains (the theory's residual strength)."""
+        return self.gains.residual_strength
 
     def record(self) -> dict[str, Any]:
         return {
@@ -112,7 +230,10 @@ class SeedMeasurement:
             "switch": self.switch,
             "on": self.on.record(),
             "off": self.off.record(),
+            "gains": self.gains.record(),
+            "residual_strength_forward": self.residual_strength_forward,
             "seconds": self.seconds,
+            "gain_seconds": self.gain_seconds,
         }
 
     @classmethod
@@ -123,7 +244,10 @@ class SeedMeasurement:
             switch=str(record["switch"]),
             on=ProfileRun.from_record(record["on"]),
             off=ProfileRun.from_record(record["off"]),
+            gains=gains_from_record(record["gains"]),
+            residual_strength_forward=_array(record["residual_strength_forward"]),
             seconds=float(record["seconds"]),
+            gain_seconds=float(record["gain_seconds"]),
         )
 
 
@@ -189,12 +313,28 @@ def check_models(config: ReproduceConfig, device: str) -> None:
             switch_off_positions(loaded)  # raises its one-line message
 
 
+def measure_layers(layers: int, depth_points: int | None, first_seed: bool) -> list[int]:
+    """The 1-indexed layers whose per-layer profile a measure stage takes: layer 1 on
+    every seed (the depth-1 check, with a noise floor), :func:`depth_layers` on the
+    first seed (growth with depth).
+
+    >>> measure_layers(24, 6, first_seed=True), measure_layers(24, 6, first_seed=False)
+    ([1, 2, 4, 7, 13, 24], [1])
+    """
+    return depth_layers(layers, depth_points) if first_seed else [1]
+
+
 def measure_stage(
-    model: str, seed: int, scale: Scale, per_layer: bool, device: str
+    model: str, seed: int, scale: Scale, first_seed: bool, device: str
 ) -> SeedMeasurement:
-    """One untrained model, one seed, measured twice on the same weights: with its
-    positional encoding, then with it switched off (rotary -> identity, or learned
-    position embeddings removed). Per-layer profiles (when asked) with the encoding on."""
+    """One untrained model, one seed: the profile with its positional encoding (and the
+    per-layer profiles of :func:`measure_layers`) measured in two parts of the inputs
+    (:meth:`ProfileRun.joined`; the first ``scale.first_part`` inputs, then the rest),
+    its Jacobian branch gains and the peer's forward ratio on the first
+    ``scale.gain_inputs`` of the same inputs, then the profile with the encoding
+    switched off (rotary -> identity, or learned position embeddings removed) on the
+    same weights and the first part's inputs and probes: compared with that part of the
+    profile with the encoding, so the two share their sampling noise."""
     start = time.perf_counter()
     attention = attention_for(scale.length)
     loaded = load_model(
@@ -205,27 +345,44 @@ def measure_stage(
         device=device,
     )
     ids = random_token_ids(loaded.vocab_size, scale.samples, scale.length, seed)
+    first = scale.first_part  # inputs of the first part, measured without positions too
 
-    def measure(layers: list[int] | bool) -> ProfileRun:
-        profile = influence_profile(loaded, ids, probes=scale.probes, seed=seed, per_layer=layers)
-        return ProfileRun(
-            influence=profile.influence,
-            stderr=profile.stderr,
-            mean_sq=profile.mean_sq,
-            residual_strength=residual_strength(loaded, ids),
-            per_layer=profile.per_layer,
+    def measure(
+        rows: torch.Tensor, per_layer: Sequence[int] | bool, probe_seed: int
+    ) -> InfluenceProfile:
+        return influence_profile(
+            loaded,
+            rows,
+            probes=scale.probes,
+            seed=probe_seed,
+            per_layer=per_layer,
+            batch_size=scale.batch_size,
         )
 
-    on = measure(depth_layers(loaded.num_layers, scale.depth_points) if per_layer else False)
+    layers = measure_layers(loaded.num_layers, scale.depth_points, first_seed)
+    if first < scale.samples:  # two parts: the sampling noise of this model, for free
+        on = ProfileRun.joined(
+            measure(ids[:first], layers, seed), measure(ids[first:], layers, seed + SECOND_PART)
+        )
+    else:
+        on = ProfileRun.of(measure(ids, layers, seed))
+    gain_start = time.perf_counter()
+    gain_ids = ids[: scale.gain_inputs]
+    gains = branch_gains(loaded, gain_ids, directions=scale.gain_directions, seed=seed)
+    forward = residual_strength(loaded, gain_ids, method="forward")
+    gain_seconds = time.perf_counter() - gain_start
     switch = switch_off_positions(loaded)
-    off = measure(False)
+    off = ProfileRun.of(measure(ids[:first], False, seed))  # the first part's inputs, probes
     return SeedMeasurement(
         model=loaded.describe(),
         attention=attention,
         switch=switch,
         on=on,
         off=off,
+        gains=gains,
+        residual_strength_forward=np.asarray(forward, dtype=np.float64),
         seconds=time.perf_counter() - start,
+        gain_seconds=gain_seconds,
     )
 
 
