@@ -270,8 +270,10 @@ def reproduce(
 
 
 from lostmid.behaviour.cli import retrieve  # noqa: E402
+from lostmid.remedies.cli import remedies  # noqa: E402
 
 app.command()(retrieve)
+app.command()(remedies)
 
 
 def main() -> None:
