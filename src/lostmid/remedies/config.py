@@ -84,6 +84,9 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "seeds": "Seeds per remedy, >= 1 (default: the scale's, 3).",
     "quick": "The short scale (about 15 min on 2 CPU cores).",
     "model": "Model for inference-time remedies (anything lostmid retrieve accepts).",
+    "tokenizer": "Tokenizer for --model: a directory, cached hub id, or 'bytes' (default: "
+    "the model's own).",
+    "key_chars": "Key/value characters of the inference kv task (36: a UUID4, as Liu et al.).",
     "pairs": "Records per example (default: the scale's).",
     "alpha": "The theory's residual strength a in rho_H(x) (oversample:rho, loss-weight, "
     "theory predictions).",
@@ -102,6 +105,8 @@ class RemediesConfig:
     seeds: int | None = None
     quick: bool = False
     model: str | None = None
+    tokenizer: str | None = None
+    key_chars: int = 36
     pairs: int | None = None
     alpha: float = 0.5
     examples: int | None = None
@@ -114,10 +119,10 @@ class RemediesConfig:
         if not self.remedies:
             raise UserError("--remedies needs at least one remedy, e.g. baseline,loss-weight")
         check_choice("--preset", self.preset, PRESETS)
-        for name in ("steps", "seeds", "pairs", "examples"):
+        for name in ("steps", "seeds", "pairs", "examples", "key_chars"):
             value = getattr(self, name)
             if value is not None:
-                check_positive(f"--{name}", value)
+                check_positive(f"--{name.replace('_', '-')}", value)
         if not 0.0 < self.alpha < 1.0:
             raise UserError(f"--alpha must be in (0, 1), got {self.alpha}")
         if self.seed < 0:

@@ -28,6 +28,8 @@ def inference_config(config: RemediesConfig, seed: int) -> dict[str, Any]:
     """What an inference stage depends on (its resumability key)."""
     return {
         "model": config.model,
+        "tokenizer": config.tokenizer,
+        "key_chars": config.key_chars,
         "seed": seed,
         "pairs": config.pairs or INFERENCE_PAIRS,
         "examples": config.examples or config.scale.eval_examples,
@@ -51,7 +53,7 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
     assert config.model is not None
     settings = inference_config(config, seed)
     begin = time.perf_counter()
-    tokenizer = tokenizer_for_model(config.model)
+    tokenizer = tokenizer_for_model(config.model, config.tokenizer)
     loaded = load_model(config.model, init="auto", seed=seed)
     examples = make_examples(
         "kv",
@@ -59,6 +61,7 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
         examples=settings["examples"],
         seed=seed,
         pairs=settings["pairs"],
+        key_chars=config.key_chars,
         query_aware=remedy.query_aware,
         style="liu",
     )

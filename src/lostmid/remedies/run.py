@@ -373,8 +373,10 @@ def run_remedies(
     store = StageStore(out, fresh=overwrite)
     timer = Timer()
     remedies = [get_remedy(spec) for spec in config.resolved_remedies()]
-    training = [r for r in remedies if r.kind == "training"]
     inference = [r for r in remedies if r.kind == "inference"]
+    training = [r for r in remedies if r.kind == "training"]
+    if inference and len(training) == 1:  # only inference remedies asked: nothing to train
+        training = []
     seeds = config.resolved_seeds()
     units = [(r, s) for r in training for s in seeds]
     if inference:
@@ -420,6 +422,8 @@ def run_remedies(
         ("training", training),
         ("inference", [get_remedy("baseline"), *inference] if inference else []),
     ):
+        if not members:
+            continue
         baseline_runs = runs.get((group, "baseline"))
         setting = (
             training_setting(train_config(config, seeds[0]), config.alpha)
