@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
+import pytest
+import torch
+
 from lostmid.behaviour.tasks import kv_example
+from lostmid.errors import UserError
 from lostmid.remedies import RemediesConfig, run_remedies
 
 
@@ -43,3 +48,66 @@ def test_query_aware_scores_the_same_items_with_the_key_also_before_the_data(
     record = document["remedies"][1]
     assert record["name"] == "query-aware" and record["extra_forward_passes"] == 0
     assert record["difference_to_baseline"] is not None and record["verdict"] is not None
+
+
+def _logits(model: torch.nn.Module, ids: torch.Tensor, **kwargs: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return model(input_ids=ids, **kwargs).logits
+
+
+def test_ms_poe_with_ratio_one_is_the_model_and_a_uniform_ratio_divides_the_frequencies() -> None:
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import ms_poe
+
+    model = load_model("tiny-qwen2", seed=0).model  # 4 heads, 2 key/value heads
+    ids = torch.tensor([[5, 17, 3, 250, 9, 9, 41, 77, 2, 130]])
+    plain = _logits(model, ids)
+    with ms_poe(model, ratios=[1.0, 1.0]):
+        same = _logits(model, ids)
+    torch.testing.assert_close(same, plain, rtol=1e-5, atol=1e-5)
+    reference = copy.deepcopy(model)
+    reference.model.rotary_emb.inv_freq.div_(1.5)  # every head at positions / 1.5
+    with ms_poe(model, ratios=[1.5, 1.5]):
+        scaled = _logits(model, ids)
+    torch.testing.assert_close(scaled, _logits(reference, ids), rtol=1e-5, atol=1e-5)
+    assert (scaled - plain).abs().max() > 1e-4
+    torch.testing.assert_close(_logits(model, ids), plain)  # restored on exit
+    positions = torch.arange(10)[None] + 7  # explicit position ids are honoured
+    with ms_poe(model, ratios=[1.5, 1.5]):
+        shifted = _logits(model, ids, position_ids=positions)
+    torch.testing.assert_close(
+        shifted, _logits(reference, ids, position_ids=positions), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_ms_poe_per_head_ratios_match_a_per_group_reference() -> None:
+    """Two key/value groups with ratios 1.2 and 1.8: the attention output of each group
+    equals that of a copy whose frequencies are divided by that group's ratio."""
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import ms_poe
+
+    model = load_model("tiny-qwen2", seed=1).model
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])
+    outputs: list[torch.Tensor] = []
+    attention = model.model.layers[0].self_attn
+    handle = attention.o_proj.register_forward_hook(lambda m, a, o: outputs.append(a[0]))
+    with ms_poe(model, ratios=[1.2, 1.8]):
+        _logits(model, ids)
+    for ratio in (1.2, 1.8):
+        reference = copy.deepcopy(model)
+        reference.model.rotary_emb.inv_freq.div_(ratio)
+        _logits(reference, ids)
+    handle.remove()
+    mixed, at12, at18 = (o.view(1, 8, 4, 8) for o in outputs)  # (B, T, heads, head_dim)
+    torch.testing.assert_close(mixed[:, :, :2], at12[:, :, :2], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(mixed[:, :, 2:], at18[:, :, 2:], rtol=1e-5, atol=1e-6)
+
+
+def test_ms_poe_refuses_a_model_without_rotary_positions() -> None:
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import ms_poe
+
+    model = load_model("tiny-gpt2").model
+    with pytest.raises(UserError, match="ms-poe rescales rotary positions; model type 'gpt2'"):
+        with ms_poe(model):
+            pass

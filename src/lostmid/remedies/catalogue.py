@@ -3,7 +3,7 @@
 Training-time (applied to a retrieval preset, equal budget):
 ``baseline``, ``oversample[:fixed|rho|adaptive]``, ``curriculum``, ``curriculum-reverse``,
 ``loss-weight``, ``prefix``, ``residual[:schedule|gate]``.
-Inference-time (on a model ``lostmid retrieve`` accepts): ``query-aware``.
+Inference-time (on a model ``lostmid retrieve`` accepts): ``query-aware``, ``ms-poe``.
 The laws and weights are the pure functions of :mod:`lostmid.remedies.positions`; the
 model surgery is in :mod:`lostmid.remedies.surgery`.
 """
@@ -11,6 +11,7 @@ model surgery is in :mod:`lostmid.remedies.surgery`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -164,3 +165,20 @@ class QueryAware(Remedy):
     kind = "inference"
     description = "the query before and after the data (Liu et al.), no extra pass"
     query_aware = True
+
+
+@register
+class MsPoE(Remedy):
+    """:func:`lostmid.remedies.patches.ms_poe` while the model scores."""
+
+    name = "ms-poe"
+    kind = "inference"
+    description = "per-head rotary positions divided by ratios in [1.2, 1.8] (rotary only)"
+
+    def parameters(self) -> dict[str, Any]:
+        return {"ratios": "evenly spaced in [1.2, 1.8] over the key/value heads"}
+
+    def patch(self, model: Any, examples: Any) -> AbstractContextManager[Any]:
+        from lostmid.remedies.patches import ms_poe
+
+        return ms_poe(model)
