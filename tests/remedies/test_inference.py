@@ -18,7 +18,7 @@ def test_query_aware_scores_the_same_items_with_the_key_also_before_the_data(
     tmp_path: Path,
 ) -> None:
     config = RemediesConfig(
-        remedies=("query-aware",),
+        remedies=("query-aware", "calibrate", "ms-poe"),
         model="tiny-qwen2",
         tokenizer="bytes",
         key_chars=2,
@@ -28,7 +28,12 @@ def test_query_aware_scores_the_same_items_with_the_key_also_before_the_data(
     )
     result = run_remedies(config, out=tmp_path)
     names = [(r.name, r.kind) for r in result.remedies]
-    assert names == [("baseline", "inference"), ("query-aware", "inference")]
+    assert names == [
+        ("baseline", "inference"),
+        ("query-aware", "inference"),
+        ("calibrate", "inference"),
+        ("ms-poe", "inference"),
+    ]
     document = json.loads((tmp_path / "remedies.json").read_text())
     assert [s for s in document["metadata"]["stages"]["computed"] if s.startswith("train")] == []
     for seed in (0, 1):
@@ -45,9 +50,10 @@ def test_query_aware_scores_the_same_items_with_the_key_also_before_the_data(
         assert plain["positions"] == aware["positions"] == [0, 1, 2]
         assert plain["n"] == [4, 4, 4] and aware["forward_passes"] == 1
         assert plain["parameters"] == aware["parameters"]
-    record = document["remedies"][1]
-    assert record["name"] == "query-aware" and record["extra_forward_passes"] == 0
-    assert record["difference_to_baseline"] is not None and record["verdict"] is not None
+    passes = {r["name"]: r["extra_forward_passes"] for r in document["remedies"]}
+    assert passes == {"baseline": 0, "query-aware": 0, "calibrate": 1, "ms-poe": 0}
+    for record in document["remedies"][1:]:
+        assert record["difference_to_baseline"] is not None and record["verdict"] is not None
 
 
 def _logits(model: torch.nn.Module, ids: torch.Tensor, **kwargs: torch.Tensor) -> torch.Tensor:
@@ -111,3 +117,45 @@ def test_ms_poe_refuses_a_model_without_rotary_positions() -> None:
     with pytest.raises(UserError, match="ms-poe rescales rotary positions; model type 'gpt2'"):
         with ms_poe(model):
             pass
+
+
+def test_calibration_removes_exactly_a_positional_prior() -> None:
+    """If attention on the context is prior x relevance, calibration leaves attention
+    proportional to relevance, with the context's mass and the other weights kept."""
+    from lostmid.remedies.patches import calibrate_weights
+
+    gen = torch.Generator().manual_seed(0)
+    t, start, end = 9, 2, 6
+    prior = torch.softmax(torch.randn(1, 2, t, t, generator=gen), -1)
+    relevance = torch.rand(1, 2, 1, t, generator=gen) + 0.1
+    weights = prior * relevance
+    weights = weights / weights.sum(-1, keepdim=True)
+    out = calibrate_weights(weights, prior, (start, end))
+    torch.testing.assert_close(out.sum(-1), torch.ones(1, 2, t))
+    torch.testing.assert_close(out[..., :end, :], weights[..., :end, :])  # earlier queries
+    torch.testing.assert_close(out[..., end:, :start], weights[..., end:, :start])
+    torch.testing.assert_close(out[..., end:, end:], weights[..., end:, end:])
+    context = out[..., end:, start:end]
+    torch.testing.assert_close(context.sum(-1), weights[..., end:, start:end].sum(-1))
+    expected = relevance[..., start:end] / relevance[..., start:end].sum(-1, keepdim=True)
+    torch.testing.assert_close(context / context.sum(-1, keepdim=True), expected.expand_as(context))
+
+
+def test_the_calibrated_eager_path_is_the_model_when_no_layer_is_calibrated() -> None:
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import calibrated
+
+    model = load_model("tiny-qwen2", seed=2).model
+    ids = torch.tensor([[3, 30, 31, 32, 33, 120, 7, 8]])
+    plain = _logits(model, ids)
+    with calibrated(model, [], (1, 5)):
+        eager = _logits(model, ids)
+    torch.testing.assert_close(eager, plain, rtol=1e-5, atol=1e-5)
+    assert model.config._attn_implementation == "sdpa"  # restored
+    with calibrated(model, [1], (1, 5)) as state:
+        _logits(model, ids)
+        assert set(state["prior"]) == {1}
+        state["mode"] = "calibrate"
+        changed = _logits(model, ids)  # prior = own attention: w/p = 1, uniform on context
+    assert (changed[:, 5:] - plain[:, 5:]).abs().max() > 1e-6
+    torch.testing.assert_close(changed[:, :5], plain[:, :5], rtol=1e-5, atol=1e-5)

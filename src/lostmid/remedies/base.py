@@ -16,7 +16,10 @@ Training hooks (given the :class:`Setting` of the run):
 Inference hooks (on a model that ``lostmid retrieve`` accepts, no training):
 
 * ``query_aware``: the prompt transform of Liu et al. (query before and after the data);
-* ``patch(model, examples)``: a context manager that changes the model while it scores.
+* ``patch(model, examples)``: a context manager that changes the model while it scores;
+* ``score(model, batch)``: the whole teacher-forced scoring of an :class:`InferenceBatch`
+  (default: :func:`~lostmid.behaviour.score.teacher_forced` under ``patch``), for
+  remedies that need more than one pass per example.
 
 A spec ``NAME:ARG`` passes ``ARG`` to the remedy (``oversample:rho``); each remedy
 documents the arguments it takes. This module imports no torch.
@@ -72,6 +75,20 @@ class Setting:
         return record_centres(self.spans, self.prompt_length)
 
 
+@dataclass(frozen=True)
+class InferenceBatch:
+    """What an inference remedy scores: token ids per example, the context of each
+    (``regions``: ``[start, end)`` prompt token span of the records, 0-indexed), a
+    neutral filler token id, and the model's limits."""
+
+    prompts: list[list[int]]
+    targets: list[list[int]]
+    regions: list[tuple[int, int]]
+    filler: int
+    max_length: int | None
+    vocab_size: int | None
+
+
 class Remedy:
     """Base class: the baseline (no hook changes anything). See the module docstring."""
 
@@ -121,9 +138,23 @@ class Remedy:
         return None
 
     # -- inference hooks -----------------------------------------------------------------
-    def patch(self, model: Any, examples: Any) -> AbstractContextManager[Any]:
-        """Change ``model`` while it scores ``examples``; the default changes nothing."""
+    def patch(self, model: Any, batch: Any) -> AbstractContextManager[Any]:
+        """Change ``model`` while it scores ``batch``; the default changes nothing."""
         return nullcontext(model)
+
+    def score(self, model: Any, batch: InferenceBatch) -> Any:
+        """Teacher-forced scores (:class:`~lostmid.behaviour.score.TeacherScores`)."""
+        from lostmid.behaviour.score import teacher_forced
+
+        with self.patch(model, batch) as patched:
+            return teacher_forced(
+                patched,
+                batch.prompts,
+                batch.targets,
+                batch_size=8,
+                max_length=batch.max_length,
+                vocab_size=batch.vocab_size,
+            )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec!r})"

@@ -3,7 +3,8 @@
 Training-time (applied to a retrieval preset, equal budget):
 ``baseline``, ``oversample[:fixed|rho|adaptive]``, ``curriculum``, ``curriculum-reverse``,
 ``loss-weight``, ``prefix``, ``residual[:schedule|gate]``.
-Inference-time (on a model ``lostmid retrieve`` accepts): ``query-aware``, ``ms-poe``.
+Inference-time (on a model ``lostmid retrieve`` accepts): ``query-aware``, ``calibrate``,
+``ms-poe``.
 The laws and weights are the pure functions of :mod:`lostmid.remedies.positions`; the
 model surgery is in :mod:`lostmid.remedies.surgery`.
 """
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.remedies import positions
-from lostmid.remedies.base import Remedy, Setting, register
+from lostmid.remedies.base import InferenceBatch, Remedy, Setting, register
 
 
 @register
@@ -178,7 +179,57 @@ class MsPoE(Remedy):
     def parameters(self) -> dict[str, Any]:
         return {"ratios": "evenly spaced in [1.2, 1.8] over the key/value heads"}
 
-    def patch(self, model: Any, examples: Any) -> AbstractContextManager[Any]:
+    def patch(self, model: Any, batch: Any) -> AbstractContextManager[Any]:
         from lostmid.remedies.patches import ms_poe
 
         return ms_poe(model)
+
+
+@register
+class Calibrate(Remedy):
+    """Found in the middle (Hsieh et al. 2024), adapted: per example, one extra pass on
+    the filler prompt (every context token replaced by a neutral token) records the
+    attention of the last ceil(H/2) layers, the positional prior p; the scoring pass then
+    divides the attention of the query and answer tokens on the context by p, keeping its
+    total (:func:`lostmid.remedies.patches.calibrate_weights`). Eager attention."""
+
+    name = "calibrate"
+    kind = "inference"
+    description = "attention on the context divided by its positional prior (1 extra pass)"
+    extra_forward_passes = 1
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "layers": "last ceil(H/2)",
+            "prior": "same prompt, context tokens -> one neutral token",
+            "rule": "w'_ij = w_ij/p_ij * sum_C w / sum_C (w/p) for queries after the context",
+        }
+
+    def score(self, model: Any, batch: InferenceBatch) -> Any:
+        import torch
+
+        from lostmid.behaviour.score import TeacherScores, teacher_forced
+        from lostmid.models import adapter_for
+        from lostmid.remedies.patches import calibrated
+
+        layers = len(adapter_for(model.config.model_type).blocks(model))
+        last = list(range(layers // 2, layers))
+        logprob, argmax = [], []
+        for prompt, target, region in zip(batch.prompts, batch.targets, batch.regions, strict=True):
+            start, end = region
+            sequence = list(prompt) + list(target)[:-1]
+            filler = sequence[:start] + [batch.filler] * (end - start) + sequence[end:]
+            with calibrated(model, last, region) as state, torch.no_grad():
+                model(input_ids=torch.tensor([filler], device=next(model.parameters()).device))
+                state["mode"] = "calibrate"
+                one = teacher_forced(
+                    model,
+                    [prompt],
+                    [target],
+                    batch_size=1,
+                    max_length=batch.max_length,
+                    vocab_size=batch.vocab_size,
+                )
+            logprob.append(one.logprob[0])
+            argmax.append(one.argmax[0])
+        return TeacherScores(logprob=np.array(logprob), argmax=np.array(argmax, dtype=bool))

@@ -130,3 +130,95 @@ def ms_poe(model: nn.Module, ratios: Sequence[float] | None = None) -> Iterator[
     finally:
         modeling.apply_rotary_pos_emb = original
         handle.remove()
+
+
+# -- calibration against the positional prior ------------------------------------------------
+
+PRIOR_FLOOR = 1e-6
+
+
+def calibrate_weights(
+    weights: Float[torch.Tensor, "B h T S"],
+    prior: Float[torch.Tensor, "B h T S"],
+    region: tuple[int, int],
+) -> torch.Tensor:
+    """Divide the attention on the context by its positional prior, keeping its mass.
+
+    For queries i >= ``end`` (the tokens after the context) and keys j in the context
+    ``[start, end)`` (0-indexed, half open):
+
+        w'_ij = (w_ij / p_ij) * sum_{k in C} w_ik / sum_{k in C} (w_ik / p_ik),
+
+    with p floored at 1e-6; every other weight is unchanged, so each row still sums to 1
+    and the query keeps the mass it gave the context.
+
+    >>> w = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.5, 0.3]])[None, None]
+    >>> p = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.25, 0.25]])[None, None]
+    >>> [round(v, 4) for v in calibrate_weights(w, p, (0, 2))[0, 0, 2].tolist()]  # query 3
+    [0.1167, 0.5833, 0.3]
+    """
+    start, end = region
+    out = weights.clone()
+    w = weights[..., end:, start:end]
+    ratio = w / prior[..., end:, start:end].clamp(min=PRIOR_FLOOR)
+    scale = w.sum(-1, keepdim=True) / ratio.sum(-1, keepdim=True).clamp(min=1e-30)
+    out[..., end:, start:end] = ratio * scale
+    return out
+
+
+@contextmanager
+def calibrated(
+    model: nn.Module, layers: Sequence[int], region: tuple[int, int]
+) -> Iterator[dict[str, Any]]:
+    """Eager attention whose weights in ``layers`` (0-indexed) are recorded (while
+    ``state["mode"] == "record"``: ``state["prior"][layer]``) or calibrated against the
+    recorded prior with :func:`calibrate_weights` (``"calibrate"``)."""
+    from lostmid.models import adapter_for
+
+    adapter = adapter_for(model.config.model_type)
+    blocks = adapter.blocks(model)
+    modeling = sys.modules[type(adapter.attention(blocks[0])).__module__]
+    if not hasattr(modeling, "eager_attention_forward"):
+        raise UserError(
+            f"calibrate needs the eager attention of its family; model type "
+            f"{model.config.model_type!r} does not expose one"
+        )
+    index = {adapter.attention(block): i for i, block in enumerate(blocks)}
+    state: dict[str, Any] = {"mode": "record", "prior": {}}
+    wanted = set(layers)
+
+    def eager(
+        module: nn.Module,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        scaling: float,
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        groups = getattr(module, "num_key_value_groups", 1)
+        key = key.repeat_interleave(groups, dim=1)  # (B, h, S, d)
+        value = value.repeat_interleave(groups, dim=1)
+        scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+        if attention_mask is not None:
+            scores = scores + attention_mask
+        weights = torch.softmax(scores, dim=-1, dtype=torch.float32)  # (B, h, T, S)
+        layer = index.get(module)
+        if layer in wanted:
+            if state["mode"] == "record":
+                state["prior"][layer] = weights.detach()
+            else:
+                weights = calibrate_weights(weights, state["prior"][layer], region)
+        output = torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous()
+        return output, weights
+
+    original = modeling.eager_attention_forward
+    implementation = model.config._attn_implementation
+    modeling.eager_attention_forward = eager
+    model.config._attn_implementation = "eager"
+    try:
+        yield state
+    finally:
+        modeling.eager_attention_forward = original
+        model.config._attn_implementation = implementation
