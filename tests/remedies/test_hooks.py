@@ -40,6 +40,7 @@ def _setting(task: RetrievalTask, layers: int = 2, steps: int = 100, alpha: floa
         layers=layers,
         steps=steps,
         alpha=alpha,
+        queries=task.queries,
     )
 
 
@@ -202,3 +203,13 @@ def test_one_layer_has_no_positional_learning_signal_so_weights_are_one() -> Non
     task = RetrievalTask(task="kv", pairs=6, key_chars=1, style="compact")
     weights = get_remedy("loss-weight").gold_weights(_setting(task, layers=1))
     np.testing.assert_allclose(weights, 1.0)
+
+
+def test_a_curriculum_phase_with_fewer_records_than_queries_still_samples() -> None:
+    """6 pairs: 2 outer records, 4 queries a row; the first query stays mostly outer."""
+    task = RetrievalTask(task="kv", pairs=6, key_chars=1, style="compact", queries=4)
+    law = get_remedy("curriculum-reverse").gold_probs(_setting(task, steps=10))
+    assert law is not None
+    sampler = RetrievalBatches(task, 64, 0, sequence_length(task), gold_probs=law)
+    firsts = [_compact_golds(r, 4)[0] for r in sampler.batch(0).tolist()]
+    assert np.mean([g in (0, 5) for g in firsts]) > 0.8  # expected 0.95 + 0.05 / 3

@@ -56,7 +56,8 @@ class Setting:
     (0-indexed); prefix: prompt tokens up to the end of the records (the context of the
     prefix-LM); prompt_length: tokens up to the query (the last prompt token is the query
     position t); layers: model depth; steps: optimiser steps; alpha: the theory's
-    residual strength a for rho_H.
+    residual strength a for rho_H; queries: gold indices asked per training row (drawn
+    without replacement, so a gold law needs at least this many non-zero entries).
     """
 
     pairs: int
@@ -66,6 +67,7 @@ class Setting:
     layers: int
     steps: int
     alpha: float
+    queries: int = 1
 
     @property
     def centres(self) -> np.ndarray:

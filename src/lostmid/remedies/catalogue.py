@@ -83,9 +83,10 @@ class Curriculum(Remedy):
 
     def gold_probs(self, setting: Setting) -> Callable[[int], np.ndarray]:
         def law(step: int) -> np.ndarray:
-            return positions.curriculum(
+            p = positions.curriculum(
                 step, setting.steps, setting.pairs, self.fraction, self.reverse
             )
+            return positions.with_support(p, setting.queries)
 
         return law
 

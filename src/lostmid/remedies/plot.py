@@ -34,11 +34,11 @@ def _band(ax: Any, record: Any, **style: Any) -> None:
 def plot_remedies(result: Any) -> Figure:
     """One panel per remedy (a :class:`~lostmid.remedies.run.RemediesResult`)."""
     records = list(result.remedies)
-    cols = min(4, len(records))
-    rows = math.ceil(len(records) / cols)
-    fig, axes = plt.subplots(
-        rows, cols, figsize=(3.4 * cols, 2.8 * rows), squeeze=False, sharey=True
-    )
+    structural = [r for r in records if r.theory and r.theory.get("measured_init_record_profile")]
+    panels = len(records) + (1 if structural else 0)
+    cols = min(4, panels)
+    rows = math.ceil(panels / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.8 * rows), squeeze=False)
     baselines = {r.kind: r for r in records if r.verdict is None}
     for ax, record in zip(axes.flat, records, strict=False):
         base = baselines.get(record.kind)
@@ -53,7 +53,19 @@ def plot_remedies(result: Any) -> Figure:
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=7)
-    for ax in axes.flat[len(records) :]:
+    if structural:
+        ax = axes.flat[len(records)]
+        for i, r in enumerate(structural):
+            color = plt.get_cmap("tab10")(i)
+            x = np.array(r.positions)
+            ax.plot(x, r.theory["measured_init_record_profile"], "o-", ms=3, color=color,
+                    label=f"{r.name} measured")  # fmt: skip
+            ax.plot(x, r.theory["record_profile"], "--", color=color, label=f"{r.name} theory")
+        ax.set_title("influence of each record on the query\nat init (sum 1)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6)
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[panels:]:
         ax.set_visible(False)
     for ax in axes[-1]:
         ax.set_xlabel("gold index (0-indexed)", fontsize=8)

@@ -17,7 +17,8 @@ Laws of the gold index (probabilities over g = 0..pairs-1, summing to 1):
   while every position is right);
 * ``curriculum``: the middle half of the records (``pairs // 4 <= g < pairs - pairs // 4``)
   uniformly for the first ``fraction`` of the steps, then uniform over all; ``reverse``
-  draws the other records first.
+  draws the other records first (``with_support`` when a row asks more queries than
+  the phase has records).
 
 Loss weights (``capped_mean_one``): w ∝ 1 / rho_H(x_g), scaled to mean 1 over the gold
 law, then capped at ``cap`` with the excess spread over the uncapped records (the mean
@@ -136,6 +137,20 @@ def curriculum(
     if chosen.sum() == 0:  # fewer than 4 pairs: no outer records
         return np.full(pairs, 1.0 / pairs)
     return _probabilities(chosen)
+
+
+def with_support(probs: Float[np.ndarray, " G"], count: int, floor: float = 0.05) -> np.ndarray:
+    """``probs`` unchanged when at least ``count`` entries are non-zero, else mixed with
+    ``floor`` of the uniform law, so that ``count`` indices can be drawn without
+    replacement (the later draws of a row then fall outside the law's support).
+
+    >>> with_support(np.array([0.5, 0.5, 0.0, 0.0]), 3).tolist()
+    [0.4875, 0.4875, 0.0125, 0.0125]
+    """
+    p = _probabilities(probs)
+    if int((p > 0).sum()) >= count:
+        return p
+    return (1.0 - floor) * p + floor / p.size
 
 
 def capped_mean_one(

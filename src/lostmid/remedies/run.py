@@ -99,6 +99,7 @@ def training_setting(rconfig: Any, alpha: float) -> Setting:
         layers=rconfig.train.model.layers,
         steps=rconfig.train.steps,
         alpha=alpha,
+        queries=rconfig.task.queries,
     )
 
 
@@ -176,7 +177,7 @@ def theory_prediction(remedy: Remedy, setting: Setting) -> dict[str, Any] | None
         **spec,
         "kernel": "jacobian",
         "log10_peak_to_valley": _log10_ptv(row),
-        "record_profile": span_means(row, list(setting.spans)).tolist(),
+        "record_profile": _unit_sum(span_means(row, list(setting.spans))),
     }
 
 
@@ -304,10 +305,29 @@ def summarise_runs(
         tokens=runs[0].get("tokens"),
         steps=runs[0].get("steps"),
         extra_forward_passes=remedy.extra_forward_passes,
-        theory=theory,
+        theory=None if theory is None else theory | _measured_beside_theory(runs),
         measured_init_log10_peak_to_valley=seed_interval(init) if init else None,
         seconds=float(sum(r.get("wall_seconds", 0.0) for r in runs)),
     )
+
+
+def _unit_sum(values: Any) -> list[float]:
+    v = np.asarray(values, dtype=np.float64)
+    return (v / v.sum()).tolist() if v.sum() > 0 else v.tolist()
+
+
+def _measured_beside_theory(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The measured influence of each record on the query at init and at the end, each
+    normalised to sum 1 and averaged over seeds, to set beside the theory's profile."""
+    out: dict[str, Any] = {}
+    for key, name in (
+        ("init_record_influence", "measured_init_record_profile"),
+        ("record_influence", "measured_final_record_profile"),
+    ):
+        profiles = [_unit_sum(r[key]) for r in runs if r.get(key)]
+        if profiles:
+            out[name] = np.mean(profiles, axis=0).tolist()
+    return out
 
 
 @dataclass(frozen=True)
