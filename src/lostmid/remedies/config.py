@@ -54,8 +54,10 @@ class Scale:
 # (no valley to act on); with 2-character keys (a key's last byte is shared by several
 # records, so the induction head alone is ambiguous) accuracy climbs gradually and the
 # last records lag (8 pairs, step 600: 0.66 first, 0.50 last; one seed).
-# quick: mid-learning at 500 steps (ten training remedies x 3 seeds: 66 min on the shared
-# 2-core machine, see docs/BENCHMARKS.md); default: 12 pairs, 4x the steps (not run).
+# quick: mid-learning at 500 steps, 128 held-out examples per gold index (evaluation is
+# cheap next to training, and max - min over 8 positions of 32-example accuracies carried
+# a noise floor near 0.15); timings in docs/BENCHMARKS.md. default: 12 pairs, 4x the
+# steps (not run).
 SCALES = {
     "quick": Scale(
         pairs=8,
@@ -63,7 +65,7 @@ SCALES = {
         queries=4,
         steps=500,
         seeds=3,
-        eval_examples=32,
+        eval_examples=128,
         eval_every=100,
         influence_samples=4,
         influence_probes=2,
@@ -74,7 +76,7 @@ SCALES = {
         queries=4,
         steps=2000,
         seeds=3,
-        eval_examples=64,
+        eval_examples=256,
         eval_every=250,
         influence_samples=8,
         influence_probes=4,
