@@ -16,7 +16,7 @@ from lostmid.remedies.run import train_config
 from lostmid.train.model import build_model, parameter_count
 
 CONFIG = RemediesConfig(
-    remedies=("baseline", "oversample", "residual:gate"),
+    remedies=("baseline", "oversample", "residual:gate", "channels"),
     preset="retrieval-micro",
     steps=3,
     seeds=2,
@@ -40,10 +40,11 @@ def test_equal_budget_tokens_steps_and_parameters(finished: tuple[Path, object])
     plain = parameter_count(build_model(rconfig.resolved_train().model, seed=0))
     layers = rconfig.train.model.layers
     by_name = {r["name"]: r for r in document["remedies"]}
-    assert list(by_name) == ["baseline", "oversample", "residual:gate"]
+    assert list(by_name) == ["baseline", "oversample", "residual:gate", "channels"]
     for name, record in by_name.items():
         assert record["tokens"] == tokens and record["steps"] == 3
-        added = layers if name == "residual:gate" else 0
+        hidden = rconfig.train.model.hidden
+        added = {"residual:gate": layers, "channels": 4 * hidden}.get(name, 0)
         assert record["parameters"] == plain + added
         assert record["extra_parameters"] == added
         assert record["seeds"] == [0, 1] and record["kind"] == "training"
@@ -92,7 +93,7 @@ def test_rerun_reuses_every_stage_and_recomputes_only_what_changed(
     again = run_remedies(CONFIG, out=out)
     document = json.loads((out / "remedies.json").read_text())
     assert document["metadata"]["stages"]["computed"] == []
-    assert len(document["metadata"]["stages"]["reused"]) == 6
+    assert len(document["metadata"]["stages"]["reused"]) == 8
     assert again.remedies == first.remedies  # type: ignore[attr-defined]
     (out / "stages" / "train-oversample-seed1.json").unlink()
     run_remedies(CONFIG, out=out)

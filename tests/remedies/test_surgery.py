@@ -113,3 +113,32 @@ def test_residual_gate_adds_one_trained_parameter_per_layer() -> None:
     loss = gated(input_ids=torch.tensor([[1, 2, 3, 4, 5]])).logits.square().mean()
     loss.backward()
     assert gates.grad is not None and bool((gates.grad != 0).all())
+
+
+def test_channels_equal_the_plain_model_on_the_sequence_with_memory_inserted_by_hand() -> None:
+    from lostmid.remedies.surgery import MEMORY, channels_variant, memory_slots
+
+    plain = build_model(SPEC, seed=4).eval()
+    channelled = channels_variant(context=9, count=2).apply(copy.deepcopy(plain)).eval()
+    memory = getattr(channelled, MEMORY).vectors.detach()
+    ids = torch.tensor([[7, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11], [3, 3, 2, 1, 9, 9, 0, 4, 4, 4, 1]])
+    slots = memory_slots(9, 2)  # [3, 6]
+    assert slots == [3, 6]
+    embeds = plain.model.embed_tokens(ids).detach()
+    pieces = [embeds[:, :3], memory[0].expand(2, 1, -1), embeds[:, 3:6]]
+    pieces += [memory[1].expand(2, 1, -1), embeds[:, 6:]]
+    by_hand = torch.cat(pieces, dim=1)  # (2, 13, d)
+    keep = [0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12]
+    with torch.no_grad():
+        expected = plain(inputs_embeds=by_hand).logits[:, keep]
+        got = channelled(input_ids=ids).logits
+        positions = torch.arange(11)[None].expand(2, -1)
+        also = channelled(
+            input_ids=ids, attention_mask=torch.ones(2, 11), position_ids=positions
+        ).logits
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(also, expected, rtol=1e-5, atol=1e-5)
+    assert parameter_count(channelled) == parameter_count(plain) + 2 * SPEC.hidden
+    loss = channelled(input_ids=ids).logits[:, -1].square().mean()
+    loss.backward()
+    assert bool((getattr(channelled, MEMORY).vectors.grad != 0).any())

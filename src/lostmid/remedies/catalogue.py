@@ -2,7 +2,7 @@
 
 Training-time (applied to a retrieval preset, equal budget):
 ``baseline``, ``oversample[:fixed|rho|adaptive]``, ``curriculum``, ``curriculum-reverse``,
-``loss-weight``, ``prefix``, ``residual[:schedule|gate]``.
+``loss-weight``, ``prefix``, ``residual[:schedule|gate]``, ``channels``.
 Inference-time (on a model ``lostmid retrieve`` accepts): ``query-aware``, ``calibrate``,
 ``ms-poe``.
 The laws and weights are the pure functions of :mod:`lostmid.remedies.positions`; the
@@ -159,6 +159,24 @@ class Residual(Remedy):
         gain = a / (1.0 - a) if a < 1.0 else float("inf")
         alphas = [s * gain / (1.0 + s * gain) for s in self.scales(setting.layers)]
         return {"mask": "causal", "alphas": alphas}
+
+
+@register
+class Channels(Remedy):
+    """:func:`lostmid.remedies.surgery.channels_variant`: 4 learned memory tokens at
+    regular intervals of the records (adds 4 x d parameters; the data are unchanged)."""
+
+    name = "channels"
+    description = "4 learned memory tokens at regular intervals of the context"
+    count = 4
+
+    def parameters(self) -> dict[str, Any]:
+        return {"memory_tokens": self.count, "placement": "evenly inside the records"}
+
+    def surgery(self, setting: Setting) -> Any:
+        from lostmid.remedies.surgery import channels_variant
+
+        return channels_variant(setting.prefix, self.count)
 
 
 @register

@@ -29,6 +29,7 @@ TRAINING_DEFAULT = (
     "prefix",
     "residual",
     "residual:gate",
+    "channels",
 )
 PRESETS = ("retrieval-tiny", "mqar-tiny", "retrieval-micro")
 

@@ -1,4 +1,5 @@
-"""Model surgery for the architecture remedies: a prefix-LM mask and residual routing.
+"""Model surgery for the architecture remedies: a prefix-LM mask, residual routing, and
+memory-token channels.
 
 Both are :class:`~lostmid.train.model.ModelVariant` s that install forward hooks on the
 freshly built model, so training, teacher-forced scoring and the influence measurement
@@ -148,3 +149,107 @@ def residual_variant(scales: Sequence[float], learned: bool = False) -> ModelVar
 
     name = "gate" if learned else "schedule"
     return ModelVariant(name=f"residual:{name}", apply=apply)
+
+
+# -- dedicated middle-position channels: memory tokens -----------------------------------------
+
+MEMORY = "lostmid_memory_tokens"
+
+
+def memory_slots(context: int, count: int) -> list[int]:
+    """Where the ``count`` memory tokens go: before original position
+    ``round(context * m / (count + 1))``, m = 1..count (0-indexed), i.e. at regular
+    intervals of the context's ``context`` tokens, none at its ends.
+
+    >>> memory_slots(20, 3)
+    [5, 10, 15]
+    """
+    from lostmid.checks import check_positive as positive
+
+    positive("memory tokens", count)
+    positive("context", context)
+    return [round(context * m / (count + 1)) for m in range(1, count + 1)]
+
+
+class MemoryTokens(nn.Module):
+    """``count`` learned vectors (count, d), initialised like token embeddings (std)."""
+
+    def __init__(self, count: int, hidden: int, std: float) -> None:
+        super().__init__()
+        self.vectors = nn.Parameter(torch.randn(count, hidden) * std)
+
+
+def insert_memory(
+    embeds: torch.Tensor, memory: torch.Tensor, slots: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T + M, d) with memory vector m inserted before original position slots[m], and
+    the (T,) indices of the original positions in the longer sequence.
+
+    >>> x = torch.arange(4.0).view(1, 4, 1); mem = torch.tensor([[9.0]])
+    >>> longer, keep = insert_memory(x, mem, [2])
+    >>> longer.flatten().tolist(), keep.tolist()
+    ([0.0, 1.0, 9.0, 2.0, 3.0], [0, 1, 3, 4])
+    """
+    batch, length, _ = embeds.shape
+    pieces, keep, at = [], [], 0
+    for m, slot in enumerate(s for s in slots if s <= length):
+        pieces.append(embeds[:, at:slot])
+        keep.extend(range(at + m, slot + m))
+        pieces.append(memory[m].to(embeds.dtype).expand(batch, 1, -1))
+        at = slot
+    inserted = len(pieces) // 2
+    pieces.append(embeds[:, at:])
+    keep.extend(range(at + inserted, length + inserted))
+    return torch.cat(pieces, dim=1), torch.tensor(keep, device=embeds.device)
+
+
+def channels_variant(context: int, count: int) -> ModelVariant:
+    """Model surgery: ``count`` learned memory tokens inside the first ``context`` tokens
+    (:func:`memory_slots`), visible to every later position through ordinary causal
+    attention; the decoder's outputs at the memory positions are dropped, so logits and
+    influence stay over the original tokens. Adds ``count * d`` parameters. Batches
+    must be unpadded (every row of the retrieval tasks has the same length)."""
+    slots = memory_slots(context, count)
+
+    def apply(model: Any) -> Any:
+        from lostmid.models import adapter_for
+
+        adapter = adapter_for(model.config.model_type)
+        decoder = adapter.base(model)
+        table = adapter.token_embedding(model)
+        std = float(table.weight.detach().std())
+        memory = MemoryTokens(count, table.weight.shape[1], std).to(table.weight.device)
+        setattr(model, MEMORY, memory)  # a submodule: trained and moved with the model
+        state: dict[str, torch.Tensor] = {}
+
+        def before(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+            ids = args[0] if args else kwargs.get("input_ids")
+            embeds = kwargs.get("inputs_embeds")
+            if embeds is None:
+                embeds = table(ids)
+            mask = kwargs.get("attention_mask")
+            if mask is not None and (mask.ndim != 2 or not bool(mask.bool().all())):
+                raise UserError("memory-token channels need unpadded batches (equal lengths)")
+            longer, keep = insert_memory(embeds, memory.vectors, slots)
+            state["keep"] = keep
+            batch, length = longer.shape[:2]
+            changed = {**kwargs, "input_ids": None, "inputs_embeds": longer}
+            if mask is not None:
+                changed["attention_mask"] = torch.ones(
+                    batch, length, dtype=mask.dtype, device=mask.device
+                )
+            if kwargs.get("position_ids") is not None:
+                changed["position_ids"] = torch.arange(length, device=longer.device)[None].expand(
+                    batch, -1
+                )
+            return (), changed
+
+        def after(module: nn.Module, args: tuple, kwargs: dict, output: Any) -> Any:
+            output.last_hidden_state = output.last_hidden_state[:, state["keep"]]
+            return output
+
+        decoder.register_forward_pre_hook(before, with_kwargs=True)
+        decoder.register_forward_hook(after, with_kwargs=True)
+        return model
+
+    return ModelVariant(name=f"channels:{count}", apply=apply)
