@@ -38,6 +38,7 @@ from lostmid.errors import UserError
 from lostmid.remedies.base import Remedy, Setting, get_remedy
 from lostmid.remedies.config import RemediesConfig
 from lostmid.remedies.stats import (
+    RULE,
     Interval,
     halves_gap,
     paired_difference,
@@ -349,11 +350,7 @@ class RemediesResult:
             "schema": SCHEMA,
             "remedies": [r.record() for r in self.remedies],
             "config": self.config.to_dict(),
-            "rule": (
-                "works: the 95% interval of the gap difference (remedy - baseline, paired "
-                "by seed) is below 0 and that of the mean-accuracy difference has its upper "
-                "end >= 0; worse: gap interval above 0 or accuracy interval below 0"
-            ),
+            "rule": RULE,
             "seconds": self.seconds,
         }
 

@@ -34,6 +34,11 @@ import numpy as np
 from lostmid.errors import UserError
 
 VERDICTS = ("works", "does not work", "worse")
+RULE = (
+    "works: the 95% interval of the gap difference (remedy - baseline, paired by seed) "
+    "lies below 0 and that of the mean-accuracy difference has its upper end >= 0; worse: "
+    "the gap interval lies above 0 or the accuracy interval below 0; else does not work"
+)
 
 
 @dataclass(frozen=True)
