@@ -27,6 +27,7 @@ from lostmid.compare.options import OPTION_HELP as COMPARE_HELP
 from lostmid.errors import UserError
 from lostmid.influence.config import ABLATE_HELP, RUNGS, AblationConfig, MeasureConfig
 from lostmid.influence.config import HELP as MEASURE_HELP
+from lostmid.remedies.cli import remedies
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.reproduce.config import ReproduceConfig, parse_models
 from lostmid.sweep.cli import sweep_command
@@ -348,6 +349,7 @@ def ablate(
 
 app.command("sweep")(sweep_command)
 app.command("retrieve")(retrieve)
+app.command("remedies")(remedies)
 
 
 def main() -> None:

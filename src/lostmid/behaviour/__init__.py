@@ -45,6 +45,7 @@ _EXPORTS = {
     "training": (
         "RETRIEVAL_PRESETS",
         "RetrievalCheckpoint",
+        "RetrievalHooks",
         "RetrievalTask",
         "RetrievalTrainConfig",
         "RetrievalTrainResult",

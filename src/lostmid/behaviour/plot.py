@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from lostmid.behaviour.score import PositionScore  # noqa: E402
+from lostmid.behaviour.score import PositionScore
+from lostmid.report.plots import new_figure
 
 
-def _errorbar(ax: plt.Axes, scores: Sequence[PositionScore], label: str, **style: object) -> None:
+def _errorbar(ax: Axes, scores: Sequence[PositionScore], label: str, **style: object) -> None:
     x = np.array([s.position for s in scores])
     acc = np.array([s.accuracy for s in scores])
     err = np.array(
@@ -35,7 +34,8 @@ def plot_accuracy_by_position(
     log-probability of the target by position on the right when it was measured."""
     logprob = next((s for s in series.values() if all(p.mean_logprob is not None for p in s)), None)
     ncols = 2 if logprob is not None else 1
-    fig, axes = plt.subplots(1, ncols, figsize=(5.5 * ncols, 4.0), squeeze=False)
+    fig = new_figure((5.5 * ncols, 4.0))
+    axes = fig.subplots(1, ncols, squeeze=False)
     ax = axes[0, 0]
     for name, scores in series.items():
         _errorbar(ax, scores, name)
@@ -56,7 +56,6 @@ def plot_accuracy_by_position(
         ax2.ticklabel_format(axis="y", useOffset=False)
         ax2.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -70,8 +69,9 @@ def plot_training(
     """Left: teacher-forced accuracy by gold index at each checkpoint (intervals).
     Right: the influence of each record on the query (normalised to sum 1) at init and
     at the end, next to accuracy at the end: the structural and behavioural profiles."""
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    cmap = plt.get_cmap("viridis")
+    fig = new_figure((11, 4.2))
+    ax, ax2 = fig.subplots(1, 2)
+    cmap = colormaps["viridis"]
     for i, (step, scores) in enumerate(zip(steps, by_step, strict=True)):
         _errorbar(ax, scores, f"step {step}", color=cmap(i / max(len(steps) - 1, 1)))
     ax.set_ylim(-0.03, 1.03)

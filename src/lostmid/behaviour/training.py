@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,7 @@ from lostmid.errors import UserError
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.train.config import ModelSpec, TrainConfig
 from lostmid.train.loop import Trainer, checkpoint_steps, learning_rate
+from lostmid.train.model import ModelVariant
 
 SCHEMA = "lostmid.behaviour.retrieval_train/1"
 RESULT = "retrieval.json"
@@ -181,7 +183,15 @@ class RetrievalBatches:
     """The training batches: a pure function of (seed, step), as the loop requires.
 
     ``sample(step)`` gives tokens (B, length) and the loss mask (B, length - 1) over the
-    predicted tokens ``tokens[:, 1:]``; ``batch(step)`` the tokens alone.
+    predicted tokens ``tokens[:, 1:]``; ``batch(step)`` the tokens alone;
+    ``weighted_sample(step)`` also the loss weight (B, length - 1) of
+    :func:`masked_next_token_loss`.
+
+    Hooks (both None: the task's own law, unweighted). ``gold_probs(step)``: the
+    probabilities (pairs,) of the gold index at this step, instead of ``task.gold``; the
+    first query of a row is drawn from them, further queries of the row without
+    replacement (successive sampling). ``gold_weights`` (pairs,): the loss weight of an
+    answer token whose gold index is g is ``gold_weights[g]``; corpus tokens weigh 1.
     """
 
     task: RetrievalTask
@@ -189,39 +199,53 @@ class RetrievalBatches:
     seed: int
     length: int
     corpus: np.ndarray | None = None
+    gold_probs: Callable[[int], np.ndarray] | None = None
+    gold_weights: np.ndarray | None = None
 
     def sample(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        tokens, mask, _ = self.weighted_sample(step)
+        return tokens, mask
+
+    def weighted_sample(self, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         rng = np.random.default_rng([self.seed, step, 0x7A5C])
-        probs = gold_distribution(self.task.gold, self.task.pairs)
+        if self.gold_probs is None:
+            probs = gold_distribution(self.task.gold, self.task.pairs)
+        else:
+            probs = np.asarray(self.gold_probs(step), dtype=np.float64)
+        golds_weight = np.ones(self.task.pairs) if self.gold_weights is None else self.gold_weights
         corpus_rows = int(round(self.task.mix * self.batch_size)) if self.corpus is not None else 0
         tokens = np.zeros((self.batch_size, self.length), dtype=np.int64)
         mask = np.zeros((self.batch_size, self.length - 1), dtype=np.float32)
+        weight = np.zeros((self.batch_size, self.length - 1), dtype=np.float32)
         for row in range(self.batch_size):
             index = _TRAIN_INDEX + step * self.batch_size + row
             if row < corpus_rows:
                 assert self.corpus is not None
                 start = int(rng.integers(0, self.corpus.size - self.length))
                 tokens[row] = self.corpus[start : start + self.length]
-                mask[row] = 1.0
+                mask[row] = weight[row] = 1.0
                 continue
             if self.task.task == "mqar":
                 golds = rng.choice(self.task.pairs, size=self.task.queries, replace=False, p=probs)
                 ids, answers = mqar_training_row(self.task, self.seed, index, golds)
                 tokens[row, : len(ids)] = ids
                 mask[row, np.asarray(answers) - 1] = 1.0
+                weight[row, np.asarray(answers) - 1] = golds_weight[golds]
             else:
                 golds = rng.choice(self.task.pairs, size=self.task.queries, replace=False, p=probs)
                 example = self.task.example(self.seed, index, int(golds[0]))
                 prompt, target = example_ids(example)
                 ids = prompt + target
                 mask[row, len(prompt) - 1 : len(ids) - 1] = 1.0
+                weight[row, len(prompt) - 1 : len(ids) - 1] = golds_weight[golds[0]]
                 for g in golds[1:]:  # more queries: key then value, value is a loss token
                     key, value = example.records[int(g)]
                     ids += list(key.encode())
                     mask[row, len(ids) - 1 : len(ids) - 1 + len(value)] = 1.0
+                    weight[row, len(ids) - 1 : len(ids) - 1 + len(value)] = golds_weight[g]
                     ids += list(value.encode())
                 tokens[row, : len(ids)] = ids
-        return torch.from_numpy(tokens), torch.from_numpy(mask)
+        return torch.from_numpy(tokens), torch.from_numpy(mask), torch.from_numpy(weight)
 
     def batch(self, step: int) -> torch.Tensor:
         return self.sample(step)[0]
@@ -236,12 +260,17 @@ def sequence_length(task: RetrievalTask) -> int:
 
 
 def masked_next_token_loss(
-    logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor,
+    weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """mean_b sum_t m_bt CE_bt / sum_t m_bt: each row's loss over its masked tokens.
+    """mean_b sum_t w_bt CE_bt / sum_t m_bt: each row's loss over its masked tokens, each
+    token weighted by w (w = m when ``weight`` is None).
 
     Args:
-        logits: (B, T, V); targets: (B, T); mask: (B, T) weights >= 0, each row > 0.
+        logits: (B, T, V); targets: (B, T); mask: (B, T) weights >= 0, each row > 0;
+        weight: (B, T) or None.
 
     >>> logits = torch.zeros(1, 2, 4); targets = torch.tensor([[0, 1]])
     >>> round(float(masked_next_token_loss(logits, targets, torch.tensor([[0., 1.]]))), 4)
@@ -249,14 +278,15 @@ def masked_next_token_loss(
     """
     per_token = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="none")
     per_token = per_token.view(targets.shape)  # (B, T)
-    return ((per_token * mask).sum(dim=1) / mask.sum(dim=1)).mean()
+    weight = mask if weight is None else weight
+    return ((per_token * weight).sum(dim=1) / mask.sum(dim=1)).mean()
 
 
 class MaskedTrainer(Trainer):
     """:class:`~lostmid.train.loop.Trainer` with a per-row loss mask from the sampler.
 
-    Only ``train_step`` differs: the batch comes with its mask
-    (``sampler.sample(step)``) and the loss is :func:`masked_next_token_loss`.
+    Only ``train_step`` differs: the batch comes with its mask and loss weight
+    (``sampler.weighted_sample(step)``) and the loss is :func:`masked_next_token_loss`.
     """
 
     sampler: RetrievalBatches
@@ -265,13 +295,13 @@ class MaskedTrainer(Trainer):
         lr = learning_rate(self.step, self.config)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        tokens, mask = self.sampler.sample(self.step)
-        tokens, mask = tokens.to(self.device), mask.to(self.device)
+        tokens, mask, weight = self.sampler.weighted_sample(self.step)
+        tokens, mask, weight = tokens.to(self.device), mask.to(self.device), weight.to(self.device)
         inputs, targets = tokens[:, :-1], tokens[:, 1:]  # (B, T) each
         self.model.train()
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
             logits = self.model(input_ids=inputs).logits  # (B, T, V)
-        loss = masked_next_token_loss(logits, targets, mask)
+        loss = masked_next_token_loss(logits, targets, mask, weight)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         self.optimizer.step()
@@ -548,6 +578,24 @@ def evaluate_checkpoint(
 
 
 @dataclass(frozen=True)
+class RetrievalHooks:
+    """Plug-in points for interventions on a retrieval run (remedies); all None is the
+    plain run.
+
+    gold_probs: step -> probabilities (pairs,) of the gold index (see
+        :class:`RetrievalBatches`); gold_weights: (pairs,) loss weight per gold index;
+    variant: model surgery right after building (:class:`lostmid.train.model.ModelVariant`);
+    on_checkpoint: called with each :class:`RetrievalCheckpoint` as soon as it is measured
+        (before training continues), e.g. to adapt ``gold_probs`` to accuracy by position.
+    """
+
+    gold_probs: Callable[[int], np.ndarray] | None = None
+    gold_weights: np.ndarray | None = None
+    variant: ModelVariant | None = None
+    on_checkpoint: Callable[[RetrievalCheckpoint], None] | None = None
+
+
+@dataclass(frozen=True)
 class RetrievalTrainResult:
     """A finished retrieval training run: one :class:`RetrievalCheckpoint` per
     evaluation step (the first at step 0, init; the last after training)."""
@@ -597,11 +645,13 @@ def train_retrieval(
     out: Path,
     overwrite: bool = False,
     console: Any = None,
+    hooks: RetrievalHooks | None = None,
 ) -> RetrievalTrainResult:
     """Train on retrieval, evaluate at every evaluation step, write under ``out``:
     ``retrieval.json`` (rewritten after each checkpoint), ``retrieval.png`` and, when
     ``save_checkpoints``, ``checkpoints/step_NNNNNN/`` (``save_pretrained`` + the byte
-    tokenizer marker, so ``lostmid retrieve --model`` reads them).
+    tokenizer marker, so ``lostmid retrieve --model`` reads them). ``hooks``: the
+    interventions of :class:`RetrievalHooks` (None: a plain run).
 
     Raises:
         UserError: results already in ``out`` without ``overwrite``.
@@ -634,8 +684,11 @@ def train_retrieval(
 
             corpus = load_corpus(None, seed=train.seed, heldout_fraction=0.05, min_bytes=length + 1)
             corpus = corpus.train
-        sampler = RetrievalBatches(task, train.batch_size, train.seed, length, corpus)
-        model = build_model(train.model, train.seed)
+        hooks = hooks or RetrievalHooks()
+        sampler = RetrievalBatches(
+            task, train.batch_size, train.seed, length, corpus, hooks.gold_probs, hooks.gold_weights
+        )
+        model = build_model(train.model, train.seed, hooks.variant)
         trainer = MaskedTrainer(model, train, sampler, device=resolve_device(train.device))  # type: ignore[arg-type]
         heldout = HeldOut.build(config)
     wanted = config.eval_steps()
@@ -656,6 +709,8 @@ def train_retrieval(
                     train_loss=float(np.mean(losses)) if losses else None,
                 )
             )
+        if hooks.on_checkpoint is not None:
+            hooks.on_checkpoint(checkpoints[-1])
         if config.save_checkpoints:
             with timer("checkpoint_io"):
                 folder = save_checkpoint(

@@ -1,0 +1,163 @@
+"""The configuration of ``lostmid remedies``: checked on construction, light to import.
+
+This module imports no torch: ``lostmid --help`` reads :data:`HELP` from it.
+
+>>> RemediesConfig(remedies=("loss-weight",), quick=True).resolved_remedies()
+('baseline', 'loss-weight')
+>>> RemediesConfig(seeds=0)
+Traceback (most recent call last):
+...
+lostmid.errors.UserError: --seeds must be positive, got 0
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from lostmid.checks import check_choice, check_positive
+from lostmid.errors import UserError
+
+TRAINING_DEFAULT = (
+    "baseline",
+    "oversample",
+    "oversample:rho",
+    "oversample:adaptive",
+    "curriculum",
+    "curriculum-reverse",
+    "loss-weight",
+    "prefix",
+    "residual",
+    "residual:gate",
+    "channels",
+)
+PRESETS = ("retrieval-tiny", "mqar-tiny", "retrieval-micro")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A run size: the task (pairs, key characters, queries a row), optimiser steps,
+    seeds, held-out examples per gold index, evaluation interval, influence budget."""
+
+    pairs: int
+    key_chars: int
+    queries: int
+    steps: int
+    seeds: int
+    eval_examples: int
+    eval_every: int
+    influence_samples: int
+    influence_probes: int
+
+
+# The task: the preset's compact kv with 2-character keys and 4 queries a row. With one
+# character, 12 pairs, the 2-layer preset jumps from chance to 1.0 everywhere near step 400
+# (no valley to act on); with 2-character keys (a key's last byte is shared by several
+# records, so the induction head alone is ambiguous) accuracy climbs gradually and the
+# last records lag (8 pairs, step 600: 0.66 first, 0.50 last; one seed).
+# quick: mid-learning at 500 steps, 128 held-out examples per gold index (evaluation is
+# cheap next to training, and max - min over 8 positions of 32-example accuracies carried
+# a noise floor near 0.15); timings in docs/BENCHMARKS.md. default: 12 pairs, 4x the
+# steps (not run).
+SCALES = {
+    "quick": Scale(
+        pairs=8,
+        key_chars=2,
+        queries=4,
+        steps=500,
+        seeds=3,
+        eval_examples=128,
+        eval_every=100,
+        influence_samples=4,
+        influence_probes=2,
+    ),
+    "default": Scale(
+        pairs=12,
+        key_chars=2,
+        queries=4,
+        steps=2000,
+        seeds=3,
+        eval_examples=256,
+        eval_every=250,
+        influence_samples=8,
+        influence_probes=4,
+    ),
+}
+
+HELP = {  # the CLI's help for each option, and the meaning of each field below
+    "remedies": "Comma-separated remedies (NAME or NAME:ARG); baseline is always included. "
+    "Default: every training-time remedy.",
+    "preset": "Retrieval training preset: " + " | ".join(PRESETS) + ".",
+    "steps": "Optimiser steps per run (default: the scale's).",
+    "seeds": "Seeds per remedy, >= 1 (default: the scale's, 3).",
+    "quick": "The short scale (about 15 min on 2 CPU cores).",
+    "model": "Model for inference-time remedies (anything lostmid retrieve accepts).",
+    "tokenizer": "Tokenizer for --model: a directory, cached hub id, or 'bytes' (default: "
+    "the model's own).",
+    "key_chars": "Key/value characters of the inference kv task (36: a UUID4, as Liu et al.).",
+    "pairs": "Records per example (default: the scale's).",
+    "alpha": "The theory's residual strength a in rho_H(x) (oversample:rho, loss-weight, "
+    "theory predictions).",
+    "examples": "Held-out examples per gold position (default: the scale's).",
+    "seed": "First seed; seed s of a remedy is seed + s.",
+}
+
+
+@dataclass(frozen=True)
+class RemediesConfig:
+    """What to compare; every field is described in :data:`HELP` (the CLI's help)."""
+
+    remedies: tuple[str, ...] = TRAINING_DEFAULT
+    preset: str = "retrieval-tiny"
+    steps: int | None = None
+    seeds: int | None = None
+    quick: bool = False
+    model: str | None = None
+    tokenizer: str | None = None
+    key_chars: int = 36
+    pairs: int | None = None
+    alpha: float = 0.5
+    examples: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from lostmid.remedies.base import get_remedy
+
+        object.__setattr__(self, "remedies", tuple(s.strip() for s in self.remedies if s.strip()))
+        if not self.remedies:
+            raise UserError("--remedies needs at least one remedy, e.g. baseline,loss-weight")
+        check_choice("--preset", self.preset, PRESETS)
+        for name in ("steps", "seeds", "pairs", "examples", "key_chars"):
+            value = getattr(self, name)
+            if value is not None:
+                check_positive(f"--{name.replace('_', '-')}", value)
+        if not 0.0 < self.alpha < 1.0:
+            raise UserError(f"--alpha must be in (0, 1), got {self.alpha}")
+        if self.seed < 0:
+            raise UserError(f"--seed must be >= 0, got {self.seed}")
+        kinds = {get_remedy(spec).kind for spec in self.remedies}  # checks every name
+        if "inference" in kinds and self.model is None:
+            raise UserError(
+                "inference-time remedies need --model (a model lostmid retrieve accepts)"
+            )
+        if len(set(self.resolved_remedies())) != len(self.resolved_remedies()):
+            raise UserError(f"--remedies lists a remedy twice: {','.join(self.remedies)}")
+
+    @property
+    def scale(self) -> Scale:
+        return SCALES["quick" if self.quick else "default"]
+
+    def resolved_remedies(self) -> tuple[str, ...]:
+        """The remedies in order, ``baseline`` first (added when missing)."""
+        rest = tuple(s for s in self.remedies if s != "baseline")
+        return ("baseline", *rest)
+
+    def resolved_seeds(self) -> tuple[int, ...]:
+        return tuple(self.seed + s for s in range(self.seeds or self.scale.seeds))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["remedies"] = list(self.resolved_remedies())
+        data["seeds"] = list(self.resolved_seeds())
+        data["scale"] = asdict(self.scale)
+        return data

@@ -1,0 +1,161 @@
+"""Inference-time remedies on a model that ``lostmid retrieve`` accepts."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from lostmid.behaviour.tasks import kv_example
+from lostmid.errors import UserError
+from lostmid.remedies import RemediesConfig, run_remedies
+
+
+def test_query_aware_scores_the_same_items_with_the_key_also_before_the_data(
+    tmp_path: Path,
+) -> None:
+    config = RemediesConfig(
+        remedies=("query-aware", "calibrate", "ms-poe"),
+        model="tiny-qwen2",
+        tokenizer="bytes",
+        key_chars=2,
+        pairs=3,
+        examples=4,
+        seeds=2,
+    )
+    result = run_remedies(config, out=tmp_path)
+    names = [(r.name, r.kind) for r in result.remedies]
+    assert names == [
+        ("baseline", "inference"),
+        ("query-aware", "inference"),
+        ("calibrate", "inference"),
+        ("ms-poe", "inference"),
+    ]
+    document = json.loads((tmp_path / "remedies.json").read_text())
+    assert [s for s in document["metadata"]["stages"]["computed"] if s.startswith("train")] == []
+    for seed in (0, 1):
+        plain = json.loads(
+            (tmp_path / "stages" / f"inference-baseline-seed{seed}.json").read_text()
+        )
+        aware = json.loads(
+            (tmp_path / "stages" / f"inference-query-aware-seed{seed}.json").read_text()
+        )
+        plain, aware = plain["result"], aware["result"]
+        key = kv_example(seed=seed, index=0, pairs=3, gold_index=0, key_chars=2).key
+        # byte tokens: exactly the added 'Key: "kk"\n\n' more per prompt
+        assert aware["prompt_tokens"] - plain["prompt_tokens"] == len(f'Key: "{key}"\n\n')
+        assert plain["positions"] == aware["positions"] == [0, 1, 2]
+        assert plain["n"] == [4, 4, 4] and aware["forward_passes"] == 1
+        assert plain["parameters"] == aware["parameters"]
+    passes = {r["name"]: r["extra_forward_passes"] for r in document["remedies"]}
+    assert passes == {"baseline": 0, "query-aware": 0, "calibrate": 1, "ms-poe": 0}
+    for record in document["remedies"][1:]:
+        assert record["difference_to_baseline"] is not None and record["verdict"] is not None
+
+
+def _logits(model: torch.nn.Module, ids: torch.Tensor, **kwargs: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return model(input_ids=ids, **kwargs).logits
+
+
+def test_ms_poe_with_ratio_one_is_the_model_and_a_uniform_ratio_divides_the_frequencies() -> None:
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import ms_poe
+
+    model = load_model("tiny-qwen2", seed=0).model  # 4 heads, 2 key/value heads
+    ids = torch.tensor([[5, 17, 3, 250, 9, 9, 41, 77, 2, 130]])
+    plain = _logits(model, ids)
+    with ms_poe(model, ratios=[1.0, 1.0]):
+        same = _logits(model, ids)
+    torch.testing.assert_close(same, plain, rtol=1e-5, atol=1e-5)
+    reference = copy.deepcopy(model)
+    reference.model.rotary_emb.inv_freq.div_(1.5)  # every head at positions / 1.5
+    with ms_poe(model, ratios=[1.5, 1.5]):
+        scaled = _logits(model, ids)
+    torch.testing.assert_close(scaled, _logits(reference, ids), rtol=1e-5, atol=1e-5)
+    assert (scaled - plain).abs().max() > 1e-4
+    torch.testing.assert_close(_logits(model, ids), plain)  # restored on exit
+    positions = torch.arange(10)[None] + 7  # explicit position ids are honoured
+    with ms_poe(model, ratios=[1.5, 1.5]):
+        shifted = _logits(model, ids, position_ids=positions)
+    torch.testing.assert_close(
+        shifted, _logits(reference, ids, position_ids=positions), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_ms_poe_per_head_ratios_match_a_per_group_reference() -> None:
+    """Two key/value groups with ratios 1.2 and 1.8: the attention output of each group
+    equals that of a copy whose frequencies are divided by that group's ratio."""
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import ms_poe
+
+    model = load_model("tiny-qwen2", seed=1).model
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])
+    outputs: list[torch.Tensor] = []
+    attention = model.model.layers[0].self_attn
+    handle = attention.o_proj.register_forward_hook(lambda m, a, o: outputs.append(a[0]))
+    with ms_poe(model, ratios=[1.2, 1.8]):
+        _logits(model, ids)
+    for ratio in (1.2, 1.8):
+        reference = copy.deepcopy(model)
+        reference.model.rotary_emb.inv_freq.div_(ratio)
+        _logits(reference, ids)
+    handle.remove()
+    mixed, at12, at18 = (o.view(1, 8, 4, 8) for o in outputs)  # (B, T, heads, head_dim)
+    torch.testing.assert_close(mixed[:, :, :2], at12[:, :, :2], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(mixed[:, :, 2:], at18[:, :, 2:], rtol=1e-5, atol=1e-6)
+
+
+def test_ms_poe_refuses_a_model_without_rotary_positions() -> None:
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import ms_poe
+
+    model = load_model("tiny-gpt2").model
+    with pytest.raises(UserError, match="ms-poe rescales rotary positions; model type 'gpt2'"):
+        with ms_poe(model):
+            pass
+
+
+def test_calibration_removes_exactly_a_positional_prior() -> None:
+    """If attention on the context is prior x relevance, calibration leaves attention
+    proportional to relevance, with the context's mass and the other weights kept."""
+    from lostmid.remedies.patches import calibrate_weights
+
+    gen = torch.Generator().manual_seed(0)
+    t, start, end = 9, 2, 6
+    prior = torch.softmax(torch.randn(1, 2, t, t, generator=gen), -1)
+    relevance = torch.rand(1, 2, 1, t, generator=gen) + 0.1
+    weights = prior * relevance
+    weights = weights / weights.sum(-1, keepdim=True)
+    out = calibrate_weights(weights, prior, (start, end))
+    torch.testing.assert_close(out.sum(-1), torch.ones(1, 2, t))
+    torch.testing.assert_close(out[..., :end, :], weights[..., :end, :])  # earlier queries
+    torch.testing.assert_close(out[..., end:, :start], weights[..., end:, :start])
+    torch.testing.assert_close(out[..., end:, end:], weights[..., end:, end:])
+    context = out[..., end:, start:end]
+    torch.testing.assert_close(context.sum(-1), weights[..., end:, start:end].sum(-1))
+    expected = relevance[..., start:end] / relevance[..., start:end].sum(-1, keepdim=True)
+    torch.testing.assert_close(context / context.sum(-1, keepdim=True), expected.expand_as(context))
+
+
+def test_the_calibrated_eager_path_is_the_model_when_no_layer_is_calibrated() -> None:
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import calibrated
+
+    model = load_model("tiny-qwen2", seed=2).model
+    ids = torch.tensor([[3, 30, 31, 32, 33, 120, 7, 8]])
+    plain = _logits(model, ids)
+    with calibrated(model, [], (1, 5)):
+        eager = _logits(model, ids)
+    torch.testing.assert_close(eager, plain, rtol=1e-5, atol=1e-5)
+    assert model.config._attn_implementation == "sdpa"  # restored
+    with calibrated(model, [1], (1, 5)) as state:
+        _logits(model, ids)
+        assert set(state["prior"]) == {1}
+        state["mode"] = "calibrate"
+        changed = _logits(model, ids)  # prior = own attention: w/p = 1, uniform on context
+    assert (changed[:, 5:] - plain[:, 5:]).abs().max() > 1e-6
+    torch.testing.assert_close(changed[:, :5], plain[:, :5], rtol=1e-5, atol=1e-5)
