@@ -381,18 +381,24 @@ def test_positional_prediction_uses_mlp_and_layer_masks(tmp_path: Path) -> None:
     flat = {"mlp_gain_per_position": [[0.7] * L] * H, "mlp_coherence_per_position": [[1.0] * L] * H}
     for extra in (zero, flat):
         rows = _positional_rows(_positional_files(tmp_path, f"m{len(extra)}{extra is flat}", extra))
-        for name in bare:
-            np.testing.assert_allclose(rows[name], bare[name], rtol=1e-10, atol=1e-15)
+        for name in bare:  # without the MLP: the same; with it: the same shape here
+            np.testing.assert_allclose(rows[name], bare[name], rtol=1e-12, atol=1e-15)
+            with_mlp = name.replace("positional", "positional-mlp")
+            np.testing.assert_allclose(rows[with_mlp], bare[name], rtol=1e-10, atol=1e-15)
     for name in bare:
         np.testing.assert_allclose(causal[name], bare[name], rtol=1e-12, atol=1e-15)
     # an MLP that varies over positions, or an incoherent one, does change the prediction
     rng = np.random.default_rng(3)
     varying = {"mlp_gain_per_position": (0.5 + rng.random((H, L))).tolist()}
     moved = _positional_rows(_positional_files(tmp_path, "v", varying))
-    assert wasserstein1(moved["predicted:positional"][0], bare["predicted:positional"][0]) > 1e-3
+    assert (
+        wasserstein1(moved["predicted:positional-mlp"][0], bare["predicted:positional"][0]) > 1e-3
+    )
     incoherent = {**flat, "mlp_coherence_per_position": [[0.0] * L] * H}
     moved = _positional_rows(_positional_files(tmp_path, "i", incoherent))
-    assert wasserstein1(moved["predicted:positional"][0], bare["predicted:positional"][0]) > 1e-3
+    assert (
+        wasserstein1(moved["predicted:positional-mlp"][0], bare["predicted:positional"][0]) > 1e-3
+    )
     # sliding:1 lets each position see only itself: A = I, so every layer multiplies the
     # stream by the scalar (1 + s) and all influence stays on the target
     local = _positional_rows(_positional_files(tmp_path, "s", {"layer_masks": ["sliding:1"] * H}))

@@ -121,41 +121,46 @@ def positional_predictions(
             "'gain_per_position' (measure with per-position gains)"
         ]
     out = {}
-    for kernel in kernels:
-        name = "predicted:positional" + ("" if kernel == "jacobian" else f"-{kernel}")
-        rows = [positional_row(m, kernel) for m in measurements]
-        first = measurements[0]
-        uses = ["gains per position"]
-        if first.mlp_gain_per_position is not None:
-            uses.append(
-                "MLP gain"
-                + (" and coherence" if first.mlp_coherence_per_position is not None else "")
+    first = measurements[0]
+    with_mlp = all(m.mlp_gain_per_position is not None for m in measurements)
+    for mlp in (False, True) if with_mlp else (False,):
+        for kernel in kernels:
+            name = "predicted:positional" + ("-mlp" if mlp else "")
+            name += "" if kernel == "jacobian" else f"-{kernel}"
+            rows = [positional_row(m, kernel, mlp=mlp) for m in measurements]
+            uses = ["gains per position"]
+            if mlp:
+                uses.append(
+                    "MLP gain"
+                    + (" and coherence" if first.mlp_coherence_per_position is not None else "")
+                )
+            if first.layer_masks is not None:
+                uses.append("layer masks")
+            out[name] = Prediction(
+                kind="predicted",
+                kernel=kernel,
+                description=f"position-resolved theory, measured {', '.join(uses)}, {kernel} "
+                "kernel (nothing fitted)",
+                parameters={
+                    "kernel": kernel,
+                    "layers": first.layers,
+                    "uses": uses,
+                    "layer_masks": None if first.layer_masks is None else list(first.layer_masks),
+                },
+                rows=np.stack([np.asarray(r, dtype=np.float64) for r in rows]),
             )
-        if first.layer_masks is not None:
-            uses.append("layer masks")
-        out[name] = Prediction(
-            kind="predicted",
-            kernel=kernel,
-            description=f"position-resolved theory, measured {', '.join(uses)}, {kernel} "
-            "kernel (nothing fitted)",
-            parameters={
-                "kernel": kernel,
-                "layers": first.layers,
-                "uses": uses,
-                "layer_masks": None if first.layer_masks is None else list(first.layer_masks),
-            },
-            rows=np.stack([np.asarray(r, dtype=np.float64) for r in rows]),
-        )
     return out, []
 
 
-def positional_row(m: MeasuredProfile, kernel: str) -> np.ndarray:
-    """The position-resolved theory row of one measurement: its per-position gains, and
-    its MLP gain and coherence and layer masks when it has them (float64, sums to 1)."""
+def positional_row(m: MeasuredProfile, kernel: str, *, mlp: bool = True) -> np.ndarray:
+    """The position-resolved theory row of one measurement: its per-position gains and
+    layer masks, and (``mlp``) its MLP gain and coherence when it has them (float64,
+    sums to 1)."""
     if m.gain_per_position is None:
         raise UserError(f"{m.source or 'the measurement'} has no 'gain_per_position'")
     coherence = m.mlp_coherence_per_position
-    if m.mlp_gain_per_position is None:
+    mlp_gain = m.mlp_gain_per_position if mlp else None
+    if mlp_gain is None:
         coherence = None  # the kernel takes a coherence only with an MLP gain
     elif coherence is not None:
         coherence = np.clip(np.nan_to_num(coherence, nan=1.0), 0.0, 1.0)
@@ -164,7 +169,7 @@ def positional_row(m: MeasuredProfile, kernel: str) -> np.ndarray:
         kernel=kernel,
         mask=m.mask if m.layer_masks is None else list(m.layer_masks),
         target=m.target,
-        mlp_gain=m.mlp_gain_per_position,
+        mlp_gain=mlp_gain,
         mlp_coherence=coherence,
     )
     return np.asarray(row, dtype=np.float64)

@@ -109,39 +109,31 @@ def measured_profiles(
                 branch_gain=r.gains.gain[:depth],
                 residual_strength_forward=r.residual_strength_forward[:depth],
                 gain_per_position=None if per_position is None else per_position[:depth],
+                mlp_gain_per_position=_first(r.gains.mlp_gain_per_position, depth),
+                mlp_coherence_per_position=_first(r.gains.mlp_coherence_per_position, depth),
             )
         )
     return out
 
 
+def _first(rows: np.ndarray | None, depth: int) -> np.ndarray | None:
+    return None if rows is None else rows[:depth]
+
+
 def extra_predictions(
     runs: Sequence[SeedMeasurement], depth: int | None = None
 ) -> dict[str, Float[np.ndarray, "S L"]]:
-    """The zero-parameter candidates compare does not build itself, one row per seed:
-    ``predicted:jacobian-forward`` (the uniform jacobian theory with the forward ratio
-    as a_l) and ``predicted:positional-mlp`` (the positional theory with the MLP's
-    per-position gain and coherence), for the first ``depth`` layers (None: all)."""
-    forward, mlp = [], []
+    """The zero-parameter candidate compare does not build itself, one row per seed:
+    ``predicted:jacobian-forward`` (the uniform jacobian theory with the peer's forward
+    ratio as a_l), for the first ``depth`` layers (None: all). ``predicted:positional``
+    and ``predicted:positional-mlp`` come from compare, from the gains in each
+    :class:`MeasuredProfile`."""
+    forward = []
     for r in runs:
-        g = r.gains
-        h = g.gain.size if depth is None else depth
+        h = r.gains.gain.size if depth is None else depth
         length = r.on.influence.size
         forward.append(influence_row(length, h, r.residual_strength_forward[:h], kernel="jacobian"))
-        if g.per_position is not None and g.mlp_gain_per_position is not None:
-            coherence = g.mlp_coherence_per_position
-            coherence = np.clip(np.nan_to_num(coherence, nan=0.0), 0.0, 1.0)
-            mlp.append(
-                positional_influence_row(
-                    g.per_position[:h],
-                    kernel="jacobian",
-                    mlp_gain=g.mlp_gain_per_position[:h],
-                    mlp_coherence=coherence[:h],
-                )
-            )
-    out = {"predicted:jacobian-forward": np.stack(forward)}
-    if len(mlp) == len(runs):
-        out["predicted:positional-mlp"] = np.stack(mlp)
-    return out
+    return {"predicted:jacobian-forward": np.stack(forward)}
 
 
 def score(name: str, runs: Sequence[SeedMeasurement], layer: int | None = None) -> Scorecard | None:
