@@ -496,9 +496,14 @@ def remedies_table(result: RemediesResult) -> Any:
     """One row per remedy: mean accuracy, gap, their differences to the baseline (95%
     intervals over seeds), primacy, recency, log10 peak-to-valley of the influence
     profile, parameters added, verdict."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="remedies at equal budget (mean ± 95% over seeds)", header_style="bold")
+    table = Table(
+        title="remedies at equal budget (mean ± 95% over seeds)",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+    )
     for name in ("remedy", "acc", "Δacc", "gap", "Δgap", "prim", "rec", "lgP/V", "+par", "verdict"):
         left = name in ("remedy", "verdict")
         table.add_column(name, justify="left" if left else "right", no_wrap=True)
