@@ -5,8 +5,8 @@ Runs ``run_remedies`` (``--quick`` by default, every training-time remedy, 3 see
 ``--out`` (resumable: a rerun with the same ``--out`` reuses finished stages and reports
 their saved times), then prints one row per remedy: seconds per seed spent training and
 in total (evaluation, influence, plots included), and the estimate for the default
-scale: training time x (default steps / quick steps), the rest x (default evaluations x
-held-out examples) / (quick ones), summed over remedies and seeds.
+scale: training time x (default steps x row length) / (quick ones), the rest x (default
+evaluations x held-out examples) / (quick ones), summed over remedies and seeds.
 
     OMP_NUM_THREADS=2 .venv/bin/python benchmarks/bench_remedies.py --out results/bench-remedies
     .venv/bin/python benchmarks/bench_remedies.py --from results/bench-remedies/remedies.json
@@ -30,12 +30,16 @@ def _evaluations(steps: int, every: int) -> int:
 
 
 def summarise(document: dict[str, Any], stages: Path) -> None:
-    from lostmid.remedies.config import SCALES
+    from lostmid.behaviour.training import sequence_length
+    from lostmid.remedies.config import SCALES, RemediesConfig
+    from lostmid.remedies.run import train_config
 
     config = document["config"]
     quick, default = SCALES["quick"], SCALES["default"]
     steps = config["steps"] or config["scale"]["steps"]
-    step_ratio = default.steps / steps
+    # training time ~ steps x tokens a row (the default's rows are longer: more pairs)
+    rows = [sequence_length(train_config(RemediesConfig(quick=q), 0).task) for q in (True, False)]
+    step_ratio = default.steps / steps * rows[1] / rows[0]
     eval_ratio = (_evaluations(default.steps, default.eval_every) * default.eval_examples) / (
         _evaluations(steps, quick.eval_every) * (config["examples"] or quick.eval_examples)
     )

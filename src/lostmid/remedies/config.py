@@ -57,8 +57,8 @@ class Scale:
 # last records lag (8 pairs, step 600: 0.66 first, 0.50 last; one seed).
 # quick: mid-learning at 500 steps, 128 held-out examples per gold index (evaluation is
 # cheap next to training, and max - min over 8 positions of 32-example accuracies carried
-# a noise floor near 0.15); timings in docs/BENCHMARKS.md. default: 12 pairs, 4x the
-# steps (not run).
+# a noise floor near 0.15); timings (11 remedies x 3 seeds) in docs/BENCHMARKS.md.
+# default: 12 pairs, 4x the steps (not run).
 SCALES = {
     "quick": Scale(
         pairs=8,

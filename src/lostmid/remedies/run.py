@@ -488,18 +488,25 @@ def _fmt(i: Interval | None, signed: bool = False) -> str:
     sign = "+" if signed else ""
     if not np.isfinite(i.ci_low):
         return f"{i.estimate:{sign}.2f}"
-    return f"{i.estimate:{sign}.2f}±{(i.ci_high - i.ci_low) / 2:.2f}"
+    half = f"{(i.ci_high - i.ci_low) / 2:.2f}".removeprefix("0")
+    return f"{i.estimate:{sign}.2f}±{half}"
 
 
 def remedies_table(result: RemediesResult) -> Any:
     """One row per remedy: mean accuracy, gap, their differences to the baseline (95%
     intervals over seeds), primacy, recency, log10 peak-to-valley of the influence
     profile, parameters added, verdict."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="remedies at equal budget (mean ± 95% over seeds)", header_style="bold")
+    table = Table(
+        title="remedies at equal budget (mean ± 95% over seeds)",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+    )
     for name in ("remedy", "acc", "Δacc", "gap", "Δgap", "prim", "rec", "lgP/V", "+par", "verdict"):
-        table.add_column(name, justify="left" if name in ("remedy", "verdict") else "right")
+        left = name in ("remedy", "verdict")
+        table.add_column(name, justify="left" if left else "right", no_wrap=True)
     for r in result.remedies:
         d = r.differences or {}
         table.add_row(
@@ -512,7 +519,8 @@ def remedies_table(result: RemediesResult) -> Any:
             _fmt(r.metrics.get("recency"), True),
             _fmt(r.metrics.get("log10_peak_to_valley")),
             str(r.extra_parameters or 0),
-            (r.verdict or "baseline") + (", halves gap" if r.halves_gap else ""),
+            (r.verdict or "baseline")
+            + (", halves gap" if r.verdict == "works" and r.halves_gap else ""),
         )
     return table
 
