@@ -99,8 +99,11 @@ def test_depth_growth_scores_every_measured_layer(make_seed) -> None:
     run = make_seed(0, g, np.ones(L), layer1=theory[0])
     run.on.per_layer[:] = per_layer
     growth = depth_growth(run)
-    assert growth is not None and set(growth) == {"positional", "jacobian", "rollout"}
-    assert [p.layer for p in growth["jacobian"]] == [1, 3]
-    assert all(p.agreement.wasserstein1 < 1e-12 for p in growth["jacobian"])
+    assert growth is not None and set(growth.points) == {"positional", "jacobian", "rollout"}
+    assert [p.layer for p in growth.points["jacobian"]] == [1, 3]
+    assert all(p.agreement.wasserstein1 < 1e-12 for p in growth.points["jacobian"])
     # equal gains: the positional theory is the jacobian one
-    assert all(p.agreement.wasserstein1 < 1e-9 for p in growth["positional"])
+    assert all(p.agreement.wasserstein1 < 1e-9 for p in growth.points["positional"])
+    # theory rows only where a layer was measured
+    assert np.isnan(growth.theory["positional"][1]).all()
+    np.testing.assert_allclose(growth.theory["jacobian"][2], theory[2])

@@ -237,36 +237,60 @@ class DepthPoint:
         }
 
 
-def depth_theory(run: SeedMeasurement, kernel: str) -> Float[np.ndarray, "H L"]:
+def depth_theory(
+    run: SeedMeasurement, kernel: str, layers: Sequence[int] | None = None
+) -> Float[np.ndarray, "H L"]:
     """Row l-1: the theory at H = l from the first l layers of ``run``'s gains:
-    ``positional`` (per-position gains, jacobian kernel) or a uniform kernel with a_l."""
-    length, layers = run.on.influence.size, run.gains.gain.size
-    if kernel == "positional":
-        gains = run.gains.per_position
-        assert gains is not None
-        return np.stack(
-            [positional_influence_row(gains[:h], kernel="jacobian") for h in range(1, layers + 1)]
-        )
-    a = run.residual_strength
-    return np.stack([influence_row(length, h, a[:h], kernel=kernel) for h in range(1, layers + 1)])
+    ``positional`` (per-position gains, jacobian kernel) or a uniform kernel with a_l;
+    for the 1-indexed ``layers`` only (NaN rows elsewhere), all when None."""
+    length, depth = run.on.influence.size, run.gains.gain.size
+    rows = np.full((depth, length), np.nan)
+    for h in range(1, depth + 1) if layers is None else layers:
+        if kernel == "positional":
+            gains = run.gains.per_position
+            assert gains is not None
+            rows[h - 1] = positional_influence_row(gains[:h], kernel="jacobian")
+        else:
+            rows[h - 1] = influence_row(length, h, run.residual_strength[:h], kernel=kernel)
+    return rows
 
 
-def depth_growth(run: SeedMeasurement) -> dict[str, tuple[DepthPoint, ...]] | None:
+@dataclass(frozen=True, eq=False)
+class DepthGrowth:
+    """The measured per-layer profiles of one seed against the theory at H = l.
+
+    Attributes:
+        points: per kernel, one :class:`DepthPoint` per measured layer.
+        theory: per kernel, (H, L) the theory rows of the measured layers (NaN rows
+            elsewhere), as :func:`depth_theory`.
+    """
+
+    points: Mapping[str, tuple[DepthPoint, ...]]
+    theory: Mapping[str, Float[np.ndarray, "H L"]]
+
+
+def depth_growth(run: SeedMeasurement) -> DepthGrowth | None:
     """Every measured layer of ``run`` against :func:`depth_theory`, per kernel; None
-    when only layer 1 was measured (growth needs several layers)."""
+    when fewer than 2 layers were measured (growth needs several)."""
     per_layer = run.on.per_layer
-    if per_layer is None or int(np.isfinite(per_layer).all(axis=1).sum()) < 2:
+    if per_layer is None:
+        return None
+    measured = [i + 1 for i in range(per_layer.shape[0]) if np.all(np.isfinite(per_layer[i]))]
+    if len(measured) < 2:
         return None
     kernels = DEPTH_KERNELS if run.gains.per_position is not None else KERNELS
-    out = {}
-    for kernel in kernels:
-        theory = depth_theory(run, kernel)
-        out[kernel] = tuple(
-            DepthPoint(layer, compare_profiles(theory[layer - 1], measured, bins=SCORING["bins"]))
-            for layer, measured in enumerate(per_layer, start=1)
-            if np.all(np.isfinite(measured))
+    theory = {kernel: depth_theory(run, kernel, measured) for kernel in kernels}
+    points = {
+        kernel: tuple(
+            DepthPoint(
+                layer,
+                compare_profiles(rows[layer - 1], per_layer[layer - 1], bins=SCORING["bins"]),
+            )
+            for layer in measured
         )
-    return out
+        for kernel, rows in theory.items()
+    }
+    return DepthGrowth(points=points, theory=theory)
 
 
 @dataclass(frozen=True)
@@ -369,7 +393,7 @@ class ModelAnalysis:
     strengths: LayerStrengths
     depth1: Scorecard | None
     depth_run: SeedMeasurement
-    depth_growth: Mapping[str, tuple[DepthPoint, ...]] | None
+    depth_growth: DepthGrowth | None
 
     @property
     def on(self) -> MeasuredProfile:
@@ -398,7 +422,7 @@ class ModelAnalysis:
             "depth1": None if self.depth1 is None else scorecard_record(self.depth1),
             "depth_growth": None
             if self.depth_growth is None
-            else {k: [p.record() for p in points] for k, points in self.depth_growth.items()},
+            else {k: [p.record() for p in pts] for k, pts in self.depth_growth.points.items()},
             "depth_profiles": None
             if self.depth_growth is None
             else {"seed": self.depth_run.seed, "per_layer": self.depth_run.on.per_layer},

@@ -17,7 +17,7 @@ import numpy as np
 
 from lostmid.compare.plot import plot_overlay
 from lostmid.report.plots import plot_depth_growth, plot_profiles, save_figure
-from lostmid.reproduce.analysis import FAITHFUL, ModelAnalysis, depth_theory
+from lostmid.reproduce.analysis import FAITHFUL, ModelAnalysis
 from lostmid.reproduce.config import model_slug
 from lostmid.reproduce.stages import TrainingSummary
 
@@ -62,13 +62,13 @@ def model_figures(a: ModelAnalysis, folder: Path) -> dict[str, Path]:
         ),
         folder / f"positional-{slug}.png",
     )
-    if a.depth_growth:
-        kernel = next(iter(a.depth_growth))  # positional when the gains are per position
-        points = a.depth_growth[kernel]
+    if a.depth_growth is not None and a.depth_run.on.per_layer is not None:
+        kernel = next(iter(a.depth_growth.points))  # positional when gains are per position
+        points = a.depth_growth.points[kernel]
         figures[f"depth-{slug}"] = save_figure(
             plot_depth_growth(
                 a.depth_run.on.per_layer,
-                depth_theory(a.depth_run, kernel),
+                a.depth_growth.theory[kernel],
                 layers=np.array([p.layer for p in points]),
                 spearman=np.array([p.agreement.spearman for p in points]),
                 wasserstein1=np.array([p.agreement.wasserstein1 for p in points]),

@@ -354,7 +354,7 @@ def build_report(result: ReproduceResult) -> Report:
             },
         }
         for m, a in result.models.items()
-        for k, points in (a.depth_growth or {}).items()
+        for k, points in ({} if a.depth_growth is None else a.depth_growth.points).items()
         for point in points
     ]
     if depth_rows:
