@@ -272,6 +272,16 @@ def reproduce(
     probes: Annotated[int | None, typer.Option(help=REPRODUCE_HELP["probes"])] = None,
     train_steps: Annotated[int | None, typer.Option(help=REPRODUCE_HELP["train_steps"])] = None,
     train_preset: Annotated[str | None, typer.Option(help=REPRODUCE_HELP["train_preset"])] = None,
+    train_seeds: Annotated[int | None, typer.Option(help=REPRODUCE_HELP["train_seeds"])] = None,
+    behaviour_preset: Annotated[
+        str | None, typer.Option(help=REPRODUCE_HELP["behaviour_preset"])
+    ] = None,
+    behaviour_steps: Annotated[
+        int | None, typer.Option(help=REPRODUCE_HELP["behaviour_steps"])
+    ] = None,
+    behaviour_seeds: Annotated[
+        int | None, typer.Option(help=REPRODUCE_HELP["behaviour_seeds"])
+    ] = None,
     device: Annotated[str, typer.Option(help=REPRODUCE_HELP["device"])] = "auto",
     out: OutOpt = Path("results/reproduce"),
     seed: Annotated[int, typer.Option("--seed", help=REPRODUCE_HELP["seed"])] = 0,
@@ -294,6 +304,10 @@ def reproduce(
         probes=probes,
         train_steps=train_steps,
         train_preset=train_preset,
+        train_seeds=train_seeds,
+        behaviour_preset=behaviour_preset,
+        behaviour_steps=behaviour_steps,
+        behaviour_seeds=behaviour_seeds,
         seed=seed,
         device=device,
     )

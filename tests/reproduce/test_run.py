@@ -25,6 +25,8 @@ TINY = [
     "1",
     "--train-steps",
     "0",
+    "--behaviour-steps",
+    "0",
 ]
 
 
@@ -208,12 +210,20 @@ def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
         "micro",
         "--train-steps",
         "12",
+        "--train-seeds",
+        "2",
+        "--behaviour-steps",
+        "0",
     ]
     code, _, err = run_cli("reproduce", *args, "--out", tmp_path)
     assert code == 0, err
     record = json.loads((tmp_path / "reproduce.json").read_text())
-    table = record["training"]["table"]
-    assert [row["step"] for row in table] == [0, 10, 12]
+    table = [row for s in record["training"]["seeds"] for row in s["table"]]
+    assert [(row["seed"], row["step"]) for row in table] == [
+        (seed, step) for seed in (0, 1) for step in (0, 10, 12)
+    ]
+    # two independent runs: different weights, so different numbers at the same step
+    assert table[0]["log10 peak/valley"] != table[3]["log10 peak/valley"]
     assert {"W1 vs predicted theory (jacobian)", "learning signal vs rho: W1"} <= set(table[0])
     empty = [(row["step"], k) for row in table for k, v in row.items() if v is None]
     assert empty == []  # every cell of the training table is filled
@@ -221,10 +231,14 @@ def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
     training_html = html[html.index("<h2>Training dynamics</h2>") :]
     training_html = training_html[: training_html.index("</table>")]
     assert "<td>\u2014</td>" not in training_html  # the report's mark for a missing value
-    claims = [c["claim"] for c in record["claims"]]
-    assert any("valley" in c.lower() for c in claims[-2:])
-    dynamics = json.loads((tmp_path / "train" / "dynamics.json").read_text())
-    assert dynamics["complete"] is True
+    claims = record["claims"][-2:]
+    assert "valley" in claims[0]["claim"].lower()
+    # pooled over the two seeds: each seed's verdict is named, with the interval
+    assert "seed 0:" in claims[0]["ours"] and "seed 1:" in claims[0]["ours"]
+    assert "(2 seeds)" in claims[1]["ours"]
+    for seed in (0, 1):
+        dynamics = json.loads((tmp_path / "train" / f"seed-{seed}" / "dynamics.json").read_text())
+        assert dynamics["complete"] is True and dynamics["config"]["seed"] == seed
     assert "Training dynamics" in (tmp_path / "report.html").read_text()
 
 
@@ -262,3 +276,36 @@ def test_compare_on_the_per_seed_files_scores_what_the_report_scores(
     for name, c in result.candidates.items():
         held = ours[name]["out_of_sample"]["metrics"]["wasserstein1"]["mean"]
         assert c.out_of_sample.metrics["wasserstein1"].mean == pytest.approx(held, rel=1e-9)
+
+
+def test_behaviour_section_pools_its_seeds(run_cli, tmp_path) -> None:
+    args = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
+    args += ["--train-steps", "0", "--behaviour-preset", "retrieval-micro"]
+    args += ["--behaviour-seeds", "2", "--behaviour-steps", "4"]
+    code, _, err = run_cli("reproduce", *args, "--out", tmp_path)
+    assert code == 0, err
+    record = json.loads((tmp_path / "reproduce.json").read_text())
+    seeds = record["behaviour"]["seeds"]
+    assert [s["seed"] for s in seeds] == [0, 1]
+    for s in seeds:  # each seed's summary is its own run's retrieval.json, reduced
+        run = json.loads(
+            (tmp_path / "behaviour" / f"seed-{s['seed']}" / "retrieval.json").read_text()
+        )
+        assert run["config"]["train"]["seed"] == s["seed"]
+        last = run["checkpoints"][-1]
+        assert s["checkpoints"][-1]["correct"] == [p["correct"] for p in last["positions"]]
+        assert s["checkpoints"][-1]["record_influence"] == last["record_influence"]
+    # the pooled row sums the seeds' counts
+    final = [s["checkpoints"][-1] for s in seeds]
+    pooled = [
+        (a + b) / (m + k)
+        for a, b, m, k in zip(
+            final[0]["correct"], final[1]["correct"], final[0]["n"], final[1]["n"]
+        )
+    ]
+    row = record["behaviour"]["table"][-1]
+    assert row["accuracy by gold index (pooled)"] == " ".join(f"{p:.2f}" for p in pooled)
+    claim = record["claims"][-1]
+    assert claim["claim"] == "The structural valley predicts the behavioural valley"
+    assert "Behaviour: retrieval accuracy by gold index" in (tmp_path / "report.html").read_text()
+    assert (tmp_path / "figures" / "behaviour.png").is_file()

@@ -84,3 +84,36 @@ def test_unmeasured_checkpoints_are_ignored() -> None:
     assert all("no measured checkpoints" in c.ours for c in training_claims(bare))
     mixed_run = [checkpoint(0, loss=5.5), bare[1], checkpoint(30, u_profile(30, 0.1, 100), 2.0)]
     assert training_claims(mixed_run)[0].verdict == "reproduced"
+
+
+def seed_run(final, loss: float = 2.0) -> list[Checkpoint]:
+    return [checkpoint(0, u_profile(3.0, 1.0, 100.0), 5.5), checkpoint(100, final, loss)]
+
+
+def test_pooled_claims_need_every_seed_and_give_the_interval() -> None:
+    from lostmid.train.claims import SeedEvidence, pooled_training_claims
+
+    deep = u_profile(30.0, 0.1, 100.0)  # peak/valley 100 -> 1000 on every seed
+    runs = [SeedEvidence.of(s, seed_run(deep)) for s in (0, 1, 2)]
+    assert [r.log10_growth for r in runs] == pytest.approx([1.0] * 3)
+    valley_claim, signal_claim = pooled_training_claims(runs)
+    assert valley_claim.verdict == "reproduced"
+    # identical seeds: the t interval over seeds has zero width around log10(10) = 1
+    assert "1.00 [1.00, 1.00] (3 seeds)" in valley_claim.ours
+    # one seed that only partly deepens makes the pooled verdict partly
+    shallow = SeedEvidence.of(3, seed_run(u_profile(3.0, 1 / 1.5, 100.0)))
+    assert pooled_training_claims([*runs, shallow])[0].verdict == "partly"
+    assert "seed 3: partly" in pooled_training_claims([*runs, shallow])[0].ours
+    # none reproduced or partly: not reproduced
+    flat = [SeedEvidence.of(s, seed_run(u_profile(3.0, 2.0, 100.0))) for s in (0, 1)]
+    assert pooled_training_claims(flat)[0].verdict == "not reproduced"
+    # the record round-trips
+    assert SeedEvidence.from_record(runs[0].record()) == runs[0]
+    assert signal_claim.verdict == runs[0].claims[1].verdict  # the same on every seed
+
+
+def test_one_seed_pools_to_its_own_claims() -> None:
+    from lostmid.train.claims import SeedEvidence, pooled_training_claims
+
+    one = SeedEvidence.of(0, seed_run(u_profile(30.0, 0.1, 100.0)))
+    assert pooled_training_claims([one]) == list(one.claims)

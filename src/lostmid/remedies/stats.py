@@ -24,14 +24,17 @@ otherwise it **does not work** (no resolved change).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from lostmid.compare.seeds import Interval, paired_difference, seed_interval
 
-import numpy as np
-
-from lostmid.errors import UserError
+__all__ = [
+    "RULE",
+    "VERDICTS",
+    "Interval",
+    "halves_gap",
+    "paired_difference",
+    "seed_interval",
+    "verdict",
+]
 
 VERDICTS = ("works", "does not work", "worse")
 RULE = (
@@ -39,60 +42,6 @@ RULE = (
     "lies below 0 and that of the mean-accuracy difference has its upper end >= 0; worse: "
     "the gap interval lies above 0 or the accuracy interval below 0; else does not work"
 )
-
-
-@dataclass(frozen=True)
-class Interval:
-    """An estimate with its 95% interval over ``n`` seeds (±inf when n = 1)."""
-
-    estimate: float
-    ci_low: float
-    ci_high: float
-    n: int
-
-    def record(self) -> dict[str, Any]:
-        def finite(x: float) -> float | None:
-            return x if math.isfinite(x) else None
-
-        return {
-            "estimate": self.estimate,
-            "ci_low": finite(self.ci_low),
-            "ci_high": finite(self.ci_high),
-            "n": self.n,
-        }
-
-
-def seed_interval(values: Sequence[float]) -> Interval:
-    """Mean and 95% t interval of per-seed values (module docstring).
-
-    >>> i = seed_interval([1.0, 2.0, 3.0])  # sd 1, t_{0.975,2} = 4.3027
-    >>> round(i.estimate, 4), round(i.ci_low, 4), round(i.ci_high, 4)
-    (2.0, -0.4841, 4.4841)
-    >>> seed_interval([0.5]).ci_high
-    inf
-    """
-    from scipy.stats import t as student_t
-
-    x = np.asarray(values, dtype=np.float64)
-    if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)):
-        raise UserError("a seed interval needs at least one finite value per seed")
-    mean = float(x.mean())
-    if x.size == 1:
-        return Interval(mean, -math.inf, math.inf, 1)
-    half = float(student_t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-    return Interval(mean, mean - half, mean + half, int(x.size))
-
-
-def paired_difference(remedy: Sequence[float], baseline: Sequence[float]) -> Interval:
-    """The t interval of d_s = remedy_s - baseline_s over paired seeds.
-
-    >>> round(paired_difference([0.2, 0.3, 0.1], [0.4, 0.4, 0.4]).estimate, 12)
-    -0.2
-    """
-    a, b = np.asarray(remedy, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
-    if a.shape != b.shape:
-        raise UserError("paired differences need the same seeds for remedy and baseline")
-    return seed_interval((a - b).tolist())
 
 
 def verdict(gap_difference: Interval, accuracy_difference: Interval) -> str:

@@ -41,8 +41,9 @@ from lostmid.compare.metrics import ProfileComparison, compare_profiles
 from lostmid.compare.options import LOG_BINS
 from lostmid.compare.predicted import pooled_measurement
 from lostmid.compare.scoring import MeanSpread, summarize
+from lostmid.reproduce.behaviour import Behaviour
 from lostmid.reproduce.config import ReproduceConfig
-from lostmid.reproduce.stages import SeedMeasurement, TrainingSummary
+from lostmid.reproduce.stages import SeedMeasurement, Training
 from lostmid.theory import KERNELS, influence_row, positional_influence_row, summarize_profile
 from lostmid.typing import Float
 
@@ -491,7 +492,8 @@ class ReproduceResult:
     Attributes:
         config: the run's configuration.
         models: the analysis of each model, by spec.
-        training: the training stage's summary (None when training was skipped).
+        training: the training runs, one per seed (None when training was skipped).
+        behaviour: the retrieval runs, one per seed (None when skipped).
         claims: the claims table, in order.
         figures: figure name -> PNG path.
         metadata: provenance (:func:`lostmid.runinfo.run_metadata`), with the stages
@@ -500,7 +502,8 @@ class ReproduceResult:
 
     config: ReproduceConfig
     models: Mapping[str, ModelAnalysis]
-    training: TrainingSummary | None
+    training: Training | None
+    behaviour: Behaviour | None
     claims: tuple[Claim, ...]
     figures: Mapping[str, Path]
     metadata: Mapping[str, Any]
@@ -510,6 +513,7 @@ class ReproduceResult:
             "scale": self.config.record()["scale"],
             "models": {m: a.record() for m, a in self.models.items()},
             "training": None if self.training is None else self.training.record(),
+            "behaviour": None if self.behaviour is None else self.behaviour.record(),
             "claims": list(self.claims),
             "figures": {k: str(v) for k, v in self.figures.items()},
             "metadata": dict(self.metadata),

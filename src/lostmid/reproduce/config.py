@@ -18,6 +18,9 @@ from lostmid.errors import UserError
 from lostmid.train.config import TRAIN_PRESETS
 
 DEFAULT_MODELS = ("qwen2-0.5b", "gpt2")
+BEHAVIOUR_PRESETS = ("retrieval-tiny", "mqar-tiny", "retrieval-micro")
+"""Retrieval presets (:data:`lostmid.behaviour.RETRIEVAL_PRESETS`, named here so that this
+module stays free of torch for ``lostmid --help``)."""
 
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "quick": "Short contexts, fewer seeds: <= 3 min on 2 CPUs.",
@@ -29,8 +32,13 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "probes": "Override the probe vectors per input.",
     "train_steps": "Training steps (0 skips the training section).",
     "train_preset": "Training preset (default: tiny; small for --full).",
+    "train_seeds": "Independent training runs (seeds seed, seed+1, ...) behind the training "
+    "claims.",
+    "behaviour_preset": "Retrieval preset of the behavioural section (lostmid train --task kv).",
+    "behaviour_steps": "Retrieval training steps (default: the scale's; 0 skips the section).",
+    "behaviour_seeds": "Independent retrieval runs behind the behavioural claim.",
     "device": "auto (cuda if available) | cpu | cuda[:N], for measurement.",
-    "seed": "First seed: model i uses seed + i, training uses seed.",
+    "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
 
@@ -47,6 +55,10 @@ class Scale:
         probes: random probe vectors per input.
         train_steps: training steps; None: the preset's default; 0: no training section.
         train_preset: the training preset (``lostmid train --preset``).
+        train_seeds: independent training runs (seeds ``seed``, ``seed + 1``, ...).
+        behaviour_preset: the retrieval preset of the behavioural section.
+        behaviour_steps: its training steps; None: the preset's; 0: no behavioural section.
+        behaviour_seeds: independent retrieval runs.
         vocab_size: vocabulary of the untrained models (None: the family's own). Only
             the blocks matter for the hidden-state Jacobian; inputs are random ids.
         depth_points: per-layer profiles at about this many layers (None: all) on the
@@ -68,6 +80,10 @@ class Scale:
     probes: int
     train_steps: int | None
     train_preset: str = "tiny"
+    train_seeds: int = 3
+    behaviour_preset: str = "retrieval-tiny"
+    behaviour_steps: int | None = None
+    behaviour_seeds: int = 3
     vocab_size: int | None = 512
     depth_points: int | None = 6
     off_samples: int = 1
@@ -84,11 +100,16 @@ class Scale:
             "off_samples",
             "gain_samples",
             "gain_directions",
+            "train_seeds",
+            "behaviour_seeds",
         ):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         if self.train_steps not in (None, 0):  # 0 is allowed: it skips training
             check_positive("--train-steps", self.train_steps)
+        if self.behaviour_steps not in (None, 0):
+            check_positive("--behaviour-steps", self.behaviour_steps)
         check_choice("--train-preset", self.train_preset, TRAIN_PRESETS)
+        check_choice("--behaviour-preset", self.behaviour_preset, BEHAVIOUR_PRESETS)
         check_positive("batch size", self.batch_size)
 
     @property
@@ -114,8 +135,9 @@ SCALES = {
         seeds=3,
         samples=4,
         probes=1,
-        train_steps=150,
+        train_steps=100,
         depth_points=4,
+        behaviour_steps=500,
     ),
     "default": Scale(
         "default",
@@ -123,8 +145,9 @@ SCALES = {
         seeds=3,
         samples=4,
         probes=1,
-        train_steps=None,
+        train_steps=500,
         depth_points=4,
+        behaviour_steps=1000,
     ),
     "full": Scale(
         "full",
@@ -156,6 +179,10 @@ SCALES = {
   initialised GPT-2s differ by about 0.007 W1 at L = 512 (5 seeds x 20 inputs), so no
   budget brings GPT-2 to 0.005. Qwen2's floor is mostly sampling noise; about 32 inputs
   per seed (x 1 probe, >= 3 seeds) reach 0.005 at L = 512, which ``full`` spends.
+* Training (issue 10): every training claim and the behavioural claim pool 3 seeds, so
+  the default trains 3 x 500 steps of ``tiny`` (the valley has grown x6-8 by step 100-150)
+  and 3 x 1000 steps of the retrieval preset; quick 3 x 100 and 3 x 500 (the retrieval
+  model jumps from chance between steps 300 and 500).
 * ``full``: the paper's L = 2048 on a GPU (8 inputs per forward pass), every layer's
   profile on the first seed, gains on 4 inputs.
 """
@@ -168,7 +195,7 @@ class ReproduceConfig:
     Attributes:
         scale: the resolved :class:`Scale` (a named scale with the user's overrides).
         models: model specs (presets, directories or hub ids), at least one.
-        seed: the first seed; seed i of a model is ``seed + i``, training uses ``seed``.
+        seed: the first seed; seed i of a model (and of a training run) is ``seed + i``.
         device: ``auto`` (cuda when torch sees a GPU, else cpu), ``cpu`` or ``cuda[:N]``
             for the measurement stages.
     """
@@ -201,6 +228,14 @@ class ReproduceConfig:
     def seeds(self) -> list[int]:
         """The seeds of every model: ``seed``, ``seed + 1``, ..."""
         return [self.seed + i for i in range(self.scale.seeds)]
+
+    def train_seeds(self) -> list[int]:
+        """The seeds of the training runs: ``seed``, ``seed + 1``, ..."""
+        return [self.seed + i for i in range(self.scale.train_seeds)]
+
+    def behaviour_seeds(self) -> list[int]:
+        """The seeds of the retrieval runs: ``seed``, ``seed + 1``, ..."""
+        return [self.seed + i for i in range(self.scale.behaviour_seeds)]
 
     def record(self) -> dict[str, Any]:
         return {

@@ -5,7 +5,8 @@ Per model (``SLUG`` = :func:`~lostmid.reproduce.config.model_slug`):
 ``predicted:positional``, the fitted theories and every baseline),
 ``positional-SLUG.png`` (with against without the positional encoding) and
 ``depth-SLUG.png`` (per-layer profiles against the theory at H = l); the training
-figures of ``lostmid train`` are listed as ``train-NAME``.
+figures of ``lostmid train`` are listed as ``train-NAME``; ``behaviour.png`` is the
+retrieval accuracy by gold index at each checkpoint with the link to influence.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import numpy as np
 from lostmid.compare.plot import plot_overlay
 from lostmid.report.plots import plot_depth_growth, plot_profiles, save_figure
 from lostmid.reproduce.analysis import FAITHFUL, ModelAnalysis
+from lostmid.reproduce.behaviour import Behaviour, behaviour_figure
 from lostmid.reproduce.config import model_slug
-from lostmid.reproduce.stages import TrainingSummary
+from lostmid.reproduce.stages import Training
 
 OVERLAY_THEORIES = (
     FAITHFUL,
@@ -80,12 +82,18 @@ def model_figures(a: ModelAnalysis, folder: Path) -> dict[str, Path]:
 
 
 def make_figures(
-    analyses: Mapping[str, ModelAnalysis], training: TrainingSummary | None, folder: Path
+    analyses: Mapping[str, ModelAnalysis],
+    training: Training | None,
+    behaviour: Behaviour | None,
+    folder: Path,
 ) -> dict[str, Path]:
-    """All report figures; returns name -> path (training figures as ``train-NAME``)."""
+    """All report figures; returns name -> path (training figures as ``train-NAME``,
+    the behavioural one as ``behaviour``)."""
     figures: dict[str, Path] = {}
     for analysis in analyses.values():
         figures |= model_figures(analysis, folder)
     if training is not None:
         figures |= {f"train-{name}": path for name, path in training.figures.items()}
+    if behaviour is not None:
+        figures["behaviour"] = behaviour_figure(behaviour, folder)
     return figures

@@ -248,7 +248,7 @@ def depth1_rows(result: ReproduceResult) -> list[dict[str, Any]]:
 
 def build_report(result: ReproduceResult) -> Report:
     """Lay out the claims, what they say, the noise floors, the step-0 comparisons,
-    depth 1, positional encodings, depth growth, training dynamics and provenance."""
+    depth 1, positional encodings, depth growth, training dynamics, behaviour and provenance."""
     scale, meta = result.config.scale, result.metadata
     report = Report(
         "Lost in the middle at birth: does the exact theory predict real models?",
@@ -375,6 +375,15 @@ def build_report(result: ReproduceResult) -> Report:
             paragraphs=result.training.paragraphs,
             table=[row.record() for row in result.training.table],
             figures=[p for p in _figures(result, "train-") if p.exists()],
+            verdicts=result.training.claims,
+        )
+    if result.behaviour is not None:
+        report.add_section(
+            "Behaviour: retrieval accuracy by gold index",
+            paragraphs=result.behaviour.paragraphs(),
+            table=result.behaviour.table(),
+            figures=[p for p in _figures(result, "behaviour") if p.exists()],
+            verdicts=result.behaviour.claims,
         )
     report.add_section(
         "Provenance",

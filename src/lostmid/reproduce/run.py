@@ -22,12 +22,14 @@ from lostmid.reproduce.analysis import (
     analyse_model,
     measured_profiles,
 )
+from lostmid.reproduce.behaviour import Behaviour, BehaviourSeed, behaviour_stage
 from lostmid.reproduce.claims import claims_table, model_claims
 from lostmid.reproduce.config import ReproduceConfig, model_slug
 from lostmid.reproduce.figures import make_figures
 from lostmid.reproduce.report import build_report
 from lostmid.reproduce.stages import (
     SeedMeasurement,
+    Training,
     TrainingSummary,
     check_models,
     measure_stage,
@@ -55,7 +57,8 @@ def measure_stage_name(model: str, seed: int) -> str:
 
 
 def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
-    """Every stage of the run, in order: each model at each seed, then training."""
+    """Every stage of the run, in order: each model at each seed, then each training
+    seed, then each retrieval (behaviour) seed."""
     scale, seeds = config.scale, config.seeds()
     plan = []
     for model in config.models:
@@ -84,14 +87,34 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                 )
             )
     if scale.train_steps != 0:
-        plan.append(
-            PlannedStage(
-                "train",
-                {"preset": scale.train_preset, "steps": scale.train_steps, "seed": config.seed},
-                lambda: training_stage(config, out / "train"),
-                TrainingSummary.from_record,
+        for seed in config.train_seeds():
+            plan.append(
+                PlannedStage(
+                    f"train-seed{seed}",
+                    {"preset": scale.train_preset, "steps": scale.train_steps, "seed": seed},
+                    lambda s=seed: training_stage(config, s, out / "train" / f"seed-{s}"),
+                    TrainingSummary.from_record,
+                )
             )
-        )
+    if scale.behaviour_steps != 0:
+        for seed in config.behaviour_seeds():
+            plan.append(
+                PlannedStage(
+                    f"behaviour-seed{seed}",
+                    {
+                        "preset": scale.behaviour_preset,
+                        "steps": scale.behaviour_steps,
+                        "seed": seed,
+                    },
+                    lambda s=seed: behaviour_stage(
+                        scale.behaviour_preset,
+                        scale.behaviour_steps,
+                        s,
+                        out / "behaviour" / f"seed-{s}",
+                    ),
+                    BehaviourSeed.from_record,
+                )
+            )
     return plan
 
 
@@ -218,11 +241,22 @@ def run_reproduce(
         for model in config.models
     }
     analyses = {model: analyse_model(model, runs[model]) for model in config.models}
-    training: TrainingSummary | None = results.get("train")
+    trained = [
+        results[f"train-seed{s}"] for s in config.train_seeds() if f"train-seed{s}" in results
+    ]
+    training = Training(tuple(trained)) if trained else None
+    runs_b = [
+        results[f"behaviour-seed{s}"]
+        for s in config.behaviour_seeds()
+        if f"behaviour-seed{s}" in results
+    ]
+    behaviour = Behaviour(tuple(runs_b)) if runs_b else None
     claims: list[Claim] = [c for a in analyses.values() for c in model_claims(a)]
     if training is not None:
         claims += training.claims
-    figures = make_figures(analyses, training, out / "figures")
+    if behaviour is not None:
+        claims += behaviour.claims
+    figures = make_figures(analyses, training, behaviour, out / "figures")
     seconds = time.perf_counter() - start
     metadata = run_metadata(
         "reproduce",
@@ -236,6 +270,7 @@ def run_reproduce(
         config=config,
         models=analyses,
         training=training,
+        behaviour=behaviour,
         claims=tuple(claims),
         figures=figures,
         metadata=metadata,

@@ -33,7 +33,7 @@ from lostmid.influence.estimator import InfluenceProfile
 from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.models import LoadedModel, load_model
 from lostmid.reproduce.config import ReproduceConfig, Scale
-from lostmid.train.claims import training_claims
+from lostmid.train.claims import SeedEvidence, pooled_training_claims
 from lostmid.train.config import resolve_cli_config
 from lostmid.train.dynamics import Checkpoint
 from lostmid.train.model import resolve_device
@@ -389,6 +389,7 @@ def measure_stage(
 # -- training ------------------------------------------------------------------------------
 
 TRAINING_COLUMNS = {  # TrainingRow field -> its column in the report and reproduce.json
+    "seed": "seed",
     "step": "step",
     "tokens": "tokens",
     "heldout_loss": "held-out loss",
@@ -402,8 +403,9 @@ TRAINING_COLUMNS = {  # TrainingRow field -> its column in the report and reprod
 
 @dataclass(frozen=True)
 class TrainingRow:
-    """One measured checkpoint in the report's training table."""
+    """One measured checkpoint of one seed in the report's training table."""
 
+    seed: int
     step: int
     tokens: int
     heldout_loss: float
@@ -414,12 +416,13 @@ class TrainingRow:
     signal_wasserstein1: float | None
 
     @classmethod
-    def of(cls, checkpoint: Checkpoint) -> TrainingRow:
+    def of(cls, seed: int, checkpoint: Checkpoint) -> TrainingRow:
         m = checkpoint.measurement
         if m is None:
             raise ValueError(f"checkpoint {checkpoint.step} was not measured")
         theory = m.influence_vs_theory["jacobian"]
         return cls(
+            seed=seed,
             step=checkpoint.step,
             tokens=checkpoint.tokens_seen,
             heldout_loss=m.heldout_loss,
@@ -440,17 +443,22 @@ class TrainingRow:
 
 @dataclass(frozen=True)
 class TrainingSummary:
-    """The result of the training stage: claims, a row per measured checkpoint, the
-    figures ``lostmid train`` drew, and the paragraphs that describe the run."""
+    """The result of one seed's training stage: its claims and their numbers, a row per
+    measured checkpoint, the figures ``lostmid train`` drew, and the paragraphs that
+    describe the run."""
 
-    claims: tuple[Claim, ...]
+    evidence: SeedEvidence
     table: tuple[TrainingRow, ...]
     figures: Mapping[str, Path]
     paragraphs: tuple[str, ...]
 
+    @property
+    def seed(self) -> int:
+        return self.evidence.seed
+
     def record(self) -> dict[str, Any]:
         return {
-            "claims": list(self.claims),
+            "evidence": self.evidence.record(),
             "table": [row.record() for row in self.table],
             "figures": {k: str(v) for k, v in self.figures.items()},
             "paragraphs": list(self.paragraphs),
@@ -459,23 +467,56 @@ class TrainingSummary:
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> TrainingSummary:
         return cls(
-            claims=tuple(Claim(**c) for c in record["claims"]),
+            evidence=SeedEvidence.from_record(record["evidence"]),
             table=tuple(TrainingRow.from_record(r) for r in record["table"]),
             figures={k: Path(v) for k, v in record["figures"].items()},
             paragraphs=tuple(record["paragraphs"]),
         )
 
 
-def training_stage(config: ReproduceConfig, folder: Path) -> TrainingSummary:
-    """Train the small model (``lostmid train``) into ``folder`` and summarise it.
+@dataclass(frozen=True)
+class Training:
+    """The training section: every seed's :class:`TrainingSummary` and the claims pooled
+    over seeds (:func:`lostmid.train.claims.pooled_training_claims`)."""
+
+    seeds: tuple[TrainingSummary, ...]
+
+    @property
+    def claims(self) -> tuple[Claim, ...]:
+        return tuple(pooled_training_claims([s.evidence for s in self.seeds]))
+
+    @property
+    def table(self) -> tuple[TrainingRow, ...]:
+        return tuple(row for s in self.seeds for row in s.table)
+
+    @property
+    def figures(self) -> Mapping[str, Path]:
+        """The first seed's figures (every seed's are in its folder)."""
+        return self.seeds[0].figures
+
+    @property
+    def paragraphs(self) -> tuple[str, ...]:
+        seeds = ", ".join(str(s.seed) for s in self.seeds)
+        return (
+            *self.seeds[0].paragraphs,
+            f"{len(self.seeds)} independent runs (seeds {seeds}: initial weights, batches "
+            "and held-out split); the claims pool them (95% t intervals over seeds), the "
+            "table lists every seed's checkpoints, the figures are the first seed's.",
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {"seeds": [s.record() for s in self.seeds], "claims": list(self.claims)}
+
+
+def training_stage(config: ReproduceConfig, seed: int, folder: Path) -> TrainingSummary:
+    """Train the small model (``lostmid train``, seed ``seed``) into ``folder`` and
+    summarise it.
 
     An interrupted training is resumed from its last saved state; one left by another
     configuration is replaced (it lives under this run's ``--out``).
     """
     scale = config.scale
-    train_config = resolve_cli_config(
-        scale.train_preset, None, steps=scale.train_steps, seed=config.seed
-    )
+    train_config = resolve_cli_config(scale.train_preset, None, steps=scale.train_steps, seed=seed)
     trained = None
     if (folder / RESUME).is_file():
         try:
@@ -484,17 +525,19 @@ def training_stage(config: ReproduceConfig, folder: Path) -> TrainingSummary:
             trained = None
     if trained is None:
         trained = run_training(train_config, out=folder, overwrite=True)
-    return summarise_training(trained, folder)
+    return summarise_training(trained, seed, folder)
 
 
-def summarise_training(trained: TrainResult, folder: Path) -> TrainingSummary:
+def summarise_training(trained: TrainResult, seed: int, folder: Path) -> TrainingSummary:
     """Claims, per-checkpoint table and figures of one training run."""
     spec, tps = trained.config.model, trained.tokens_per_second
     source = trained.corpus.get("source", "the corpus")
     speed = f"{tps:,.0f}" if tps else "?"
     return TrainingSummary(
-        claims=tuple(training_claims(trained.checkpoints)),
-        table=tuple(TrainingRow.of(c) for c in trained.checkpoints if c.measurement is not None),
+        evidence=SeedEvidence.of(seed, trained.checkpoints),
+        table=tuple(
+            TrainingRow.of(seed, c) for c in trained.checkpoints if c.measurement is not None
+        ),
         figures={p.stem: p for p in sorted(folder.glob("*.png"))},
         paragraphs=(
             f"A {spec.family}-style byte-level LM ({spec.layers} layers, hidden "

@@ -26,14 +26,26 @@ Each claim is a :class:`lostmid.compare.Claim` with a verdict of its vocabulary
    acts throughout training); partly if it holds at step 0 or at the last checkpoint
    but not both, or if at the last checkpoint S >= 0.5 and W1 < W1_flat; otherwise
    not reproduced.
+
+Over seeds (:func:`pooled_training_claims`): each claim is judged on every seed by the
+rule above; the pooled verdict is ``reproduced`` when every seed's is, ``not
+reproduced`` when no seed's is reproduced or partly, and ``partly`` otherwise. Its numbers
+are means with 95% Student-t intervals over seeds (:mod:`lostmid.compare.seeds`): the
+valley's log10 growth of peak-to-valley, and the last checkpoint's Spearman and W1 of
+the learning signal against rho_H (and W1 against flat).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from lostmid.compare.claims import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
 from lostmid.compare.metrics import ProfileComparison
+from lostmid.compare.seeds import Interval, seed_interval
 from lostmid.theory import ProfileSummary
 from lostmid.train.dynamics import Checkpoint, CheckpointMeasurement
 
@@ -129,6 +141,124 @@ def training_claims(checkpoints: Sequence[Checkpoint]) -> list[Claim]:
     return [valley_claim(checkpoints), learning_signal_claim(checkpoints)]
 
 
+@dataclass(frozen=True)
+class SeedEvidence:
+    """One training seed's two claims and the numbers the pooled claims summarise.
+
+    log10_growth: log10 of the final over the initial peak-to-valley (None without two
+    measured checkpoints); signal_*: Spearman and W1 of the learning signal against
+    rho_H, and W1 against a flat profile, at the last measured checkpoint.
+    """
+
+    seed: int
+    claims: tuple[Claim, ...]
+    log10_growth: float | None
+    signal_spearman: float | None
+    signal_wasserstein1: float | None
+    signal_flat_wasserstein1: float | None
+
+    @classmethod
+    def of(cls, seed: int, checkpoints: Sequence[Checkpoint]) -> SeedEvidence:
+        records = _measured(checkpoints)
+        growth = signal = flat = spearman = None
+        if records:
+            last = records[-1][1]
+            d = last.learning_signal_vs_rho
+            spearman, signal = _finite(d.spearman), _finite(d.wasserstein1)
+            flat = _finite(last.learning_signal_vs_flat.wasserstein1)
+            p0 = records[0][1].influence_summary.peak_to_valley
+            p1 = last.influence_summary.peak_to_valley
+            if len(records) > 1 and records[0][0] == 0 and p0 and p1:
+                growth = float(np.log10(p1 / p0))
+        return cls(seed, tuple(training_claims(checkpoints)), growth, spearman, signal, flat)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "claims": [c.record() for c in self.claims],
+            "log10_growth": self.log10_growth,
+            "signal_spearman": self.signal_spearman,
+            "signal_wasserstein1": self.signal_wasserstein1,
+            "signal_flat_wasserstein1": self.signal_flat_wasserstein1,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> SeedEvidence:
+        fields = {k: v for k, v in record.items() if k != "claims"}
+        return cls(claims=tuple(Claim(**c) for c in record["claims"]), **fields)
+
+
+def pooled_verdict(verdicts: Sequence[str]) -> str:
+    """The verdict over seeds: reproduced if every seed's is, not reproduced if no seed's
+    is reproduced or partly, partly otherwise.
+
+    >>> pooled_verdict(["reproduced", "partly", "reproduced"])
+    'partly'
+    >>> pooled_verdict(["not reproduced", "not reproduced"])
+    'not reproduced'
+    """
+    if verdicts and all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED
+    if not any(v in (REPRODUCED, PARTLY) for v in verdicts):
+        return NOT_REPRODUCED
+    return PARTLY
+
+
+def interval_text(values: Sequence[float | None], digits: int = 3) -> str:
+    """``mean [low, high]`` of the defined per-seed values (95% t over seeds).
+
+    >>> interval_text([1.0, 2.0, 3.0], 2)
+    '2.00 [-0.48, 4.48] (3 seeds)'
+    >>> interval_text([0.5, None])
+    '0.500 (1 seed)'
+    """
+    defined = [v for v in values if v is not None]
+    if not defined:
+        return "n/a"
+    i: Interval = seed_interval(defined)
+    if i.n == 1:
+        return f"{i.estimate:.{digits}f} (1 seed)"
+    return f"{i.estimate:.{digits}f} [{i.ci_low:.{digits}f}, {i.ci_high:.{digits}f}] ({i.n} seeds)"
+
+
+def pooled_training_claims(seeds: Sequence[SeedEvidence]) -> list[Claim]:
+    """Both training claims over seeds (module docstring): pooled verdict, numbers with
+    95% intervals over seeds, and each seed's verdict."""
+    if not seeds:
+        raise ValueError("no training seeds to pool")
+    if len(seeds) == 1:
+        return list(seeds[0].claims)
+    pooled = []
+    for k, claim in enumerate(seeds[0].claims):
+        verdicts = [s.claims[k].verdict for s in seeds]
+        if claim.claim == VALLEY_CLAIM:
+            numbers = "log10 growth of peak-to-valley " + interval_text(
+                [s.log10_growth for s in seeds], 2
+            )
+        else:
+            numbers = (
+                "last checkpoint: Spearman "
+                + interval_text([s.signal_spearman for s in seeds])
+                + ", W1 "
+                + interval_text([s.signal_wasserstein1 for s in seeds])
+                + " (flat "
+                + interval_text([s.signal_flat_wasserstein1 for s in seeds])
+                + ")"
+            )
+        per_seed = "; ".join(f"seed {s.seed}: {s.claims[k].verdict}" for s in seeds)
+        pooled.append(
+            Claim(
+                claim.claim,
+                claim.paper,
+                f"{numbers}; {per_seed}. Seed {seeds[0].seed}: {claim.ours}",
+                pooled_verdict(verdicts),
+                claim.rule + "; over seeds: reproduced if every seed is, not reproduced "
+                "if none is reproduced or partly, else partly",
+            )
+        )
+    return pooled
+
+
 def peak_to_dead_zone(summary: ProfileSummary) -> float | None:
     """peak / dead-zone level: a valley depth that one noisy minimum cannot set."""
     return summary.peak / summary.dead_zone_level if summary.dead_zone_level else None
@@ -161,6 +291,10 @@ def _ends(summary: ProfileSummary) -> tuple[float, float] | None:
 
 def _g(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3g}"
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
 
 
 def _f(x: float) -> str:

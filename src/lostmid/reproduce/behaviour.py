@@ -1,0 +1,307 @@
+"""The behavioural section of ``lostmid reproduce``: small models trained on retrieval.
+
+Each seed trains one retrieval model (``lostmid train --task kv``,
+:func:`lostmid.behaviour.train_retrieval`) and measures, at every evaluation step,
+teacher-forced accuracy by gold index on held-out examples and the influence of each
+record on the query (:class:`BehaviourSeed`). The section shows the U at each checkpoint
+(pooled over seeds, Wilson 95% intervals) and judges one claim.
+
+The claim "the structural valley predicts the behavioural valley", judged at the last
+checkpoint. For each seed s: whether it has a *resolved* behavioural valley (the middle
+record's accuracy below the first's and the last's, both Newcombe 95% intervals of
+primacy = first - middle and recency = last - middle above 0), and the link
+
+    S_init(s) = Spearman(accuracy by gold index at the end, record influence at step 0),
+
+the paper's mechanism (the structure at initialisation sets where learning fails), with
+S_end(s), against the influence at the end, beside it. Rule:
+
+* ``below resolution`` if no seed has a resolved valley (nothing to predict) or fewer
+  than two seeds have a defined S_init (accuracy or influence constant);
+* ``reproduced`` if the 95% t interval over seeds of S_init lies above 0 and its mean
+  is >= 0.5; ``partly`` if its mean is > 0; ``not reproduced`` otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lostmid.compare.claims import BELOW_RESOLUTION, NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
+from lostmid.compare.seeds import seed_interval
+from lostmid.train.claims import interval_text
+
+LINK_CLAIM = "The structural valley predicts the behavioural valley"
+LINK_MEAN = 0.5  # reproduced: the t interval of S_init above 0 and its mean >= this
+LINK_RULE = (
+    "per seed, a resolved valley: Newcombe 95% intervals of first - middle and last - "
+    "middle accuracy both above 0; S_init = Spearman(accuracy by gold index at the end, "
+    "record influence at step 0). Below resolution if no seed has a resolved valley or "
+    "fewer than 2 seeds a defined S_init; reproduced if the 95% t interval of S_init over "
+    f"seeds lies above 0 and its mean >= {LINK_MEAN}; partly if its mean > 0; otherwise "
+    "not reproduced"
+)
+
+
+@dataclass(frozen=True)
+class BehaviourCheckpoint:
+    """One evaluation step of one seed: correct answers and examples per gold index
+    (0-indexed records), and the mean influence of each record on the query."""
+
+    step: int
+    correct: tuple[int, ...]
+    n: tuple[int, ...]
+    record_influence: tuple[float, ...]
+
+    @property
+    def accuracy(self) -> np.ndarray:
+        return np.asarray(self.correct, dtype=np.float64) / np.asarray(self.n)
+
+    def scores(self) -> tuple[Any, ...]:
+        """The :class:`~lostmid.behaviour.PositionScore` of every gold index."""
+        return position_scores(self.correct, self.n)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "correct": list(self.correct),
+            "n": list(self.n),
+            "record_influence": list(self.record_influence),
+        }
+
+
+@dataclass(frozen=True)
+class BehaviourSeed:
+    """One seed's retrieval training run, reduced to what the section needs; the full
+    run (``retrieval.json``, ``retrieval.png``) is in its folder."""
+
+    seed: int
+    preset: str
+    pairs: int
+    parameters: int
+    checkpoints: tuple[BehaviourCheckpoint, ...]
+    seconds: float
+    folder: str
+
+    @classmethod
+    def of(cls, result: Any, folder: Path) -> BehaviourSeed:
+        """From a :class:`~lostmid.behaviour.RetrievalTrainResult`."""
+        config = result.config
+        return cls(
+            seed=config.train.seed,
+            preset=config.preset,
+            pairs=config.task.pairs,
+            parameters=result.parameters,
+            checkpoints=tuple(
+                BehaviourCheckpoint(
+                    step=c.step,
+                    correct=tuple(p.correct for p in c.positions),
+                    n=tuple(p.n for p in c.positions),
+                    record_influence=c.record_influence,
+                )
+                for c in result.checkpoints
+            ),
+            seconds=result.wall_seconds,
+            folder=str(folder),
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "preset": self.preset,
+            "pairs": self.pairs,
+            "parameters": self.parameters,
+            "checkpoints": [c.record() for c in self.checkpoints],
+            "seconds": self.seconds,
+            "folder": self.folder,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> BehaviourSeed:
+        checkpoints = tuple(
+            BehaviourCheckpoint(
+                step=c["step"],
+                correct=tuple(c["correct"]),
+                n=tuple(c["n"]),
+                record_influence=tuple(c["record_influence"]),
+            )
+            for c in record["checkpoints"]
+        )
+        return cls(**{**record, "checkpoints": checkpoints})
+
+    @property
+    def final(self) -> BehaviourCheckpoint:
+        return self.checkpoints[-1]
+
+    @property
+    def initial(self) -> BehaviourCheckpoint:
+        return self.checkpoints[0]
+
+
+def position_scores(correct: Sequence[int], n: Sequence[int]) -> tuple[Any, ...]:
+    """Accuracy with its Wilson 95% interval at each gold index 0, 1, ... from counts."""
+    from lostmid.behaviour import PositionScore, wilson_interval
+
+    scores = []
+    for index, (k, m) in enumerate(zip(correct, n, strict=True)):
+        low, high = wilson_interval(int(k), int(m))
+        scores.append(PositionScore(index, "index", int(m), int(k), k / m, low, high, None))
+    return tuple(scores)
+
+
+def has_valley(checkpoint: BehaviourCheckpoint) -> bool:
+    """A resolved valley: first - middle and last - middle accuracy both above 0 with
+    their Newcombe 95% intervals (the middle as in
+    :func:`lostmid.behaviour.summarise_positions`)."""
+    from lostmid.behaviour import summarise_positions
+
+    summary = summarise_positions(checkpoint.scores(), "teacher")
+    return summary.primacy.ci_low > 0 and summary.recency.ci_low > 0
+
+
+def link(accuracy: np.ndarray, influence: Sequence[float]) -> float | None:
+    """Spearman between accuracy and record influence; None when either is constant."""
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(accuracy, dtype=np.float64), np.asarray(influence, dtype=np.float64)
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    return float(spearmanr(x, y).statistic)
+
+
+def link_claim(seeds: Sequence[BehaviourSeed]) -> Claim:
+    """The claim of the module docstring, judged on every seed's last checkpoint."""
+    paper = "implied: retrieval fails where influence is lowest (no number given)"
+    valleys = [has_valley(s.final) for s in seeds]
+    init = [link(s.final.accuracy, s.initial.record_influence) for s in seeds]
+    end = [link(s.final.accuracy, s.final.record_influence) for s in seeds]
+    gaps = [float(np.ptp(s.final.accuracy)) for s in seeds]
+    step = seeds[0].final.step
+    ours = (
+        f"step {step}: resolved valley on {sum(valleys)} of {len(seeds)} seeds; gap (max - "
+        f"min accuracy) {interval_text(gaps, 2)}; S_init {interval_text(init, 2)}; "
+        f"S_end {interval_text(end, 2)}"
+    )
+    defined = [v for v in init if v is not None]
+    if not any(valleys) or len(defined) < 2:
+        return Claim(LINK_CLAIM, paper, ours, BELOW_RESOLUTION, LINK_RULE)
+    interval = seed_interval(defined)
+    if interval.ci_low > 0 and interval.estimate >= LINK_MEAN:
+        verdict = REPRODUCED
+    elif interval.estimate > 0:
+        verdict = PARTLY
+    else:
+        verdict = NOT_REPRODUCED
+    return Claim(LINK_CLAIM, paper, ours, verdict, LINK_RULE)
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """The behavioural section: every seed's run and the link claim."""
+
+    seeds: tuple[BehaviourSeed, ...]
+
+    def __post_init__(self) -> None:
+        steps = {tuple(c.step for c in s.checkpoints) for s in self.seeds}
+        if not self.seeds or len(steps) != 1:
+            raise ValueError("behaviour seeds must share their evaluation steps")
+
+    @property
+    def claims(self) -> tuple[Claim, ...]:
+        return (link_claim(self.seeds),)
+
+    @property
+    def steps(self) -> list[int]:
+        return [c.step for c in self.seeds[0].checkpoints]
+
+    def pooled(self, k: int) -> tuple[Any, ...]:
+        """Checkpoint k's accuracy by gold index, counts pooled over seeds (Wilson)."""
+        correct = np.sum([s.checkpoints[k].correct for s in self.seeds], axis=0)
+        n = np.sum([s.checkpoints[k].n for s in self.seeds], axis=0)
+        return position_scores(correct.tolist(), n.tolist())
+
+    def mean_influence(self, k: int) -> np.ndarray:
+        """Checkpoint k's record influence, each seed's normalised to sum 1, averaged."""
+        rows = [np.asarray(s.checkpoints[k].record_influence) for s in self.seeds]
+        return np.mean([r / r.sum() if r.sum() > 0 else r for r in rows], axis=0)
+
+    def table(self) -> list[dict[str, Any]]:
+        """One row per checkpoint: accuracy by gold index (pooled), and over seeds the
+        mean accuracy, gap, primacy, recency and S_init with 95% t intervals."""
+        from lostmid.behaviour import summarise_positions
+
+        rows = []
+        for k, step in enumerate(self.steps):
+            per_seed = [
+                summarise_positions(s.checkpoints[k].scores(), "teacher") for s in self.seeds
+            ]
+            init = [link(s.checkpoints[k].accuracy, s.initial.record_influence) for s in self.seeds]
+            rows.append(
+                {
+                    "step": step,
+                    "accuracy by gold index (pooled)": " ".join(
+                        f"{p.accuracy:.2f}" for p in self.pooled(k)
+                    ),
+                    "mean accuracy": interval_text([p.mean_accuracy for p in per_seed], 2),
+                    "gap": interval_text([p.gap.estimate for p in per_seed], 2),
+                    "primacy": interval_text([p.primacy.estimate for p in per_seed], 2),
+                    "recency": interval_text([p.recency.estimate for p in per_seed], 2),
+                    "resolved valleys": sum(has_valley(s.checkpoints[k]) for s in self.seeds),
+                    "S_init": interval_text(init, 2),
+                }
+            )
+        return rows
+
+    def paragraphs(self) -> tuple[str, ...]:
+        first = self.seeds[0]
+        seconds = sum(s.seconds for s in self.seeds)
+        return (
+            f"Preset {first.preset}: a {first.parameters:,}-parameter byte-level model "
+            f"trained on key-value retrieval with {first.pairs} records, "
+            f"{len(self.seeds)} seeds ({', '.join(str(s.seed) for s in self.seeds)}), "
+            f"{seconds:.0f} s in all. At every evaluation step: teacher-forced argmax "
+            "accuracy by gold index on held-out examples (the same for every step) and the "
+            "influence of each record (mean over its tokens) on the query.",
+            "Rows: accuracy pooled over seeds, then per-seed statistics with 95% t "
+            "intervals over seeds; gap = max - min over gold indices, primacy = first - "
+            "middle, recency = last - middle; S_init = Spearman(accuracy at that step, "
+            "record influence at step 0). Each seed's full run is in "
+            f"{Path(first.folder).parent}/seed-S/retrieval.json.",
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "seeds": [s.record() for s in self.seeds],
+            "table": self.table(),
+            "claims": list(self.claims),
+        }
+
+
+def behaviour_stage(preset: str, steps: int | None, seed: int, folder: Path) -> BehaviourSeed:
+    """Train one retrieval model (``preset``, ``steps`` or the preset's, ``seed``) into
+    ``folder`` and reduce it to a :class:`BehaviourSeed`."""
+    from lostmid.behaviour import resolve_retrieval_config, train_retrieval
+
+    config = resolve_retrieval_config(preset, steps=steps, seed=seed, save_checkpoints=False)
+    result = train_retrieval(config, out=folder, overwrite=True)
+    return BehaviourSeed.of(result, folder)
+
+
+def behaviour_figure(behaviour: Behaviour, folder: Path) -> Path:
+    """``behaviour.png``: the U at each checkpoint (pooled) and the link at the end."""
+    from lostmid.behaviour.plot import plot_training
+    from lostmid.report.plots import save_figure
+
+    k_all = range(len(behaviour.steps))
+    first = behaviour.seeds[0]
+    fig = plot_training(
+        behaviour.steps,
+        [behaviour.pooled(k) for k in k_all],
+        [behaviour.mean_influence(k) for k in k_all],
+        title=f"{first.preset}: accuracy by gold index, {len(behaviour.seeds)} seeds pooled",
+    )
+    return save_figure(fig, folder / "behaviour.png")

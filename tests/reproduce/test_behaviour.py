@@ -1,0 +1,74 @@
+"""The behavioural claim of reproduce on runs built so that the rule's answer is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lostmid.reproduce.behaviour import (
+    Behaviour,
+    BehaviourCheckpoint,
+    BehaviourSeed,
+    has_valley,
+    link_claim,
+)
+
+N = 200  # examples per gold index: intervals of about +-0.07 near 0.5
+
+
+def run(seed: int, final_accuracy, init_influence, final_influence=None) -> BehaviourSeed:
+    acc = np.asarray(final_accuracy, dtype=float)
+    n = (N,) * acc.size
+    chance = BehaviourCheckpoint(0, (N // 10,) * acc.size, n, tuple(init_influence))
+    end = BehaviourCheckpoint(
+        500,
+        tuple(int(round(a * N)) for a in acc),
+        n,
+        tuple(init_influence if final_influence is None else final_influence),
+    )
+    return BehaviourSeed(seed, "test", acc.size, 1000, (chance, end), 1.0, f"x/seed-{seed}")
+
+
+U_ACC = [0.9, 0.6, 0.3, 0.5, 0.8]  # valley in the middle, resolved at N = 200
+U_INFLUENCE = [5.0, 3.0, 1.0, 2.0, 4.0]  # same ranks as U_ACC: Spearman 1
+
+
+def test_a_valley_is_resolved_only_when_both_ends_stand_above_the_middle() -> None:
+    assert has_valley(run(0, U_ACC, U_INFLUENCE).final)
+    assert not has_valley(run(0, [0.9, 0.7, 0.5, 0.3, 0.1], U_INFLUENCE).final)  # monotone
+    assert not has_valley(run(0, [0.52, 0.5, 0.48, 0.5, 0.52], U_INFLUENCE).final)  # noise
+
+
+def test_link_claim_verdicts() -> None:
+    agree = [run(s, U_ACC, U_INFLUENCE) for s in range(3)]
+    claim = link_claim(agree)
+    assert claim.verdict == "reproduced"
+    assert "resolved valley on 3 of 3 seeds" in claim.ours
+    assert "S_init 1.00 [1.00, 1.00] (3 seeds)" in claim.ours
+    # influence ranked against accuracy on every seed: Spearman -1
+    reverse = [6.0 - x for x in U_INFLUENCE]
+    against = [run(s, U_ACC, reverse) for s in range(3)]
+    assert link_claim(against).verdict == "not reproduced"
+    # a positive mean whose interval spans 0: partly
+    mixed = [run(0, U_ACC, U_INFLUENCE), run(1, U_ACC, U_INFLUENCE), run(2, U_ACC, reverse)]
+    assert link_claim(mixed).verdict == "partly"
+    # no seed with a resolved valley: nothing to predict
+    flat = [run(s, [0.5] * 5, U_INFLUENCE) for s in range(3)]
+    assert link_claim(flat).verdict == "below resolution"
+
+
+def test_pooling_and_records() -> None:
+    seeds = (run(0, U_ACC, U_INFLUENCE), run(1, [0.7, 0.5, 0.5, 0.5, 0.7], [1.0] * 5))
+    behaviour = Behaviour(seeds)
+    pooled = behaviour.pooled(1)
+    assert [p.correct for p in pooled] == [320, 220, 160, 200, 300]
+    assert all(p.n == 2 * N for p in pooled)
+    # each seed's influence normalised to sum 1 before averaging
+    expected = (np.array(U_INFLUENCE) / 15 + np.full(5, 0.2)) / 2
+    assert behaviour.mean_influence(0) == pytest.approx(expected)
+    rows = behaviour.table()
+    assert [r["step"] for r in rows] == [0, 500]
+    assert rows[1]["accuracy by gold index (pooled)"] == "0.80 0.55 0.40 0.50 0.75"
+    assert BehaviourSeed.from_record(seeds[0].record()) == seeds[0]
+    with pytest.raises(ValueError, match="share their evaluation steps"):
+        Behaviour((seeds[0], BehaviourSeed(2, "t", 5, 1, seeds[0].checkpoints[:1], 1.0, "x")))
