@@ -300,7 +300,7 @@ def test_behaviour_section_pools_its_seeds(run_cli, tmp_path) -> None:
     pooled = [
         (a + b) / (m + k)
         for a, b, m, k in zip(
-            final[0]["correct"], final[1]["correct"], final[0]["n"], final[1]["n"]
+            final[0]["correct"], final[1]["correct"], final[0]["n"], final[1]["n"], strict=True
         )
     ]
     row = record["behaviour"]["table"][-1]
