@@ -283,6 +283,7 @@ def reproduce(
         int | None, typer.Option(help=REPRODUCE_HELP["behaviour_seeds"])
     ] = None,
     device: Annotated[str, typer.Option(help=REPRODUCE_HELP["device"])] = "auto",
+    remedies: Annotated[str | None, typer.Option(help=REPRODUCE_HELP["remedies"])] = None,
     out: OutOpt = Path("results/reproduce"),
     seed: Annotated[int, typer.Option("--seed", help=REPRODUCE_HELP["seed"])] = 0,
     overwrite: Annotated[
@@ -310,6 +311,7 @@ def reproduce(
         behaviour_seeds=behaviour_seeds,
         seed=seed,
         device=device,
+        remedies=remedies,
     )
     run_reproduce(config, out=out, overwrite=overwrite, console=console)
 

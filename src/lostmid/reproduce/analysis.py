@@ -43,6 +43,7 @@ from lostmid.compare.predicted import pooled_measurement
 from lostmid.compare.scoring import MeanSpread, summarize
 from lostmid.reproduce.behaviour import Behaviour
 from lostmid.reproduce.config import ReproduceConfig
+from lostmid.reproduce.remedies import RemediesSection
 from lostmid.reproduce.stages import SeedMeasurement, Training
 from lostmid.theory import KERNELS, influence_row, positional_influence_row, summarize_profile
 from lostmid.typing import Float
@@ -494,6 +495,7 @@ class ReproduceResult:
         models: the analysis of each model, by spec.
         training: the training runs, one per seed (None when training was skipped).
         behaviour: the retrieval runs, one per seed (None when skipped).
+        remedies: the remedies run the remedies claims judge (None without --remedies).
         claims: the claims table, in order.
         figures: figure name -> PNG path.
         metadata: provenance (:func:`lostmid.runinfo.run_metadata`), with the stages
@@ -504,6 +506,7 @@ class ReproduceResult:
     models: Mapping[str, ModelAnalysis]
     training: Training | None
     behaviour: Behaviour | None
+    remedies: RemediesSection | None
     claims: tuple[Claim, ...]
     figures: Mapping[str, Path]
     metadata: Mapping[str, Any]
@@ -514,6 +517,9 @@ class ReproduceResult:
             "models": {m: a.record() for m, a in self.models.items()},
             "training": None if self.training is None else self.training.record(),
             "behaviour": None if self.behaviour is None else self.behaviour.record(),
+            "remedies": None
+            if self.remedies is None
+            else {"source": self.remedies.source, "table": self.remedies.table()},
             "claims": list(self.claims),
             "figures": {k: str(v) for k, v in self.figures.items()},
             "metadata": dict(self.metadata),

@@ -11,6 +11,7 @@ A :class:`ReproduceConfig` is checked when it is made (one-line
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from lostmid.checks import check_choice, check_positive
@@ -18,6 +19,7 @@ from lostmid.errors import UserError
 from lostmid.train.config import TRAIN_PRESETS
 
 DEFAULT_MODELS = ("qwen2-0.5b", "gpt2")
+REMEDIES_SCALES = ("quick", "default")
 BEHAVIOUR_PRESETS = ("retrieval-tiny", "mqar-tiny", "retrieval-micro")
 """Retrieval presets (:data:`lostmid.behaviour.RETRIEVAL_PRESETS`, named here so that this
 module stays free of torch for ``lostmid --help``)."""
@@ -38,6 +40,8 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "behaviour_steps": "Retrieval training steps (default: the scale's; 0 skips the section).",
     "behaviour_seeds": "Independent retrieval runs behind the behavioural claim.",
     "device": "auto (cuda if available) | cpu | cuda[:N], for measurement.",
+    "remedies": "Add the remedies section: quick | default (run lostmid remedies at that "
+    "scale under OUT/remedies, resumable) or DIR (a finished lostmid remedies --out).",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
@@ -198,16 +202,26 @@ class ReproduceConfig:
         seed: the first seed; seed i of a model (and of a training run) is ``seed + i``.
         device: ``auto`` (cuda when torch sees a GPU, else cpu), ``cpu`` or ``cuda[:N]``
             for the measurement stages.
+        remedies: None (no remedies section), ``quick`` or ``default`` (run ``lostmid
+            remedies`` at that scale as a stage), or the folder of a finished run.
     """
 
     scale: Scale = SCALES["default"]
     models: tuple[str, ...] = DEFAULT_MODELS
     seed: int = 0
     device: str = "auto"
+    remedies: str | None = None
 
     def __post_init__(self) -> None:
         if not self.models:
             raise UserError("--models is empty; give at least one model spec")
+        if self.remedies not in (None, *REMEDIES_SCALES):
+            path = Path(self.remedies)
+            if not (path / "remedies.json").is_file():
+                raise UserError(
+                    f"--remedies {self.remedies}: not quick, default or a folder with "
+                    "remedies.json (a finished lostmid remedies --out)"
+                )
 
     @classmethod
     def at_scale(
@@ -217,13 +231,14 @@ class ReproduceConfig:
         models: tuple[str, ...] = DEFAULT_MODELS,
         seed: int = 0,
         device: str = "auto",
+        remedies: str | None = None,
         **overrides: Any,
     ) -> ReproduceConfig:
         """The named scale with the fields of :class:`Scale` in ``overrides`` that are
         not None replacing its own (``length``, ``seeds``, ``train_steps``, ...)."""
         check_choice("scale", name, SCALES)
         scale = replace(SCALES[name], **{k: v for k, v in overrides.items() if v is not None})
-        return cls(scale=scale, models=tuple(models), seed=seed, device=device)
+        return cls(scale=scale, models=tuple(models), seed=seed, device=device, remedies=remedies)
 
     def seeds(self) -> list[int]:
         """The seeds of every model: ``seed``, ``seed + 1``, ..."""
@@ -243,6 +258,7 @@ class ReproduceConfig:
             "models": list(self.models),
             "seed": self.seed,
             "device": self.device,
+            "remedies": self.remedies,
         }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from lostmid.compare.candidates import Candidate, Scorecard
@@ -248,7 +249,8 @@ def depth1_rows(result: ReproduceResult) -> list[dict[str, Any]]:
 
 def build_report(result: ReproduceResult) -> Report:
     """Lay out the claims, what they say, the noise floors, the step-0 comparisons,
-    depth 1, positional encodings, depth growth, training dynamics, behaviour and provenance."""
+    depth 1, positional encodings, depth growth, training dynamics, behaviour, remedies
+    and provenance."""
     scale, meta = result.config.scale, result.metadata
     report = Report(
         "Lost in the middle at birth: does the exact theory predict real models?",
@@ -384,6 +386,26 @@ def build_report(result: ReproduceResult) -> Report:
             table=result.behaviour.table(),
             figures=[p for p in _figures(result, "behaviour") if p.exists()],
             verdicts=result.behaviour.claims,
+        )
+    if result.remedies is not None:
+        report.add_section(
+            "Remedies at equal budget",
+            paragraphs=result.remedies.paragraphs(),
+            table=result.remedies.table(),
+            figures=[
+                p for p in [Path(result.remedies.source).parent / "remedies.png"] if p.exists()
+            ],
+            verdicts=result.remedies.claims,
+        )
+    else:
+        report.add_section(
+            "Remedies at equal budget",
+            paragraphs=[
+                "Not run here (about 15 min at the quick scale on 2 CPU cores): add "
+                "--remedies quick (or default) to run lostmid remedies as a stage of this "
+                "run, or --remedies DIR to judge the remedy claims on a finished "
+                "lostmid remedies --out DIR."
+            ],
         )
     report.add_section(
         "Provenance",

@@ -26,6 +26,7 @@ from lostmid.reproduce.behaviour import Behaviour, BehaviourSeed, behaviour_stag
 from lostmid.reproduce.claims import claims_table, model_claims
 from lostmid.reproduce.config import ReproduceConfig, model_slug
 from lostmid.reproduce.figures import make_figures
+from lostmid.reproduce.remedies import RemediesSection, remedies_stage
 from lostmid.reproduce.report import build_report
 from lostmid.reproduce.stages import (
     SeedMeasurement,
@@ -115,6 +116,15 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                     BehaviourSeed.from_record,
                 )
             )
+    if config.remedies in ("quick", "default"):
+        plan.append(
+            PlannedStage(
+                "remedies",
+                {"scale": config.remedies, "seed": config.seed},
+                lambda: remedies_stage(str(config.remedies), config.seed, out / "remedies"),
+                RemediesSection.from_record,
+            )
+        )
     return plan
 
 
@@ -256,6 +266,11 @@ def run_reproduce(
         claims += training.claims
     if behaviour is not None:
         claims += behaviour.claims
+    remedies: RemediesSection | None = results.get("remedies")
+    if remedies is None and config.remedies is not None:  # a finished run's folder
+        remedies = RemediesSection.read(Path(config.remedies))
+    if remedies is not None:
+        claims += remedies.claims
     figures = make_figures(analyses, training, behaviour, out / "figures")
     seconds = time.perf_counter() - start
     metadata = run_metadata(
@@ -271,6 +286,7 @@ def run_reproduce(
         models=analyses,
         training=training,
         behaviour=behaviour,
+        remedies=remedies,
         claims=tuple(claims),
         figures=figures,
         metadata=metadata,
