@@ -107,7 +107,7 @@ class MeasureConfig:
         check_choice("--per-position-gains", self.per_position_gains, PER_POSITION_GAINS)
         check_position("--target", self.target, self.length)
         if self.device_map is not None:  # the map's form here; its modules at load time
-            from lostmid.models.load import parse_device_map
+            from lostmid.models.placement import parse_device_map
 
             parse_device_map(self.device_map)
         if self.corpus is not None and not Path(self.corpus).expanduser().exists():
