@@ -182,9 +182,9 @@ def influence_profile(
             so all H layers cost about H/2 times the main profile.
         exact: all output dimensions as cotangents (the exact ||J_j||_F^2 per sample).
         checkpointing: recompute block activations in backward (long contexts).
-        compile: run the blocks through ``torch.compile`` (:func:`compiled_blocks`):
-            about 2x faster on CPU once compiled, for long runs; not with
-            ``checkpointing`` or a ``device_map``.
+        compile: run the blocks through ``torch.compile``
+            (:func:`~lostmid.influence.hooks.compiled_blocks`): about 2x faster on CPU
+            once compiled, for long runs; not with ``checkpointing`` or a ``device_map``.
         batch_size: samples per forward pass: B samples share one forward and each probe
             one backward over all B (activation memory grows with B).
         strategy: ``loop`` (default: one retained-graph backward per probe, the
@@ -194,8 +194,9 @@ def influence_profile(
             docs/BENCHMARKS.md).
         probe_kind: ``rademacher`` (default) or ``gaussian``.
 
-    Parameters are frozen for the duration (:func:`frozen_parameters`), so every
-    backward computes input gradients only and no parameter ``.grad`` is allocated.
+    Parameters are frozen for the duration
+    (:func:`~lostmid.influence.hooks.frozen_parameters`), so every backward computes
+    input gradients only and no parameter ``.grad`` is allocated.
 
     Returns:
         An :class:`InfluenceProfile`; its formulas are in the module docstring.

@@ -109,7 +109,8 @@ def matmul_inventory(
 def measurement_flops(
     loaded: LoadedModel, length: int, *, samples: int, probes: int, output: str = "hidden"
 ) -> int:
-    """FLOPs of :func:`influence_profile` on ``samples`` x ``length`` with ``probes`` probes.
+    """FLOPs of :func:`~lostmid.influence.estimator.influence_profile` on ``samples`` x
+    ``length`` with ``probes`` probes.
 
     One forward per sample and one input-gradient backward per probe (matrix products
     only, :func:`matmul_inventory`): S (F_fwd + P F_bwd) at B = 1.

@@ -164,8 +164,9 @@ def measure_batches(
 ) -> Iterator[BatchStats]:
     """One :class:`BatchStats` per forward pass of ``batch_size`` samples, in order.
 
-    Sample s (0-indexed in ``input_ids``) gets its own probe stream (:func:`sample_generator`),
-    so the result does not depend on how the samples are batched.
+    Sample s (0-indexed in ``input_ids``) gets its own probe stream
+    (:func:`sample_generator`), so the result does not depend on how the samples are
+    batched.
     """
     samples, length = input_ids.shape
     model, adapter = loaded.model, loaded.adapter

@@ -32,7 +32,7 @@ def parse_device_map(spec: str | Mapping[str, Any]) -> str | dict[str, int | str
 
     Devices are a GPU index, ``cuda`` / ``cuda:N`` (read as the index), ``cpu`` or
     ``disk``; module names are checked against the model when it is built
-    (:func:`load_model`). One-line errors.
+    (:func:`~lostmid.models.load.load_model`). One-line errors.
 
     >>> parse_device_map("balanced")
     'balanced'
