@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from lostmid.behaviour.score import encode_examples, greedy_decode, teacher_forced
+from lostmid.behaviour.decoding import greedy_decode, teacher_forced
+from lostmid.behaviour.score import encode_examples
 from lostmid.behaviour.tasks import kv_example, make_examples
 from lostmid.behaviour.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer
 from lostmid.models import load_model

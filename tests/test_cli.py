@@ -44,7 +44,7 @@ def test_every_option_takes_its_help_from_the_config(command: str, help_: dict) 
 
 
 def test_measure_help_names_every_field_and_choice() -> None:
-    from lostmid.influence.estimator import OUTPUTS, STRATEGIES
+    from lostmid.influence.profile import OUTPUTS, STRATEGIES
 
     assert set(MEASURE_HELP) == set(MeasureConfig.__dataclass_fields__)
     assert all(o in MEASURE_HELP["output"] for o in OUTPUTS)

@@ -10,13 +10,12 @@ import pytest
 import torch
 from scipy import stats
 
+from lostmid.behaviour.decoding import greedy_decode, teacher_forced
 from lostmid.behaviour.score import (
     difference_interval,
-    greedy_decode,
     is_correct,
     score_positions,
     summarise_positions,
-    teacher_forced,
     wilson_interval,
 )
 from lostmid.errors import UserError

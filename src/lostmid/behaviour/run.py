@@ -20,15 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from lostmid.behaviour.decoding import greedy_decode, teacher_forced
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,
     encode_examples,
     generation_correct,
-    greedy_decode,
     score_positions,
     summarise_positions,
-    teacher_forced,
 )
 from lostmid.behaviour.tasks import (
     HAYSTACKS,

@@ -110,6 +110,16 @@ def _auto_tokenizer(source: str, what: str) -> HFTokenizer:
     return HFTokenizer(tok, source)
 
 
+def _directory_tokenizer(path: Path, what: str) -> Tokenizer | None:
+    """A directory's own tokenizer files, else the byte tokenizer of a lostmid checkpoint
+    there, else None; ``what`` names the option in error messages."""
+    if has_tokenizer_files(path):
+        return _auto_tokenizer(str(path), what)
+    if is_byte_checkpoint(path):
+        return ByteTokenizer()
+    return None
+
+
 def load_tokenizer(spec: str) -> Tokenizer:
     """``bytes``, a local directory with tokenizer files, a lostmid byte checkpoint, or
     a hub id whose tokenizer is in the local cache (nothing is downloaded).
@@ -121,10 +131,9 @@ def load_tokenizer(spec: str) -> Tokenizer:
         return ByteTokenizer()
     path = Path(spec).expanduser()
     if path.is_dir():
-        if has_tokenizer_files(path):
-            return _auto_tokenizer(str(path), f"--tokenizer {spec}")
-        if is_byte_checkpoint(path):
-            return ByteTokenizer()
+        found = _directory_tokenizer(path, f"--tokenizer {spec}")
+        if found is not None:
+            return found
         raise UserError(
             f"--tokenizer {spec}: no tokenizer files in that directory; give one with "
             "tokenizer.json (or tokenizer_config.json), or --tokenizer bytes"
@@ -145,10 +154,9 @@ def tokenizer_for_model(model: str, tokenizer: str | None = None) -> Tokenizer:
         return load_tokenizer(tokenizer)
     path = Path(model).expanduser()
     if path.is_dir():
-        if has_tokenizer_files(path):
-            return _auto_tokenizer(str(path), f"--model {model}")
-        if is_byte_checkpoint(path):
-            return ByteTokenizer()
+        found = _directory_tokenizer(path, f"--model {model}")
+        if found is not None:
+            return found
     else:
         from lostmid.models import MODEL_PRESETS
 

@@ -19,6 +19,7 @@ from typing import Any
 from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for
 from lostmid.checks import check_choice, check_position, check_positive
 from lostmid.errors import UserError
+from lostmid.influence.profile import OUTPUTS, STRATEGIES
 
 ATTENTION_CHOICES = ("auto", "eager", "sdpa")
 STRENGTHS = ("jacobian", "forward")
@@ -97,10 +98,6 @@ class MeasureConfig:
     gain_directions: int = 4
 
     def __post_init__(self) -> None:
-        # The estimator's options live with the estimator, which imports torch; imported
-        # here, not at the top, so that lostmid --help (which reads HELP) stays fast.
-        from lostmid.influence.estimator import OUTPUTS, STRATEGIES
-
         for name in ("length", "samples", "probes", "batch_size", "gain_directions"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         check_choice("--output", self.output, OUTPUTS)
@@ -110,7 +107,7 @@ class MeasureConfig:
         check_choice("--per-position-gains", self.per_position_gains, PER_POSITION_GAINS)
         check_position("--target", self.target, self.length)
         if self.device_map is not None:  # the map's form here; its modules at load time
-            from lostmid.models.load import parse_device_map
+            from lostmid.models.placement import parse_device_map
 
             parse_device_map(self.device_map)
         if self.corpus is not None and not Path(self.corpus).expanduser().exists():
@@ -223,8 +220,6 @@ class AblationConfig:
     batch_size: int = 1
 
     def __post_init__(self) -> None:
-        from lostmid.influence.estimator import OUTPUTS  # imports torch; see MeasureConfig
-
         for name in ("length", "seeds", "samples", "probes", "gain_directions", "batch_size"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         if self.layers is not None:

@@ -79,7 +79,8 @@ from torch import nn
 
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
-from lostmid.influence.estimator import NonFiniteError
+from lostmid.influence.inputs import check_fits_model
+from lostmid.influence.passes import NonFiniteError
 from lostmid.influence.residual import strength_from_gain
 from lostmid.models import LoadedModel
 from lostmid.typing import Float
@@ -370,13 +371,7 @@ def branch_gains(
     check_positive("length", length)
     check_positive("directions", directions)
     check_positive("batch size", batch_size)
-    if length > loaded.max_length:
-        raise UserError(
-            f"--length {length} exceeds the maximum {loaded.max_length} of {loaded.spec}; "
-            f"use --length {loaded.max_length} or less"
-        )
-    if int(input_ids.min()) < 0 or int(input_ids.max()) >= loaded.vocab_size:
-        raise UserError(f"token ids must lie in 0..{loaded.vocab_size - 1} for {loaded.spec}")
+    check_fits_model(loaded, input_ids)
     model, adapter = loaded.model, loaded.adapter
     blocks = adapter.blocks(model)
     for block in blocks:  # fail early, before any work, when a place is missing

@@ -8,10 +8,14 @@ without downloading anything.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from lostmid.errors import UserError
+
+if TYPE_CHECKING:
+    from lostmid.models import LoadedModel
 
 
 def random_token_ids(vocab_size: int, samples: int, length: int, seed: int) -> torch.LongTensor:
@@ -62,3 +66,19 @@ def corpus_token_ids(
     gen = torch.Generator().manual_seed(seed)
     starts = torch.randint(0, len(data) - length + 1, (samples,), generator=gen)
     return torch.stack([tokens[s : s + length] for s in starts.tolist()])  # (S, L)
+
+
+def check_fits_model(loaded: LoadedModel, input_ids: torch.Tensor) -> None:
+    """Non-empty (samples, length) ids no longer than the model takes, inside its vocabulary.
+
+    Call it after checking that samples and length are positive (an empty tensor has no
+    smallest id).
+    """
+    length = input_ids.shape[1]
+    if length > loaded.max_length:
+        raise UserError(
+            f"--length {length} exceeds the maximum {loaded.max_length} of {loaded.spec}; "
+            f"use --length {loaded.max_length} or less"
+        )
+    if int(input_ids.min()) < 0 or int(input_ids.max()) >= loaded.vocab_size:
+        raise UserError(f"token ids must lie in 0..{loaded.vocab_size - 1} for {loaded.spec}")

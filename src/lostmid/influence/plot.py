@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lostmid.influence.estimator import InfluenceProfile
+from lostmid.influence.profile import InfluenceProfile
 from lostmid.report.plots import new_figure, save_figure
 
 

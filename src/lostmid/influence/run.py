@@ -34,10 +34,11 @@ from rich.table import Table
 
 from lostmid.errors import UserError
 from lostmid.influence.config import MeasureConfig
-from lostmid.influence.estimator import InfluenceProfile, influence_profile
+from lostmid.influence.estimator import influence_profile
 from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.influence.inputs import corpus_token_ids, random_token_ids
 from lostmid.influence.plot import plot_influence
+from lostmid.influence.profile import InfluenceProfile
 from lostmid.influence.residual import residual_strength
 from lostmid.models import LoadedModel, load_model
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json

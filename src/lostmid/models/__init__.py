@@ -27,7 +27,9 @@ from lostmid.models.build import (
     build_config,
 )
 from lostmid.models.devices import resolve_device
-from lostmid.models.load import INITS, LoadedModel, load_model, parse_device_map
+from lostmid.models.load import INITS, load_model
+from lostmid.models.loaded import LoadedModel
+from lostmid.models.placement import parse_device_map
 from lostmid.models.presets import MODEL_PRESETS
 from lostmid.models.shape import ModelShape
 

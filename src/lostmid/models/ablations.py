@@ -27,7 +27,7 @@ from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.models.adapters import FamilyAdapter, adapter_for_model
 from lostmid.models.adapters.layout import replace_module
-from lostmid.models.load import LoadedModel
+from lostmid.models.loaded import LoadedModel
 from lostmid.typing import Int
 
 

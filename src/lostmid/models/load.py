@@ -10,386 +10,34 @@ are some and builds a random model otherwise.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import shutil
-import tempfile
 import warnings
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import nn
-
+from lostmid.checks import check_choice
 from lostmid.errors import UserError
-from lostmid.models.adapters import FamilyAdapter, adapter_for_model
 from lostmid.models.build import ATTENTION, DTYPES, build_causal_lm, supports_sdpa
 from lostmid.models.devices import resolve_device
+from lostmid.models.loaded import LoadedModel
+from lostmid.models.placement import (
+    device_name,
+    dispatch,
+    execution_device,
+    offload_folder_for,
+    parse_device_map,
+    require_accelerate,
+    resolve_device_map,
+)
 from lostmid.models.presets import MODEL_PRESETS
 
 INITS = ("random", "pretrained", "auto")
 _WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.bin")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
-
-
-@dataclass(frozen=True)
-class LoadedModel:
-    """A causal LM in eval mode with frozen parameters, and what it is.
-
-    ``max_length`` is the longest input the model accepts (its
-    ``max_position_embeddings``; ALiBi models have none); ``source`` is ``preset``,
-    ``directory``, ``hub`` or whatever built the module (``training``);
-    ``attention`` the attention implementation the model really runs.
-    """
-
-    model: nn.Module
-    adapter: FamilyAdapter
-    spec: str
-    family: str
-    num_layers: int
-    hidden_size: int
-    vocab_size: int
-    max_length: int
-    init: str
-    seed: int
-    no_rope: bool
-    no_pos_emb: bool
-    dtype: str
-    device: str
-    source: str
-    no_alibi: bool = False
-    attention: str = "eager"
-    device_map: Mapping[str, str] | None = None
-
-    @property
-    def input_device(self) -> torch.device:
-        """Where input ids and embeddings go: the token embedding's execution device.
-
-        With a ``device_map`` (accelerate) that is the device its hook computes on
-        (offloaded weights live on ``meta`` and are brought there for each forward);
-        otherwise the device of the model's parameters.
-        """
-        return _execution_device(self.model.get_input_embeddings())
-
-    @classmethod
-    def from_module(
-        cls,
-        model: nn.Module,
-        *,
-        spec: str,
-        init: str,
-        seed: int,
-        source: str,
-        no_rope: bool = False,
-        no_pos_emb: bool = False,
-        no_alibi: bool = False,
-    ) -> LoadedModel:
-        """Describe a built causal LM (shared, not copied); the facts come from its
-        config and parameters, the adapter from :func:`adapter_for_model`. The
-        ``no_*`` flags record switches already applied; they apply nothing.
-
-        >>> from lostmid.models import build_causal_lm, build_config, ModelShape
-        >>> net = build_causal_lm(build_config("opt", ModelShape(2, 32, 4)), seed=0)
-        >>> m = LoadedModel.from_module(net, spec="mine", init="random", seed=0, source="test")
-        >>> m.adapter.name, m.num_layers, m.max_length
-        ('opt', 2, 128)
-        """
-        config = model.config
-        max_length = getattr(config, "max_position_embeddings", None) or getattr(
-            config, "n_positions", None
-        )
-        param = next(model.parameters())
-        device_map = getattr(model, "hf_device_map", None)
-        return cls(
-            model=model,
-            adapter=adapter_for_model(model),
-            spec=spec,
-            family=str(config.model_type),
-            num_layers=int(config.num_hidden_layers),
-            hidden_size=int(config.hidden_size),
-            vocab_size=int(config.vocab_size),
-            max_length=int(max_length) if max_length else 1 << 30,
-            init=init,
-            seed=seed,
-            no_rope=no_rope,
-            no_pos_emb=no_pos_emb,
-            dtype=str(param.dtype).removeprefix("torch."),
-            device=str(param.device)
-            if device_map is None
-            else str(_execution_device(model.get_input_embeddings())),
-            source=source,
-            no_alibi=no_alibi,
-            attention=str(getattr(config, "_attn_implementation", None) or "eager"),
-            device_map=None
-            if device_map is None
-            else {name: _device_name(dev) for name, dev in device_map.items()},
-        )
-
-    def describe(self) -> dict[str, Any]:
-        """The resolved facts about the model, for result files."""
-        return {
-            "model": self.spec,
-            "family": self.family,
-            "adapter": self.adapter.name,
-            "source": self.source,
-            "layers": self.num_layers,
-            "hidden": self.hidden_size,
-            "vocab": self.vocab_size,
-            "max_length": self.max_length,
-            "init": self.init,
-            "seed": self.seed,
-            "no_rope": self.no_rope,
-            "no_pos_emb": self.no_pos_emb,
-            "no_alibi": self.no_alibi,
-            "attention": self.attention,
-            "dtype": self.dtype,
-            "device": self.device,
-            "device_map": None if self.device_map is None else dict(self.device_map),
-        }
-
-
-DEVICE_MAP_PLANS = ("auto", "balanced")
-_ACCELERATE_HINT = "pip install 'lostmid[big]' (or pip install accelerate)"
-
-
-def parse_device_map(spec: str | Mapping[str, Any]) -> str | dict[str, int | str]:
-    """``auto``, ``balanced`` or a {module name: device} map, from text or a mapping.
-
-    Devices are a GPU index, ``cuda`` / ``cuda:N`` (read as the index), ``cpu`` or
-    ``disk``; module names are checked against the model when it is built
-    (:func:`load_model`). One-line errors.
-
-    >>> parse_device_map("balanced")
-    'balanced'
-    >>> parse_device_map('{"model.embed_tokens": "cuda:1", "model.layers": "cpu", "lm_head": 0}')
-    {'model.embed_tokens': 1, 'model.layers': 'cpu', 'lm_head': 0}
-    >>> parse_device_map("[0, 1]")
-    Traceback (most recent call last):
-    ...
-    lostmid.errors.UserError: --device-map wants auto, balanced or JSON {module: device}; got a list
-    """
-    if isinstance(spec, str):
-        if spec in DEVICE_MAP_PLANS:
-            return spec
-        try:
-            parsed = json.loads(spec)
-        except json.JSONDecodeError:
-            raise UserError(
-                f"--device-map {spec[:60]!r} is neither auto, balanced nor JSON; "
-                'give e.g. \'{"model.layers": 0, "lm_head": "cpu"}\''
-            ) from None
-    else:
-        parsed = spec
-    if not isinstance(parsed, Mapping) or not parsed:
-        kind = "an empty object" if isinstance(parsed, Mapping) else f"a {_json_kind(parsed)}"
-        raise UserError(f"--device-map wants auto, balanced or JSON {{module: device}}; got {kind}")
-    return {str(name): _map_device(str(name), device) for name, device in parsed.items()}
-
-
-def _json_kind(value: Any) -> str:
-    kinds = {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
-    return kinds.get(type(value), type(value).__name__)
-
-
-def _map_device(name: str, device: Any) -> int | str:
-    """One device of a map as accelerate takes it: a GPU index, ``cpu`` or ``disk``."""
-    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
-        return device
-    if isinstance(device, str):
-        if device in ("cpu", "disk"):
-            return device
-        if device == "cuda":
-            return 0
-        match = re.fullmatch(r"cuda:(\d+)", device)
-        if match:
-            return int(match.group(1))
-    raise UserError(
-        f"--device-map puts {name or '(the whole model)'} on {device!r}, not a device; "
-        "use a GPU index, cuda:N, cpu or disk"
-    )
-
-
-def _device_name(device: int | str | torch.device) -> str:
-    """A map's device as text: GPU index 1 -> ``cuda:1``; ``cpu`` and ``disk`` as they are."""
-    return f"cuda:{device}" if isinstance(device, int) else str(device)
-
-
-def _execution_device(module: nn.Module) -> torch.device:
-    """The device ``module`` computes on: its accelerate hook's, else its parameters'."""
-    hook = getattr(module, "_hf_hook", None)
-    for part in [hook, *getattr(hook, "hooks", ())]:
-        device = getattr(part, "execution_device", None)
-        if device is not None:
-            return torch.device(_device_name(device))
-    for param in module.parameters():
-        if param.device.type != "meta":
-            return param.device
-    return torch.device("cpu")
-
-
-def _require_accelerate() -> None:
-    try:
-        import accelerate  # noqa: F401
-    except ImportError:
-        raise UserError(
-            f"--device-map needs accelerate, which is not installed: {_ACCELERATE_HINT}"
-        ) from None
-
-
-def _check_gpus(device_map: Mapping[str, int | str]) -> None:
-    """Every GPU a map names exists on this machine."""
-    for name, device in device_map.items():
-        if not isinstance(device, int):
-            continue
-        if not torch.cuda.is_available():
-            raise UserError(
-                f"--device-map puts {name or '(the whole model)'} on cuda:{device} but CUDA is "
-                "not available on this machine; use cpu or disk (or --device-map auto)"
-            )
-        if device >= torch.cuda.device_count():
-            raise UserError(
-                f"--device-map puts {name or '(the whole model)'} on cuda:{device}: only "
-                f"{torch.cuda.device_count()} GPU(s) here"
-            )
-
-
-def _resolve_device_map(
-    model: nn.Module,
-    plan: str | Mapping[str, int | str],
-    max_memory: Mapping[int | str, int | str] | None,
-    spec: str,
-) -> dict[str, int | str]:
-    """The {module: device} map for ``model``: accelerate's plan, or the user's checked."""
-    from accelerate import infer_auto_device_map
-    from accelerate.utils import check_device_map, get_balanced_memory
-
-    dtype = next(model.parameters()).dtype
-    no_split = list(getattr(model, "_no_split_modules", None) or [])
-    memory = None
-    if max_memory is not None:
-        memory = {int(k) if str(k).isdigit() else str(k): v for k, v in max_memory.items()}
-    if isinstance(plan, str):
-        if plan == "balanced":
-            memory = get_balanced_memory(
-                model, max_memory=memory, no_split_module_classes=no_split, dtype=dtype
-            )
-        resolved = dict(
-            infer_auto_device_map(
-                model, max_memory=memory, no_split_module_classes=no_split, dtype=dtype
-            )
-        )
-    else:
-        names = {name for name, _ in model.named_modules()}
-        unknown = [name for name in plan if name not in names]
-        if unknown:
-            tops = ", ".join(repr(name) for name, _ in model.named_children())
-            raise UserError(
-                f"--device-map names {unknown[0]!r}, not a module of {spec}; "
-                f"use module names such as {tops} or '' for the whole model"
-            )
-        try:
-            check_device_map(model, dict(plan))
-        except ValueError as err:
-            missing = str(err).split(":")[-1].strip().split(",")[0]
-            raise UserError(
-                f"--device-map gives no device to some parameters (first: {missing}); "
-                'map every module, e.g. add "": "cpu" for the rest'
-            ) from None
-        resolved = _flatten_map(model, plan)
-    _check_gpus(resolved)
-    if set(resolved.values()) == {"disk"}:
-        raise UserError(
-            "--device-map puts the whole model on disk; keep at least the embeddings on a "
-            "device (a larger max_memory, or a map with cpu or a GPU)"
-        )
-    return resolved
-
-
-def _flatten_map(model: nn.Module, device_map: Mapping[str, int | str]) -> dict[str, int | str]:
-    """The same placement with no key inside another (accelerate's hooks need that).
-
-    A module whose descendants have their own entries is replaced by its children (and
-    its own parameters), which inherit its device.
-
-    >>> net = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2), nn.ReLU()))
-    >>> _flatten_map(net, {"": "cpu", "1.0": "disk"})
-    {'0': 'cpu', '1.0': 'disk', '1.1': 'cpu'}
-    """
-    flat: dict[str, int | str] = {}
-
-    def visit(name: str, module: nn.Module, inherited: int | str | None) -> None:
-        device = device_map.get(name, inherited)
-        prefix = f"{name}." if name else ""
-        if not any(key != name and key.startswith(prefix) for key in device_map):
-            if device is not None:
-                flat[name] = device
-            return
-        if device is not None:
-            for tensor, _ in [
-                *module.named_parameters(recurse=False),
-                *module.named_buffers(recurse=False),
-            ]:
-                flat[prefix + tensor] = device
-        for child, submodule in module.named_children():
-            visit(prefix + child, submodule, device)
-
-    visit("", model, None)
-    return flat
-
-
-def _main_device(device_map: Mapping[str, int | str], first: str) -> int | str:
-    """Where offloaded modules compute: the first module's GPU, else any GPU, else cpu."""
-    if isinstance(device_map.get(first), int):
-        return device_map[first]
-    gpus = [device for device in device_map.values() if isinstance(device, int)]
-    return min(gpus) if gpus else "cpu"
-
-
-def _offload_folder(device_map: Mapping[str, int | str], folder: str | Path | None) -> str | None:
-    """The folder for ``disk`` entries: the caller's, or a new temporary one (None: no disk)."""
-    if "disk" not in device_map.values():
-        return None
-    if folder is not None:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        return str(folder)
-    return tempfile.mkdtemp(prefix="lostmid-offload-")
-
-
-def _dispatch(
-    model: nn.Module,
-    plan: str | Mapping[str, int | str],
-    max_memory: Mapping[int | str, int | str] | None,
-    offload_folder: str | Path | None,
-    spec: str,
-) -> nn.Module:
-    """Split or offload a built model over devices with accelerate's hooks."""
-    from accelerate import dispatch_model
-
-    device_map = _resolve_device_map(model, plan, max_memory, spec)
-    folder = _offload_folder(device_map, offload_folder)
-    embed_name = next(
-        name for name, module in model.named_modules() if module is model.get_input_embeddings()
-    )
-    owners = [k for k in device_map if k in ("", embed_name) or embed_name.startswith(k + ".")]
-    first = max(owners, key=len, default="")
-    model = dispatch_model(
-        model,
-        device_map=device_map,
-        main_device=_main_device(device_map, first),
-        offload_dir=folder,
-    )
-    if folder is not None and offload_folder is None:
-        weakref.finalize(model, shutil.rmtree, folder, True)
-    return model
-
-
-def _check_device(device: str) -> torch.device:
-    """Deprecated private alias kept for callers outside models; use :func:`resolve_device`."""
-    return torch.device(resolve_device(device))
 
 
 def _has_weights(folder: Path) -> bool:
@@ -527,16 +175,13 @@ def load_model(
     >>> (m.family, m.num_layers, m.hidden_size, m.max_length)
     ('qwen2', 2, 32, 256)
     """
-    if init not in INITS:
-        raise UserError(f"--init {init!r} unknown; choose one of {', '.join(INITS)}")
-    if dtype not in DTYPES:
-        raise UserError(f"--dtype {dtype!r} unknown; choose one of {', '.join(DTYPES)}")
-    if attn_implementation not in ATTENTION:
-        raise UserError(f"attention {attn_implementation!r} unknown; choose {', '.join(ATTENTION)}")
+    check_choice("--init", init, INITS)
+    check_choice("--dtype", dtype, DTYPES)
+    check_choice("attention", attn_implementation, ATTENTION)
     dev = resolve_device(device)
     plan = None if device_map is None else parse_device_map(device_map)
     if plan is not None:
-        _require_accelerate()
+        require_accelerate()
     source, config, weights = _resolve(spec)
     config = _apply_overrides(config, config_overrides)
     if init == "pretrained" and weights is None:
@@ -557,8 +202,8 @@ def load_model(
                 skeleton = AutoModelForCausalLM.from_config(
                     config, dtype=DTYPES[dtype], attn_implementation=attn_implementation
                 )
-            resolved = _resolve_device_map(skeleton, plan, max_memory, spec)
-            folder = _offload_folder(resolved, offload_folder)
+            resolved = resolve_device_map(skeleton, plan, max_memory, spec)
+            folder = offload_folder_for(resolved, offload_folder)
             placement = {"device_map": resolved, "offload_folder": folder}
         with warnings.catch_warnings():
             # transformers warns about unused/generation config keys while loading; not ours.
@@ -610,10 +255,10 @@ def load_model(
     if no_alibi:
         loaded.adapter.remove_alibi(model)
     if plan is not None and not use_weights:  # built here: ablate first, then dispatch
-        model = _dispatch(model, plan, max_memory, offload_folder, spec)
+        model = dispatch(model, plan, max_memory, offload_folder, spec)
         loaded = dataclasses.replace(
             loaded,
-            device=str(_execution_device(model.get_input_embeddings())),
-            device_map={n: _device_name(d) for n, d in model.hf_device_map.items()},
+            device=str(execution_device(model.get_input_embeddings())),
+            device_map={n: device_name(d) for n, d in model.hf_device_map.items()},
         )
     return loaded

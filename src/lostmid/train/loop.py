@@ -19,6 +19,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -165,15 +166,25 @@ class Trainer:
 
     def train_step(self) -> float:
         """One AdamW update on the batch of the current step; returns its loss."""
+        batch = self.sampler.batch(self.step).to(self.device)  # (B, T + 1)
+        return self.update(batch, partial(next_token_loss, weight=self.weight))
+
+    def update(
+        self, tokens: torch.Tensor, loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    ) -> float:
+        """One AdamW update at the current step's learning rate, next-token prediction on
+        ``tokens`` (B, T + 1) with the loss ``loss_of(logits, targets)``; returns the loss.
+
+        Subclasses that draw their batches differently call it from ``train_step``.
+        """
         lr = learning_rate(self.step, self.config)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        batch = self.sampler.batch(self.step).to(self.device)
-        inputs, targets = batch[:, :-1], batch[:, 1:]  # (B, T) each
+        inputs, targets = tokens[:, :-1], tokens[:, 1:]  # (B, T) each
         self.model.train()
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
             logits = self.model(input_ids=inputs).logits  # (B, T, V)
-        loss = next_token_loss(logits, targets, self.weight)
+        loss = loss_of(logits, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         self.optimizer.step()

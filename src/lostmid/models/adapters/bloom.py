@@ -43,6 +43,7 @@ class BloomAdapter(LayoutAdapter):
     name = "bloom"
     model_types = ("bloom",)
     has_alibi = True
+    dropout = ("hidden_dropout", "attention_dropout")
     layout = Layout(
         base="transformer",
         blocks="h",
@@ -87,7 +88,4 @@ class BloomAdapter(LayoutAdapter):
             "hidden_size": shape.hidden,
             "n_layer": shape.layers,
             "n_head": shape.heads,
-            "hidden_dropout": 0.0,
-            "attention_dropout": 0.0,
-            "tie_word_embeddings": shape.tie_embeddings,
         }

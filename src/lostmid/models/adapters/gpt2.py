@@ -18,6 +18,7 @@ class GPT2Adapter(LayoutAdapter):
     name = "gpt2"
     model_types = ("gpt2",)
     has_position_embedding = True
+    dropout = ("resid_pdrop", "embd_pdrop", "attn_pdrop")
     layout = Layout(
         base="transformer",
         blocks="h",
@@ -42,10 +43,6 @@ class GPT2Adapter(LayoutAdapter):
             "n_layer": shape.layers,
             "n_head": shape.heads,
             "n_inner": shape.intermediate,
-            "resid_pdrop": 0.0,
-            "embd_pdrop": 0.0,
-            "attn_pdrop": 0.0,
             "bos_token_id": None,
             "eos_token_id": None,
-            "tie_word_embeddings": shape.tie_embeddings,
         }

@@ -105,6 +105,8 @@ class LayoutAdapter(FamilyAdapter):
     """An adapter whose places come from ``layout``; subclasses add the rest."""
 
     layout: Layout
+    dropout: tuple[str, ...] = ()
+    """The family's config keys of dropout probabilities; :meth:`build_config` sets them to 0."""
 
     def __init__(self) -> None:
         super().__init__(model_type=self.name)
@@ -115,14 +117,21 @@ class LayoutAdapter(FamilyAdapter):
         return None
 
     def config_kwargs(self, shape: ModelShape) -> dict[str, Any]:
-        """The family's config keyword arguments for ``shape`` (dropout 0)."""
+        """The family's config keyword arguments for the sizes of ``shape``."""
         raise UserError(f"building a {self.name} model from a shape is not supported")
 
     def build_config(self, model_type: str, shape: ModelShape) -> PretrainedConfig:
-        """The Hugging Face config of a ``model_type`` model of ``shape`` (no KV cache)."""
+        """The Hugging Face config of a ``model_type`` model of ``shape`` (dropout 0, no
+        KV cache, the embeddings tied as ``shape`` says)."""
         from transformers import AutoConfig
 
-        return AutoConfig.for_model(model_type, **self.config_kwargs(shape), use_cache=False)
+        return AutoConfig.for_model(
+            model_type,
+            **self.config_kwargs(shape),
+            **dict.fromkeys(self.dropout, 0.0),
+            tie_word_embeddings=shape.tie_embeddings,
+            use_cache=False,
+        )
 
     def _get(self, root: nn.Module, path: str | None) -> Any:
         if path is None:

@@ -14,42 +14,19 @@ the output logits (which :meth:`Gemma2Adapter.lm_head` includes).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import nn
 
-from lostmid.models.adapters.layout import Layout, LayoutAdapter
+from lostmid.models.adapters.rotary import DECODER_LAYOUT, RotaryAdapter
 from lostmid.models.shape import ModelShape
 
 
-class LlamaStyleAdapter(LayoutAdapter):
+class LlamaStyleAdapter(RotaryAdapter):
     name = "llama-style"
     model_types = ("llama", "qwen2", "qwen3", "mistral")
-    has_rope = True
-    layout = Layout(
-        base="model",
-        blocks="layers",
-        final_norm="norm",
-        attention="self_attn",
-        attention_norm="input_layernorm",
-        mlp="mlp",
-        mlp_norm="post_attention_layernorm",
-        rotary="rotary_emb",
-    )
-
-    def config_kwargs(self, shape: ModelShape) -> dict[str, Any]:
-        return {
-            "vocab_size": shape.vocab_size,
-            "hidden_size": shape.hidden,
-            "intermediate_size": shape.mlp_width,
-            "num_hidden_layers": shape.layers,
-            "num_attention_heads": shape.heads,
-            "num_key_value_heads": shape.kv_heads or shape.heads,
-            "max_position_embeddings": shape.context,
-            "rope_parameters": {"rope_type": "default", "rope_theta": shape.rope_theta},
-            "tie_word_embeddings": shape.tie_embeddings,
-        }
 
 
 class SoftcappedHead(nn.Module):
@@ -67,22 +44,16 @@ class SoftcappedHead(nn.Module):
         return self.cap * torch.tanh(self.head(hidden) / self.cap)
 
 
-class Gemma2Adapter(LlamaStyleAdapter):
+class Gemma2Adapter(RotaryAdapter):
     name = "gemma2"
     model_types = ("gemma2",)
-    layout = Layout(
-        base="model",
-        blocks="layers",
-        final_norm="norm",
-        attention="self_attn",
-        attention_norm="input_layernorm",
+    layout = replace(
+        DECODER_LAYOUT,
         attention_out="post_attention_layernorm",
         attention_post_norm="post_attention_layernorm",
-        mlp="mlp",
         mlp_norm="pre_feedforward_layernorm",
         mlp_out="post_feedforward_layernorm",
         mlp_post_norm="post_feedforward_layernorm",
-        rotary="rotary_emb",
     )
 
     def lm_head(self, model: nn.Module) -> nn.Module:

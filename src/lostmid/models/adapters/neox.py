@@ -11,13 +11,12 @@ come from one fused ``query_key_value`` whose rows are grouped per head as
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import torch
 from torch import nn
 
-from lostmid.models.adapters.layout import Layout, LayoutAdapter
-from lostmid.models.shape import ModelShape
+from lostmid.models.adapters.rotary import DECODER_LAYOUT, RotaryAdapter
 
 
 def fused_per_head_query_key(linear: nn.Linear, heads: int) -> list[torch.Tensor]:
@@ -30,20 +29,15 @@ def fused_per_head_query_key(linear: nn.Linear, heads: int) -> list[torch.Tensor
     return found
 
 
-class GPTNeoXAdapter(LayoutAdapter):
+class GPTNeoXAdapter(RotaryAdapter):
     name = "gpt-neox"
     model_types = ("gpt_neox",)
-    has_rope = True
-    layout = Layout(
-        base="gpt_neox",
-        blocks="layers",
-        final_norm="final_layer_norm",
-        attention="attention",
-        attention_norm="input_layernorm",
-        mlp="mlp",
-        mlp_norm="post_attention_layernorm",
-        rotary="rotary_emb",
+    layout = replace(
+        DECODER_LAYOUT, base="gpt_neox", final_norm="final_layer_norm", attention="attention"
     )
+    partial_rotary = 0.25
+    grouped_query = False
+    dropout = ("hidden_dropout", "attention_dropout")
 
     def parallel_residual(self, block: nn.Module) -> bool:
         return bool(block.use_parallel_residual)
@@ -51,21 +45,3 @@ class GPTNeoXAdapter(LayoutAdapter):
     def query_key(self, block: nn.Module) -> list[torch.Tensor]:
         attn = self.attention(block)
         return fused_per_head_query_key(attn.query_key_value, attn.config.num_attention_heads)
-
-    def config_kwargs(self, shape: ModelShape) -> dict[str, Any]:
-        return {
-            "vocab_size": shape.vocab_size,
-            "hidden_size": shape.hidden,
-            "intermediate_size": shape.mlp_width,
-            "num_hidden_layers": shape.layers,
-            "num_attention_heads": shape.heads,
-            "max_position_embeddings": shape.context,
-            "rope_parameters": {
-                "rope_type": "default",
-                "rope_theta": shape.rope_theta,
-                "partial_rotary_factor": 0.25,
-            },
-            "hidden_dropout": 0.0,
-            "attention_dropout": 0.0,
-            "tie_word_embeddings": shape.tie_embeddings,
-        }

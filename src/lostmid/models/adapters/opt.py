@@ -35,6 +35,7 @@ class OPTAdapter(LayoutAdapter):
     name = "opt"
     model_types = ("opt",)
     has_position_embedding = True
+    dropout = ("dropout", "attention_dropout")
     layout = Layout(
         base="model.decoder",
         blocks="layers",
@@ -68,7 +69,4 @@ class OPTAdapter(LayoutAdapter):
             "num_hidden_layers": shape.layers,
             "num_attention_heads": shape.heads,
             "max_position_embeddings": shape.context,
-            "dropout": 0.0,
-            "attention_dropout": 0.0,
-            "tie_word_embeddings": shape.tie_embeddings,
         }
