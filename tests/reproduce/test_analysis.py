@@ -6,13 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lostmid.reproduce.analysis import (
-    analyse_model,
-    depth_growth,
-    depth_theory,
-    extra_predictions,
-    measured_profiles,
-)
+from lostmid.reproduce.analysis import analyse_model, extra_predictions, measured_profiles
+from lostmid.reproduce.depth import depth_growth, depth_theory
 from lostmid.theory import influence_row
 
 L, H = 32, 3

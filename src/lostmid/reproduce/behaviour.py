@@ -305,3 +305,14 @@ def behaviour_figure(behaviour: Behaviour, folder: Path) -> Path:
         title=f"{first.preset}: accuracy by gold index, {len(behaviour.seeds)} seeds pooled",
     )
     return save_figure(fig, folder / "behaviour.png")
+
+
+def add_behaviour_section(report: Any, behaviour: Behaviour, figures: Sequence[Path]) -> None:
+    """The report's behavioural section (:class:`lostmid.report.html.Report`)."""
+    report.add_section(
+        "Behaviour: retrieval accuracy by gold index",
+        paragraphs=behaviour.paragraphs(),
+        table=behaviour.table(),
+        figures=[p for p in figures if p.exists()],
+        verdicts=behaviour.claims,
+    )

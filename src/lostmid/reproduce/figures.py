@@ -21,7 +21,7 @@ from lostmid.report.plots import plot_depth_growth, plot_profiles, save_figure
 from lostmid.reproduce.analysis import FAITHFUL, ModelAnalysis
 from lostmid.reproduce.behaviour import Behaviour, behaviour_figure
 from lostmid.reproduce.config import model_slug
-from lostmid.reproduce.stages import Training
+from lostmid.reproduce.training import Training
 
 OVERLAY_THEORIES = (
     FAITHFUL,

@@ -244,3 +244,26 @@ def remedies_stage(scale: str, seed: int, folder: Path) -> RemediesSection:
 
     run_remedies(RemediesConfig(quick=scale == "quick", seed=seed), out=folder)
     return RemediesSection.read(folder)
+
+
+def add_remedies_section(report: Any, remedies: RemediesSection | None) -> None:
+    """The report's remedies section, or how to get it when the run had none."""
+    if remedies is None:
+        report.add_section(
+            "Remedies at equal budget",
+            paragraphs=[
+                "Not run here (about 15 min at the quick scale on 2 CPU cores): add "
+                "--remedies quick (or default) to run lostmid remedies as a stage of this "
+                "run, or --remedies DIR to judge the remedy claims on a finished "
+                "lostmid remedies --out DIR."
+            ],
+        )
+        return
+    figure = Path(remedies.source).parent / "remedies.png"
+    report.add_section(
+        "Remedies at equal budget",
+        paragraphs=remedies.paragraphs(),
+        table=remedies.table(),
+        figures=[figure] if figure.exists() else [],
+        verdicts=remedies.claims,
+    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from lostmid.compare.candidates import Candidate, Scorecard
@@ -29,8 +28,10 @@ from lostmid.reproduce.analysis import (
     ModelAnalysis,
     ReproduceResult,
 )
+from lostmid.reproduce.behaviour import add_behaviour_section
 from lostmid.reproduce.claims import DEPTH1_CANDIDATE, DEPTH1_TOLERANCE, keyed_claims, pm
 from lostmid.reproduce.figures import overlay_key
+from lostmid.reproduce.remedies import add_remedies_section
 
 VERDICT_NOTE = (
     "Each verdict follows from our numbers by the rule printed under it; 'ours' is the "
@@ -380,33 +381,8 @@ def build_report(result: ReproduceResult) -> Report:
             verdicts=result.training.claims,
         )
     if result.behaviour is not None:
-        report.add_section(
-            "Behaviour: retrieval accuracy by gold index",
-            paragraphs=result.behaviour.paragraphs(),
-            table=result.behaviour.table(),
-            figures=[p for p in _figures(result, "behaviour") if p.exists()],
-            verdicts=result.behaviour.claims,
-        )
-    if result.remedies is not None:
-        report.add_section(
-            "Remedies at equal budget",
-            paragraphs=result.remedies.paragraphs(),
-            table=result.remedies.table(),
-            figures=[
-                p for p in [Path(result.remedies.source).parent / "remedies.png"] if p.exists()
-            ],
-            verdicts=result.remedies.claims,
-        )
-    else:
-        report.add_section(
-            "Remedies at equal budget",
-            paragraphs=[
-                "Not run here (about 15 min at the quick scale on 2 CPU cores): add "
-                "--remedies quick (or default) to run lostmid remedies as a stage of this "
-                "run, or --remedies DIR to judge the remedy claims on a finished "
-                "lostmid remedies --out DIR."
-            ],
-        )
+        add_behaviour_section(report, result.behaviour, _figures(result, "behaviour"))
+    add_remedies_section(report, result.remedies)
     report.add_section(
         "Provenance",
         paragraphs=[

@@ -28,15 +28,8 @@ from lostmid.reproduce.config import ReproduceConfig, model_slug
 from lostmid.reproduce.figures import make_figures
 from lostmid.reproduce.remedies import RemediesSection, remedies_stage
 from lostmid.reproduce.report import build_report
-from lostmid.reproduce.stages import (
-    SeedMeasurement,
-    Training,
-    TrainingSummary,
-    check_models,
-    measure_stage,
-    run_device,
-    training_stage,
-)
+from lostmid.reproduce.stages import SeedMeasurement, check_models, measure_stage, run_device
+from lostmid.reproduce.training import Training, TrainingSummary, training_stage
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.stages import StageStore
 from lostmid.theory import summarize_profile
