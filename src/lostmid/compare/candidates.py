@@ -31,7 +31,12 @@ from lostmid.compare.claims import (
 )
 from lostmid.compare.fit import TheoryFamily, _log_scale
 from lostmid.compare.fitting import Family, pin_spike, place
-from lostmid.compare.inputs import MeasuredProfile, TheoryProfile
+from lostmid.compare.inputs import (
+    MeasuredProfile,
+    TheoryProfile,
+    check_same_model,
+    check_theory_matches,
+)
 from lostmid.compare.metrics import ProfileComparison, compare_profiles
 from lostmid.compare.options import FIT_METRICS, LOG_BINS, SPIKE_POLICIES
 from lostmid.compare.predicted import (
@@ -200,7 +205,7 @@ def compare_measurements(
     """
     check_choice("fit_metric", fit_metric, FIT_METRICS)
     check_choice("spike", spike, SPIKE_POLICIES)
-    seeds = _check_same_model(measurements)
+    seeds = check_same_model(measurements)
     first = measurements[0]
     length, t = first.length, first.target
     rows = np.stack([m.influence for m in measurements])
@@ -211,7 +216,7 @@ def compare_measurements(
     # Zero-parameter candidates, one row per seed.
     fixed: dict[str, Prediction] = {}
     if theory is not None:
-        _check_theory(theory, first)
+        check_theory_matches(theory, first)
         fixed["theory"] = Prediction(
             kind="theory",
             kernel=theory.kernel,
@@ -371,40 +376,6 @@ def judge_predictions(
 
 
 # -- internals ---------------------------------------------------------------------------
-
-
-def _check_same_model(measurements: Sequence[MeasuredProfile]) -> int:
-    if not measurements:
-        raise UserError("give at least one measurement")
-    first = measurements[0]
-    for m in measurements[1:]:
-        for what, a, b in (
-            ("length L", m.length, first.length),
-            ("target", m.target, first.target),
-            ("depth H", m.layers, first.layers),
-            ("mask", m.mask, first.mask),
-            ("layer masks", m.layer_masks, first.layer_masks),
-        ):
-            if a != b:
-                raise UserError(
-                    f"{m.source or 'a measurement'} has {what} {a} but "
-                    f"{first.source or 'the first'} has {b}; give seeds of one model and "
-                    "one measurement setting"
-                )
-    return len(measurements)
-
-
-def _check_theory(theory: TheoryProfile, measured: MeasuredProfile) -> None:
-    if theory.length != measured.length:
-        raise UserError(
-            f"theory has L = {theory.length} positions but the measurement has "
-            f"L = {measured.length}; compute the theory at --length {measured.length}"
-        )
-    if theory.target != measured.target:
-        raise UserError(
-            f"theory targets position {theory.target} but the measurement targets "
-            f"{measured.target}; compute the theory with --target {measured.target}"
-        )
 
 
 def _log(profile: np.ndarray) -> np.ndarray:

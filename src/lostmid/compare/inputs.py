@@ -22,6 +22,7 @@ theory.json (written by ``lostmid theory``): ``influence`` (L floats) or
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,3 +233,40 @@ def _target(target: Any, length: int, path: Path) -> int:
     ):
         raise UserError(f"{path}: target must be a whole number or null, got {target!r}")
     return check_position(f"{path}: target", None if target is None else int(target), length)
+
+
+def check_same_model(measurements: Sequence[MeasuredProfile]) -> int:
+    """The number of measurements, after checking they are seeds of one model and one
+    measurement setting (same L, target, depth and masks)."""
+    if not measurements:
+        raise UserError("give at least one measurement")
+    first = measurements[0]
+    for m in measurements[1:]:
+        for what, a, b in (
+            ("length L", m.length, first.length),
+            ("target", m.target, first.target),
+            ("depth H", m.layers, first.layers),
+            ("mask", m.mask, first.mask),
+            ("layer masks", m.layer_masks, first.layer_masks),
+        ):
+            if a != b:
+                raise UserError(
+                    f"{m.source or 'a measurement'} has {what} {a} but "
+                    f"{first.source or 'the first'} has {b}; give seeds of one model and "
+                    "one measurement setting"
+                )
+    return len(measurements)
+
+
+def check_theory_matches(theory: TheoryProfile, measured: MeasuredProfile) -> None:
+    """A theory file must have the measurement's length and target."""
+    if theory.length != measured.length:
+        raise UserError(
+            f"theory has L = {theory.length} positions but the measurement has "
+            f"L = {measured.length}; compute the theory at --length {measured.length}"
+        )
+    if theory.target != measured.target:
+        raise UserError(
+            f"theory targets position {theory.target} but the measurement targets "
+            f"{measured.target}; compute the theory with --target {measured.target}"
+        )
