@@ -30,7 +30,8 @@ from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.remedies.cli import remedies
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.reproduce.config import ReproduceConfig, parse_models
-from lostmid.sweep.cli import sweep_command
+from lostmid.sweep.backend import Backend
+from lostmid.sweep.cli import AddressOpt, BackendOpt, CpusOpt, GpusOpt, sweep_command
 from lostmid.theory.run import HELP as THEORY_HELP
 from lostmid.theory.run import TheoryConfig
 from lostmid.train.config import HELP as TRAIN_HELP
@@ -273,6 +274,10 @@ def reproduce(
     train_steps: Annotated[int | None, typer.Option(help=REPRODUCE_HELP["train_steps"])] = None,
     train_preset: Annotated[str | None, typer.Option(help=REPRODUCE_HELP["train_preset"])] = None,
     device: Annotated[str, typer.Option(help=REPRODUCE_HELP["device"])] = "auto",
+    backend: BackendOpt = "local",
+    address: AddressOpt = None,
+    cpus_per_stage: CpusOpt = 1.0,
+    gpus_per_stage: GpusOpt = None,
     out: OutOpt = Path("results/reproduce"),
     seed: Annotated[int, typer.Option("--seed", help=REPRODUCE_HELP["seed"])] = 0,
     overwrite: Annotated[
@@ -297,7 +302,8 @@ def reproduce(
         seed=seed,
         device=device,
     )
-    run_reproduce(config, out=out, overwrite=overwrite, console=console)
+    where = Backend(backend, address, cpus_per_stage, gpus_per_stage)
+    run_reproduce(config, out=out, overwrite=overwrite, console=console, backend=where)
 
 
 @app.command()

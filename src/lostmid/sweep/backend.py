@@ -29,8 +29,8 @@ BACKEND_HELP = {  # the help of the options every command with stages shares
     "backend": "local (one stage after the other, in-process) | ray (independent stages "
     "in parallel, one Ray task each).",
     "address": "Ray cluster: auto | HOST:PORT (default: a local Ray instance).",
-    "cpus": "Ray: CPUs per stage (its torch threads; default 1).",
-    "gpus": "Ray: GPUs per stage (default 1 when the stages run on cuda, else 0).",
+    "cpus_per_stage": "Ray: CPUs per stage (its torch threads; default 1).",
+    "gpus_per_stage": "Ray: GPUs per stage (default 1 when the stages run on cuda, else 0).",
 }
 
 
