@@ -125,6 +125,7 @@ def measure(
         str, typer.Option(help=MEASURE_HELP["per_position_gains"])
     ] = "auto",
     gain_directions: Annotated[int, typer.Option(help=MEASURE_HELP["gain_directions"])] = 4,
+    compile: Annotated[bool, typer.Option("--compile", help=MEASURE_HELP["compile"])] = False,
     out: OutOpt = Path("results/measure"),
     seed: Annotated[int, typer.Option("--seed", help=MEASURE_HELP["seed"])] = 0,
     overwrite: OverwriteOpt = False,
@@ -158,6 +159,7 @@ def measure(
         strength=strength,
         per_position_gains=per_position_gains,
         gain_directions=gain_directions,
+        compile=compile,
     )
     run_measure(config, out=out, overwrite=overwrite, console=console)
 
