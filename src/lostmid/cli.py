@@ -325,6 +325,7 @@ def ablate(
     dtype: Annotated[str, typer.Option(help=ABLATE_HELP["dtype"])] = "float32",
     device: Annotated[str, typer.Option(help=ABLATE_HELP["device"])] = "cpu",
     batch_size: Annotated[int, typer.Option(help=ABLATE_HELP["batch_size"])] = 1,
+    device_map: Annotated[str | None, typer.Option(help=ABLATE_HELP["device_map"])] = None,
     out: OutOpt = Path("results/ablate"),
     seed: Annotated[int, typer.Option("--seed", help=ABLATE_HELP["seed"])] = 0,
     overwrite: Annotated[
@@ -351,6 +352,7 @@ def ablate(
         dtype=dtype,
         device=device,
         batch_size=batch_size,
+        device_map=device_map,
     )
     run_ablate(config, out=out, overwrite=overwrite, console=console)
 

@@ -185,6 +185,8 @@ ABLATE_HELP = {  # the help of each ``lostmid ablate`` option, and each Ablation
     "dtype": "float32 | bfloat16 | float16 | float64",
     "device": "cpu | cuda[:N]",
     "batch_size": "Samples per forward pass.",
+    "device_map": HELP["device_map"] + " Every rung but real edits weights: they must "
+    "stay on a device (no cpu/disk offload).",
 }
 
 
@@ -228,6 +230,7 @@ class AblationConfig:
     dtype: str = "float32"
     device: str = "cpu"
     batch_size: int = 1
+    device_map: str | None = None
 
     def __post_init__(self) -> None:
         from lostmid.influence.estimator import OUTPUTS  # imports torch; see MeasureConfig
@@ -250,6 +253,10 @@ class AblationConfig:
         if len(set(rungs)) != len(rungs):
             raise UserError("--rungs names a rung twice; give each once")
         object.__setattr__(self, "rungs", tuple(r for r in RUNGS if r in rungs))
+        if self.device_map is not None:  # the map's form here; its modules at load time
+            from lostmid.models.load import parse_device_map
+
+            parse_device_map(self.device_map)
 
     def seed_list(self) -> list[int]:
         """The seeds of every rung: ``seed``, ``seed + 1``, ..."""
