@@ -16,6 +16,7 @@ from lostmid.errors import UserError
 from lostmid.influence.config import ABLATE_HELP, AblationConfig, MeasureConfig
 from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
+from lostmid.sweep.backend import BACKEND_HELP
 from lostmid.theory.run import HELP as THEORY_HELP
 from lostmid.theory.run import TheoryConfig
 from lostmid.train.config import HELP as TRAIN_HELP
@@ -28,7 +29,7 @@ SHARED = {"out", "overwrite"}  # options every command has, with one help
     [
         ("measure", MEASURE_HELP),
         ("train", TRAIN_HELP | RETRIEVAL_HELP),
-        ("reproduce", REPRODUCE_HELP),
+        ("reproduce", REPRODUCE_HELP | BACKEND_HELP),
         ("theory", THEORY_HELP),
         ("ablate", ABLATE_HELP),
         ("compare", {**COMPARE_HELP, "seed": None}),

@@ -30,7 +30,8 @@ from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.remedies.cli import remedies
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.reproduce.config import ReproduceConfig, parse_models
-from lostmid.sweep.cli import sweep_command
+from lostmid.sweep.backend import Backend
+from lostmid.sweep.cli import AddressOpt, BackendOpt, CpusOpt, GpusOpt, sweep_command
 from lostmid.theory.run import HELP as THEORY_HELP
 from lostmid.theory.run import TheoryConfig
 from lostmid.train.config import HELP as TRAIN_HELP
@@ -124,6 +125,7 @@ def measure(
         str, typer.Option(help=MEASURE_HELP["per_position_gains"])
     ] = "auto",
     gain_directions: Annotated[int, typer.Option(help=MEASURE_HELP["gain_directions"])] = 4,
+    compile: Annotated[bool, typer.Option("--compile", help=MEASURE_HELP["compile"])] = False,
     out: OutOpt = Path("results/measure"),
     seed: Annotated[int, typer.Option("--seed", help=MEASURE_HELP["seed"])] = 0,
     overwrite: OverwriteOpt = False,
@@ -157,6 +159,7 @@ def measure(
         strength=strength,
         per_position_gains=per_position_gains,
         gain_directions=gain_directions,
+        compile=compile,
     )
     run_measure(config, out=out, overwrite=overwrite, console=console)
 
@@ -284,6 +287,10 @@ def reproduce(
     ] = None,
     device: Annotated[str, typer.Option(help=REPRODUCE_HELP["device"])] = "auto",
     remedies: Annotated[str | None, typer.Option(help=REPRODUCE_HELP["remedies"])] = None,
+    backend: BackendOpt = "local",
+    address: AddressOpt = None,
+    cpus_per_stage: CpusOpt = 1.0,
+    gpus_per_stage: GpusOpt = None,
     out: OutOpt = Path("results/reproduce"),
     seed: Annotated[int, typer.Option("--seed", help=REPRODUCE_HELP["seed"])] = 0,
     overwrite: Annotated[
@@ -313,7 +320,8 @@ def reproduce(
         device=device,
         remedies=remedies,
     )
-    run_reproduce(config, out=out, overwrite=overwrite, console=console)
+    where = Backend(backend, address, cpus_per_stage, gpus_per_stage)
+    run_reproduce(config, out=out, overwrite=overwrite, console=console, backend=where)
 
 
 @app.command()
@@ -333,6 +341,7 @@ def ablate(
     dtype: Annotated[str, typer.Option(help=ABLATE_HELP["dtype"])] = "float32",
     device: Annotated[str, typer.Option(help=ABLATE_HELP["device"])] = "cpu",
     batch_size: Annotated[int, typer.Option(help=ABLATE_HELP["batch_size"])] = 1,
+    device_map: Annotated[str | None, typer.Option(help=ABLATE_HELP["device_map"])] = None,
     out: OutOpt = Path("results/ablate"),
     seed: Annotated[int, typer.Option("--seed", help=ABLATE_HELP["seed"])] = 0,
     overwrite: Annotated[
@@ -359,6 +368,7 @@ def ablate(
         dtype=dtype,
         device=device,
         batch_size=batch_size,
+        device_map=device_map,
     )
     run_ablate(config, out=out, overwrite=overwrite, console=console)
 

@@ -55,12 +55,30 @@ class StageStore:
         self._saved_seconds[name] = saved.get("seconds", 0.0)
         return saved.get("result")
 
-    def run(self, name: str, config: dict[str, Any], compute: Callable[[], Any]) -> Any:
-        """Return the saved result of stage ``name`` or compute, save and return it."""
+    def saved_seconds(self, name: str) -> float | None:
+        """What the saved result of ``name`` cost when it was computed, if it is saved."""
+        try:
+            return float(json.loads(self.path(name).read_text()).get("seconds"))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def reuse(self, name: str, config: dict[str, Any]) -> Any | None:
+        """:meth:`load`, counting a found result as reused (in ``reused`` and ``seconds``)."""
         saved = self.load(name, config)
         if saved is not None:
             self.reused.append(name)
             self.seconds[name] = float(self._saved_seconds.get(name, 0.0))
+        return saved
+
+    def computed_elsewhere(self, name: str, seconds: float | None) -> None:
+        """Count stage ``name`` as computed now, by another process that saved it here."""
+        self.computed.append(name)
+        self.seconds[name] = float(seconds or 0.0)
+
+    def run(self, name: str, config: dict[str, Any], compute: Callable[[], Any]) -> Any:
+        """Return the saved result of stage ``name`` or compute, save and return it."""
+        saved = self.reuse(name, config)
+        if saved is not None:
             return saved
         start = time.perf_counter()
         result = to_jsonable(compute())

@@ -104,3 +104,38 @@ def test_config_errors(kwargs: dict, message: str) -> None:
 def test_bad_gold_index_list_is_one_line(run_cli: Cli, tmp_path: Path) -> None:
     code, _, err = run_cli("retrieve", "--model", "m", "--gold-index", "a,b", "--out", tmp_path)
     assert code == 2 and "comma-separated whole numbers" in err
+
+
+@pytest.mark.parametrize(
+    ("model", "task_args", "offload"),
+    [
+        ("bpe", ["--task", "kv", "--pairs", "4", "--key-chars", "3"], "model.layers.1"),
+        ("tiny-gpt2", ["--task", "mqar", "--pairs", "4", "--vocab", "16"], "transformer.h.1"),
+    ],
+)
+def test_a_model_offloaded_by_a_device_map_scores_as_the_whole_one(
+    bpe_model_dir: Path, tmp_path: Path, run_cli: Cli, model: str, task_args: list, offload: str
+) -> None:
+    """A block's weights on disk (loaded for each forward, as measure's device-map test
+    does), on the pretrained path (weights loaded straight to their place: the kv model
+    with its tokenizer) and the built one (dispatched after building: mqar ids)."""
+    spec = bpe_model_dir if model == "bpe" else model
+    args = ["retrieve", "--model", spec, *task_args, "--positions", "2", "--examples", "3"]
+    assert run_cli(*args, "--out", tmp_path / "whole")[0] == 0
+    device_map = json.dumps({offload: "disk", "": "cpu"})
+    code, _, err = run_cli(*args, "--device-map", device_map, "--out", tmp_path / "split")
+    assert code == 0, err
+    split = json.loads((tmp_path / "split" / "retrieve.json").read_text())
+    assert split["model"]["device_map"][offload] == "disk"
+    rows = {}
+    for name in ("whole", "split"):
+        text = (tmp_path / name / "predictions.jsonl").read_text()
+        rows[name] = [json.loads(line) for line in text.splitlines()]
+    assert len(rows["split"]) == len(rows["whole"]) == 6
+    for a, b in zip(rows["split"], rows["whole"], strict=True):
+        assert a["logprob"] == pytest.approx(b["logprob"], rel=1e-5, abs=1e-6)
+        assert (a["generate_correct"], a["teacher_correct"], a["answer"]) == (
+            b["generate_correct"],
+            b["teacher_correct"],
+            b["answer"],
+        )

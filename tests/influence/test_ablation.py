@@ -229,3 +229,32 @@ def test_a_rung_that_overflows_is_skipped_not_fatal(
     assert list(written["skipped"]) == ["frozen-norm"]
     with pytest.raises(UserError, match="no rung could be measured; seed 0: non-finite"):
         run_ablate(AblationConfig(**TINY, seeds=1, rungs="frozen-norm"), out=tmp_path / "b")
+
+
+def test_a_device_map_gives_the_undivided_ladder_and_refuses_offloaded_switches(
+    tmp_path: Path, run_cli
+) -> None:
+    """A block on disk (as measure's device-map test offloads it): the real rung, which
+    edits no weight, measures what the undivided model measures; a rung whose switches
+    edit weights says that offloaded weights cannot be edited, rather than ignoring them."""
+    config = AblationConfig(**TINY, seeds=2, rungs="real", gain_directions=1)
+    offload = json.dumps({"transformer.h.1": "disk", "": "cpu"})
+    split = run_ablate(
+        AblationConfig(**TINY, seeds=2, rungs="real", gain_directions=1, device_map=offload),
+        out=tmp_path / "split",
+    )
+    whole = run_ablate(config, out=tmp_path / "whole")
+    for a, b in zip(split.rungs[0].seeds, whole.rungs[0].seeds, strict=True):
+        assert a.model["device_map"]["transformer.h.1"] == "disk" and b.model["device_map"] is None
+        np.testing.assert_allclose(a.influence, b.influence, rtol=1e-5)
+        np.testing.assert_allclose(a.branch_gain, b.branch_gain, rtol=1e-5)
+    code, _, err = run_cli(
+        "ablate", "--model", "tiny-gpt2", "--length", "16", "--rungs", "uniform,real",
+        "--device-map", offload, "--out", tmp_path / "cli",
+    )  # fmt: skip
+    assert code == 2
+    assert err.strip() == (
+        "error: --device-map offloads weights that rung uniform must edit (offloaded weights "
+        "load from cpu/disk at each forward); give a map that keeps every module on a "
+        "device, or --rungs real"
+    )

@@ -89,6 +89,8 @@ def test_cli_measure_runs_and_is_deterministic(tmp_path, monkeypatch, capsys) ->
         (["--model", "tiny-gpt2", "--attention", "flash"], "--attention 'flash' unknown"),
         (["--model", "tiny-gpt2", "--strategy", "magic"], "--strategy 'magic' unknown"),
         (["--model", "tiny-gpt2", "--target", "9"], "--target must be a position in 1..8"),
+        (["--compile", "--checkpointing"], "--compile and --checkpointing cannot be combined"),
+        (["--compile", "--device-map", "auto"], "--compile is not supported with --device-map"),
     ],
 )
 def test_cli_errors_are_one_line_exit_2(tmp_path, monkeypatch, capsys, args, message) -> None:
@@ -177,3 +179,31 @@ def test_no_alibi_reaches_the_model(tmp_path, monkeypatch, capsys) -> None:
         str(tmp_path / "c"),
     )
     assert code == 2 and "gpt2 has no ALiBi biases to remove" in err
+
+
+def _inductor_missing() -> str | None:
+    """Why torch.compile cannot run here (inductor compiles C++ on CPU), or None."""
+    import shutil
+
+    import torch
+
+    if not hasattr(torch, "compile"):
+        return "this torch has no torch.compile"
+    if not any(shutil.which(cc) for cc in ("cc", "gcc", "clang", "c++", "g++")):
+        return "torch.compile (inductor) needs a C/C++ compiler; none on PATH"
+    return None
+
+
+@pytest.mark.slow  # the compile itself: about 45 s on 2 loaded CPU cores
+@pytest.mark.skipif(_inductor_missing() is not None, reason=str(_inductor_missing()))
+def test_compiled_measure_agrees_with_eager(tmp_path, monkeypatch, capsys) -> None:
+    args = ["--model", "tiny-qwen2", "--length", "12", "--samples", "2", "--probes", "2"]
+    assert _cli(monkeypatch, capsys, *args, "--out", str(tmp_path / "eager"))[0] == 0
+    code, err = _cli(monkeypatch, capsys, *args, "--compile", "--out", str(tmp_path / "c"))
+    assert code == 0, err
+    eager = json.loads((tmp_path / "eager" / "measure.json").read_text())
+    compiled = json.loads((tmp_path / "c" / "measure.json").read_text())
+    assert compiled["config"]["compile"] is True and eager["config"]["compile"] is False
+    # inductor may reorder sums (lostmid.influence.estimator.compiled_blocks): 1e-6 relative
+    np.testing.assert_allclose(compiled["influence"], eager["influence"], rtol=1e-6)
+    np.testing.assert_allclose(compiled["stderr"], eager["stderr"], rtol=1e-5)

@@ -210,3 +210,27 @@ def test_train_units_map_models_to_presets_and_lengths_to_context(tmp_path: Path
             record.pop("timings_s")  # the one field that differs between identical runs
         assert swept["records"] == direct["records"]
         assert unit.outcome.summary["heldout_loss"] == direct["records"][-1]["heldout_loss"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["reproduce", "--models", "tiny-gpt2", "--length", "8", "--train-steps", "0"],
+        ["remedies", "--preset", "retrieval-micro", "--steps", "1", "--seeds", "1"],
+    ],
+)
+def test_stage_backends_of_reproduce_and_remedies_are_checked_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, run_cli: Any, tmp_path: Path, command: list[str]
+) -> None:
+    code, _, err = run_cli(*command, "--backend", "slurm", "--out", tmp_path)
+    assert code == 2 and err.strip() == "error: --backend 'slurm' unknown; choose one of local, ray"
+    code, _, err = run_cli(*command, "--address", "auto", "--out", tmp_path)
+    assert code == 2
+    assert err.strip() == "error: --address is for --backend ray; add --backend ray or drop it"
+    code, _, err = run_cli(*command, "--cpus-per-stage", "0", "--out", tmp_path)
+    assert code == 2 and err.strip() == "error: --cpus-per-stage must be > 0, got 0.0"
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    code, _, err = run_cli(*command, "--backend", "ray", "--out", tmp_path)
+    assert code == 2
+    assert err.strip() == "error: --backend ray needs Ray: pip install 'lostmid[cluster]'"
+    assert not (tmp_path / "stages").exists()  # nothing ran

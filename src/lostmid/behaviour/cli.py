@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from lostmid.errors import UserError
+from lostmid.influence.config import HELP as MEASURE_HELP
 
 console = Console()
 
@@ -91,6 +92,9 @@ def retrieve(
     dtype: Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | float16")] = (
         "float32"
     ),
+    device_map: Annotated[
+        str | None, typer.Option("--device-map", help=MEASURE_HELP["device_map"])
+    ] = None,
     export: Annotated[
         Path | None, typer.Option("--export", help="Also write the examples as JSON lines.")
     ] = None,
@@ -124,6 +128,7 @@ def retrieve(
         batch_size=batch_size,
         device=device,
         dtype=dtype,
+        device_map=device_map,
         export=export,
         seed=seed,
     )

@@ -92,6 +92,11 @@ class TeacherScores:
     argmax: np.ndarray
 
 
+def _input_device(model: torch.nn.Module, device: torch.device | str | None) -> torch.device:
+    """``device``, else the device of the model's first parameter."""
+    return torch.device(device) if device is not None else next(model.parameters()).device
+
+
 @torch.no_grad()
 def teacher_forced(
     model: torch.nn.Module,
@@ -104,6 +109,7 @@ def teacher_forced(
     max_length: int | None = None,
     vocab_size: int | None = None,
     progress: Callable[[int], None] | None = None,
+    device: torch.device | str | None = None,
 ) -> TeacherScores:
     """log p(target | prompt) and all-argmax per example, one forward pass per batch
     over ``prompt + target[:-1]`` (the last target token is predicted, never read).
@@ -113,6 +119,8 @@ def teacher_forced(
             target at least one token).
         padding: ``left`` or ``right`` (same numbers; left computes fewer logits).
         progress: called with the number of examples done after each batch.
+        device: where the input ids go (default: the device of the model's first
+            parameter; for a model split by a device map, ``LoadedModel.input_device``).
     """
     check_choice("padding", padding, PADDING)
     check_positive("--batch-size", batch_size)
@@ -124,7 +132,7 @@ def teacher_forced(
     sequences = [list(p) + list(t)[:-1] for p, t in zip(prompts, targets, strict=True)]
     everything = [list(p) + list(t) for p, t in zip(prompts, targets, strict=True)]
     _check_lengths([len(s) for s in sequences], max_length, vocab_size or 1 << 62, everything)
-    device = next(model.parameters()).device
+    device = _input_device(model, device)
     keep_name = _keep_name(model)
     logprob = np.zeros(len(sequences))
     argmax = np.zeros(len(sequences), dtype=bool)
@@ -144,8 +152,8 @@ def teacher_forced(
         logits = model(**kwargs).logits  # (B, kept columns, V)
         logp = torch.log_softmax(logits.float(), dim=-1)
         for i, r in enumerate(rows):
-            cols = torch.arange(starts[i], ends[i], device=device) - column0
-            want = torch.as_tensor(list(targets[r]), device=device)
+            cols = torch.arange(starts[i], ends[i], device=logp.device) - column0
+            want = torch.as_tensor(list(targets[r]), device=logp.device)
             row = logp[i, cols]  # (m, V)
             logprob[r] = float(row.gather(1, want[:, None]).sum())
             argmax[r] = bool((row.argmax(dim=-1) == want).all())
@@ -165,12 +173,14 @@ def greedy_decode(
     max_length: int | None = None,
     vocab_size: int | None = None,
     progress: Callable[[int], None] | None = None,
+    device: torch.device | str | None = None,
 ) -> list[list[int]]:
     """Greedy continuation of each prompt: ``new_tokens`` (per example or for all) ids.
 
     Left-padded batches with a key-value cache: the prompt is run once (only its last
     column of logits is computed), then one token per step. Rows that need fewer new
-    tokens than their batch's longest are cut afterwards.
+    tokens than their batch's longest are cut afterwards. ``device``: where the input
+    ids go (as in :func:`teacher_forced`).
     """
     check_positive("--batch-size", batch_size)
     counts = [int(new_tokens)] * len(prompts) if isinstance(new_tokens, int) else list(new_tokens)
@@ -184,7 +194,7 @@ def greedy_decode(
         vocab_size or 1 << 62,
         prompts,
     )
-    device = next(model.parameters()).device
+    device = _input_device(model, device)
     cache_name, keep_name = _cache_name(model), _keep_name(model)
     outputs: list[list[int]] = []
     for lo in range(0, len(prompts), batch_size):
@@ -210,7 +220,7 @@ def greedy_decode(
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
             pos = pos[:, -1:] + 1
             out = model(
-                input_ids=token[:, None],
+                input_ids=token[:, None].to(device),
                 attention_mask=mask,
                 position_ids=pos,
                 use_cache=True,

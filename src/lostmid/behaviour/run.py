@@ -85,6 +85,7 @@ class RetrieveConfig:
     padding: str = "left"
     device: str = "cpu"
     dtype: str = "float32"
+    device_map: str | None = None
     export: Path | None = None
 
     def __post_init__(self) -> None:
@@ -118,6 +119,10 @@ class RetrieveConfig:
                 )
             if self.gold_index is not None:
                 check_gold_indices(self.gold_index, self.pairs)
+        if self.device_map is not None:  # the map's form here; its modules at load time
+            from lostmid.models.load import parse_device_map
+
+            parse_device_map(self.device_map)
         if self.query_aware and (self.task != "kv" or self.style != "liu"):
             raise UserError("--query-aware applies to --task kv with --style liu")
         if self.task == "mqar" and (self.vocab % 2 or self.vocab < 2 * self.pairs):
@@ -252,6 +257,7 @@ def run_retrieve(
             seed=config.seed,
             dtype=config.dtype,
             device=config.device,
+            device_map=config.device_map,
         )
     with timer("examples"):
         examples = make_examples(
@@ -275,7 +281,11 @@ def run_retrieve(
             export_jsonl(examples, Path(config.export))
         prompts, targets = encode_examples(examples, tokenizer)
     positions = np.array([ex.position for ex in examples])
-    limits = {"max_length": loaded.max_length, "vocab_size": loaded.vocab_size}
+    limits = {
+        "max_length": loaded.max_length,
+        "vocab_size": loaded.vocab_size,
+        "device": loaded.input_device,  # with a device map: where the embeddings compute
+    }
     model = loaded.model
     passes = [m for m in ("generate", "teacher") if config.scoring in (m, "both")]
     teacher = generated = None

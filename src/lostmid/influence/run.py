@@ -228,6 +228,7 @@ def run_measure(
                 progress=console is not None,
                 batch_size=config.batch_size,
                 strategy=config.strategy,
+                compile=config.compile,
                 console=console,
             )
         with timer("residual_strength"):
@@ -250,6 +251,7 @@ def run_measure(
         "inputs": "random token ids" if config.corpus is None else "byte-level corpus windows",
         "batch_size": config.batch_size,
         "strategy": config.strategy,
+        "compile": config.compile,
         "attention": attention,
         "probe_kind": profile.probe_kind,
         "strength": config.strength,

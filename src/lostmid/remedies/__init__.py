@@ -29,7 +29,8 @@ _EXPORTS = {
         "record_centres",
         "valley_bump",
     ),
-    "run": ("RemediesResult", "RemedyRecord", "run_remedies", "summarise_runs"),
+    "run": ("run_remedies",),
+    "summary": ("RemediesResult", "RemedyRecord", "summarise_runs"),
     "stats": ("Interval", "halves_gap", "paired_difference", "seed_interval", "verdict"),
     "surgery": ("prefix_attention_mask", "prefix_variant", "residual_variant"),
 }

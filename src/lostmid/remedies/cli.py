@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 
 from lostmid.remedies.config import HELP
+from lostmid.sweep.backend import Backend
+from lostmid.sweep.cli import AddressOpt, BackendOpt, CpusOpt, GpusOpt
 
 console = Console()
 
@@ -25,6 +27,10 @@ def remedies(
     pairs: Annotated[int | None, typer.Option("--pairs", help=HELP["pairs"])] = None,
     alpha: Annotated[float, typer.Option("--alpha", help=HELP["alpha"])] = 0.5,
     examples: Annotated[int | None, typer.Option("--examples", help=HELP["examples"])] = None,
+    backend: BackendOpt = "local",
+    address: AddressOpt = None,
+    cpus_per_stage: CpusOpt = 1.0,
+    gpus_per_stage: GpusOpt = None,
     out: Annotated[Path, typer.Option("--out", help="Directory for results.")] = Path(
         "results/remedies"
     ),
@@ -51,4 +57,5 @@ def remedies(
         examples=examples,
         seed=seed,
     )
-    run_remedies(config, out=out, overwrite=overwrite, console=console)
+    where = Backend(backend, address, cpus_per_stage, gpus_per_stage)
+    run_remedies(config, out=out, overwrite=overwrite, console=console, backend=where)

@@ -30,7 +30,7 @@ def _band(ax: Any, record: Any, **style: Any) -> None:
 
 
 def plot_remedies(result: Any) -> Figure:
-    """One panel per remedy (a :class:`~lostmid.remedies.run.RemediesResult`)."""
+    """One panel per remedy (a :class:`~lostmid.remedies.summary.RemediesResult`)."""
     records = list(result.remedies)
     structural = [r for r in records if r.theory and r.theory.get("measured_init_record_profile")]
     panels = len(records) + (1 if structural else 0)

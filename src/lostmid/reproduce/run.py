@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lostmid.compare.claims import Claim
 from lostmid.compare.inputs import MeasuredProfile
@@ -32,6 +31,10 @@ from lostmid.reproduce.stages import SeedMeasurement, check_models, measure_stag
 from lostmid.reproduce.training import Training, TrainingSummary, training_stage
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.stages import StageStore
+from lostmid.sweep.backend import Backend
+from lostmid.sweep.execute import Job
+from lostmid.sweep.grid import Resources
+from lostmid.sweep.stages import run_stages as run_backend_stages
 from lostmid.theory import summarize_profile
 
 
@@ -122,34 +125,24 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
 
 
 def run_stages(
-    plan: list[PlannedStage], store: StageStore, console: Console | None
+    plan: list[PlannedStage],
+    store: StageStore,
+    console: Console | None,
+    *,
+    backend: Backend | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    """Each stage's result (saved or computed, read back from its record), by name."""
-    results: dict[str, Any] = {}
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} stages"),
-        TimeElapsedColumn(),
-        console=console or Console(quiet=True),
-        transient=False,
-    ) as progress:
-        task = progress.add_task("reproduce", total=len(plan))
-        for stage in plan:
-            progress.update(task, description=f"reproduce: {stage.name}")
-            try:
-                results[stage.name] = stage.read(
-                    store.run(stage.name, dict(stage.config), stage.compute)
-                )
-            except KeyboardInterrupt:
-                progress.stop()
-                (console or Console(stderr=True)).print(
-                    f"interrupted during stage {stage.name}; {len(results)} finished stages "
-                    f"are saved in {store.dir}; run the same command again to resume"
-                )
-                raise
-            progress.advance(task)
-    return results
+    """Each stage's result (saved or computed, read back from its record), by name.
+
+    ``backend``: where the stages not saved yet run (:func:`lostmid.sweep.stages.run_stages`;
+    default in this process, one after the other). On Ray each stage asks for
+    ``backend.cpus`` CPUs and, when ``device`` is cuda, a GPU.
+    """
+    backend = backend or Backend()
+    resources = Resources(cpus=backend.cpus, gpus=backend.stage_gpus(device))
+    jobs = [Job(s.name, s.config, s.compute, resources) for s in plan]
+    records = run_backend_stages(jobs, store, backend, label="reproduce", console=console)
+    return {stage.name: stage.read(records[stage.name]) for stage in plan}
 
 
 def measure_record(
@@ -223,8 +216,12 @@ def run_reproduce(
     out: Path,
     overwrite: bool = False,
     console: Console | None = None,
+    backend: Backend | None = None,
 ) -> ReproduceResult:
     """Run (or resume) every stage, then write the claims, the numbers and the report.
+
+    ``backend``: where the stages run (default: in this process, one after the other);
+    with Ray the independent stages run in parallel (:func:`run_stages`).
 
     Writes under ``out``: ``report.html``, ``claims.json``, ``reproduce.json`` (the
     result's record), ``stages/*.json``, ``figures/*.png``, ``MODEL/measure.json`` per
@@ -237,7 +234,10 @@ def run_reproduce(
     out.mkdir(parents=True, exist_ok=True)
     store = StageStore(out, fresh=overwrite)
     start = time.perf_counter()
-    results = run_stages(plan_stages(config, device, out), store, console)
+    backend = backend or Backend()
+    results = run_stages(
+        plan_stages(config, device, out), store, console, backend=backend, device=device
+    )
 
     runs = {
         model: [results[measure_stage_name(model, s)] for s in config.seeds()]
@@ -272,6 +272,7 @@ def run_reproduce(
         config.seed,
         {"total": seconds, **{f"stage:{k}": v for k, v in store.seconds.items()}},
     )
+    metadata["backend"] = backend.record()
     metadata["stages_reused"] = store.reused
     metadata["stages_computed"] = store.computed
     result = ReproduceResult(

@@ -10,8 +10,17 @@ import typer
 from rich.console import Console
 
 from lostmid.errors import UserError
+from lostmid.sweep.backend import BACKEND_HELP
 
 console = Console()
+
+# The backend options of commands that run stages (reproduce, remedies): a Backend each.
+BackendOpt = Annotated[str, typer.Option("--backend", help=BACKEND_HELP["backend"])]
+AddressOpt = Annotated[str | None, typer.Option("--address", help=BACKEND_HELP["address"])]
+CpusOpt = Annotated[float, typer.Option("--cpus-per-stage", help=BACKEND_HELP["cpus_per_stage"])]
+GpusOpt = Annotated[
+    float | None, typer.Option("--gpus-per-stage", help=BACKEND_HELP["gpus_per_stage"])
+]
 
 
 def sweep_command(

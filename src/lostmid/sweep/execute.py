@@ -1,43 +1,58 @@
-"""Running units: one unit with its retries, and the two backends (in-process, Ray).
+"""Running work: one job with its retries, and the two backends (in-process, Ray).
 
-Both backends do the same thing per unit, :func:`execute_unit`: compute it through the
-stage store of the sweep folder (so its result is saved the moment it finishes, by
-whichever process computed it) and return a :class:`UnitOutcome`. With Ray each unit is
-one Ray task. On a cluster of several machines, every node needs the same lostmid (and
-Ray) installed, and the sweep folder must be on a file system every node sees; on one
-machine both hold by themselves.
+A :class:`Job` is one named piece of work whose result the stage store keeps: a sweep's
+unit, a stage of ``reproduce`` or ``remedies``. Both backends do the same thing per
+job, :func:`execute_job`: compute it through the stage store of the run's folder (so its
+result is saved the moment it finishes, by whichever process computed it) and return a
+:class:`UnitOutcome`. With Ray each job is one Ray task, so its ``compute`` must pickle:
+a module-level function, a :func:`functools.partial` of one, or a closure over picklable
+values (Ray pickles with cloudpickle). On a cluster of several machines, every node
+needs the same lostmid (and Ray) installed, and the run's folder must be on a file
+system every node sees; on one machine both hold by themselves.
 """
 
 from __future__ import annotations
 
-import os
-import socket
+import functools
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lostmid.errors import UserError
 from lostmid.stages import StageStore
-from lostmid.sweep.grid import Unit
+from lostmid.sweep.backend import Backend, import_ray, infeasible, one_line, start_ray
+from lostmid.sweep.grid import Resources, Unit
 from lostmid.sweep.units import TaskSpec
 
 UNITS_DIR = "units"
 STATUSES = ("done", "reused", "failed")
-RAY_MISSING = "--backend ray needs Ray: pip install 'lostmid[cluster]'"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One piece of work: the stage ``name`` its result is saved under, the ``config``
+    that identifies that result, how to ``compute`` it (no arguments; returns something
+    :func:`~lostmid.runinfo.to_jsonable` takes) and what it asks of a Ray cluster."""
+
+    name: str
+    config: Mapping[str, Any]
+    compute: Callable[[], Any]
+    resources: Resources = Resources(cpus=1.0)
 
 
 @dataclass(frozen=True)
 class UnitOutcome:
-    """What became of one unit in this run.
+    """What became of one job (a sweep's unit, a stage) in this run.
 
     ``status``: ``done`` (computed now), ``reused`` (found in the stage store) or
     ``failed`` (``error`` says why, after ``attempts`` tries). ``seconds``: time spent
     on it in this run; ``compute_seconds``: what its result cost when computed.
-    ``summary``: the runner's headline numbers, with ``file`` the result file in the
-    unit's folder.
+    ``summary``: the job's result as saved (for a sweep unit, the runner's headline
+    numbers, with ``file`` the result file in the unit's folder).
     """
 
     key: str
@@ -45,7 +60,7 @@ class UnitOutcome:
     seconds: float
     compute_seconds: float | None
     attempts: int
-    summary: dict[str, Any] | None = None
+    summary: Any = None
     error: str | None = None
     traceback: str | None = None
 
@@ -68,6 +83,17 @@ def unit_folder(out: Path, unit: Unit) -> Path:
     return out / UNITS_DIR / unit.key
 
 
+def _run_unit(spec: TaskSpec, params: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A unit's work: build its config from its parameters, run it into its folder."""
+    return spec.run(spec.build(params), folder)
+
+
+def unit_job(unit: Unit, spec: TaskSpec, out: Path) -> Job:
+    """The :class:`Job` of a sweep unit (its resources as given; defaults are the grid's)."""
+    compute = functools.partial(_run_unit, spec, unit.params_dict(), unit_folder(out, unit))
+    return Job(unit.key, unit.record(), compute, unit.resources)
+
+
 def saved_outcome(store: StageStore, unit: Unit, out: Path) -> UnitOutcome | None:
     """The unit as ``reused`` if the store holds its result and its file is still there."""
     start = time.perf_counter()
@@ -78,204 +104,92 @@ def saved_outcome(store: StageStore, unit: Unit, out: Path) -> UnitOutcome | Non
         key=unit.key,
         status="reused",
         seconds=time.perf_counter() - start,
-        compute_seconds=_saved_seconds(store, unit),
+        compute_seconds=store.saved_seconds(unit.key),
         attempts=0,
         summary=saved,
     )
 
 
-def _saved_seconds(store: StageStore, unit: Unit) -> float | None:
-    import json
+def execute_job(job: Job, out: Path, retries: int) -> UnitOutcome:
+    """Compute and store one job; retry an exception up to ``retries`` more times.
 
-    try:
-        return float(json.loads(store.path(unit.key).read_text()).get("seconds"))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def execute_unit(unit: Unit, spec: TaskSpec, out: Path, retries: int) -> UnitOutcome:
-    """Build, run and store one unit; retry an exception up to ``retries`` more times.
-
-    The unit is computed even if the store holds it (the caller decided it must be:
-    see :func:`saved_outcome`); its result replaces the stored one. A
-    :class:`UserError` (bad input: the same on every try) is not retried. Never raises
-    for a failure of the unit: the outcome carries the error.
+    The job is computed even if the store holds it (the caller decided it must be); its
+    result replaces the stored one. A :class:`UserError` (bad input: the same on every
+    try) is not retried. Never raises for a failure of the job: the outcome carries the
+    error.
     """
     start = time.perf_counter()
     store = StageStore(out, fresh=True)
-    folder = unit_folder(out, unit)
     attempts = 0
     error: BaseException | None = None
     trace = None
     while attempts <= retries:
         attempts += 1
         try:
-            config = spec.build(unit.params_dict())
-            summary = store.run(
-                unit.key, unit.record(), lambda config=config: spec.run(config, folder)
-            )
+            summary = store.run(job.name, dict(job.config), job.compute)
         except Exception as err:  # reported in the outcome, never dropped
             error, trace = err, traceback.format_exc()
             if isinstance(err, UserError):
                 break
             continue
         return UnitOutcome(
-            key=unit.key,
+            key=job.name,
             status="done",
             seconds=time.perf_counter() - start,
-            compute_seconds=store.seconds.get(unit.key),
+            compute_seconds=store.seconds.get(job.name),
             attempts=attempts,
             summary=summary,
         )
     assert error is not None
     return UnitOutcome(
-        key=unit.key,
+        key=job.name,
         status="failed",
         seconds=time.perf_counter() - start,
         compute_seconds=None,
         attempts=attempts,
-        error=_one_line(error),
+        error=one_line(error),
         traceback=trace,
     )
 
 
-def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+def execute_unit(unit: Unit, spec: TaskSpec, out: Path, retries: int) -> UnitOutcome:
+    """:func:`execute_job` of a sweep unit."""
+    return execute_job(unit_job(unit, spec, out), out, retries)
 
 
-Report = Callable[[Unit, UnitOutcome], None]
+Report = Callable[[Job, UnitOutcome], None]
 
 
-def run_local(
-    units: Sequence[tuple[Unit, TaskSpec]], out: Path, retries: int, report: Report
-) -> None:
-    """Run the units one after the other in this process (today's behaviour)."""
-    for unit, spec in units:
-        report(unit, execute_unit(unit, spec, out, retries))
+def run_local(jobs: Sequence[Job], out: Path, retries: int, report: Report) -> None:
+    """Run the jobs one after the other in this process."""
+    for job in jobs:
+        report(job, execute_job(job, out, retries))
 
 
-def import_ray() -> Any:
-    """The ``ray`` module, or one line saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise UserError(RAY_MISSING) from None
-    return ray
-
-
-def available_cpus() -> int:
-    """CPUs this process may use (its affinity mask), for a local Ray instance."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def check_address(address: str) -> tuple[str, int] | None:
-    """``auto``, or ``[ray://]HOST:PORT`` split into host and port; else one line.
-
-    >>> check_address("10.0.0.5:6379"), check_address("auto")
-    (('10.0.0.5', 6379), None)
-    """
-    if address == "auto":
-        return None
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise UserError(f"--address {address!r}: give auto or HOST:PORT, e.g. 10.0.0.5:6379")
-    return host.strip("[]"), int(port)
-
-
-def start_ray(address: str | None) -> bool:
-    """Connect to Ray (``auto``, ``HOST:PORT``) or start a local instance (``None``) unless
-    one is already running in this process. Returns whether this call started it.
-
-    A HOST:PORT where nothing answers fails at once (Ray itself would retry for
-    minutes)."""
-    ray = import_ray()
-    if ray.is_initialized():
-        return False
-    target = None if address is None else check_address(address)
-    if target is not None:
-        try:
-            socket.create_connection(target, timeout=10).close()
-        except OSError as err:
-            raise UserError(
-                f"--address {address}: nothing answers there ({err.strerror or err}); start "
-                "a cluster with `ray start --head`, or omit --address for a local instance"
-            ) from None
-    quiet = {"log_to_driver": False, "logging_level": "ERROR", "configure_logging": True}
-    try:
-        if address is None:
-            ray.init(num_cpus=available_cpus(), include_dashboard=False, **quiet)
-        else:
-            ray.init(address=address, **quiet)
-    except ConnectionError as err:
-        raise UserError(
-            f"--address {address}: cannot connect to a Ray cluster ({_one_line(err)}); "
-            "start one with `ray start --head` or omit --address for a local instance"
-        ) from None
-    return True
-
-
-def _ray_unit(unit: Unit, spec: TaskSpec, out: str, retries: int) -> UnitOutcome:
-    """The body of a unit's Ray task: torch threads = the CPUs the task asked for."""
-    threads = max(1, int(unit.resources.cpus or 1))
+def _ray_job(job: Job, out: str, retries: int) -> UnitOutcome:
+    """The body of a job's Ray task: torch threads = the CPUs the task asked for."""
+    threads = max(1, int(job.resources.cpus or 1))
     try:
         import torch
 
         torch.set_num_threads(threads)
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
-    return execute_unit(unit, spec, Path(out), retries)
+    return execute_job(job, Path(out), retries)
 
 
-def infeasible(units: Sequence[Unit], cluster: dict[str, float]) -> str | None:
-    """Why some unit can never be scheduled on a cluster with ``cluster`` resources
-    (``ray.cluster_resources()``), or None when every unit fits.
+def run_ray(jobs: Sequence[Job], out: Path, retries: int, report: Report) -> None:
+    """Run every job as a Ray task with its resource request; report each as it ends.
 
-    >>> from lostmid.sweep.grid import Resources
-    >>> unit = Unit.make("measure", {"seed": 0}, Resources(cpus=1, gpus=1))
-    >>> infeasible([unit], {"CPU": 2.0}).split("; ")[1]
-    'the Ray cluster has 0 GPU (set --gpus-per-unit)'
-    """
-    for unit in units:
-        asks = (
-            (unit.resources.cpus or 0, cluster.get("CPU", 0.0), "CPU", "--cpus-per-unit"),
-            (unit.resources.gpus or 0, cluster.get("GPU", 0.0), "GPU", "--gpus-per-unit"),
-            (
-                (unit.resources.memory_gb or 0),
-                cluster.get("memory", 0.0) / 2**30,
-                "GiB",
-                "--memory-per-unit",
-            ),
-        )
-        for want, have, name, flag in asks:
-            if want > have:
-                return (
-                    f"unit {unit.key} asks for {want:g} {name}; the Ray cluster has "
-                    f"{have:.3g} {name} (set {flag})"
-                )
-    return None
-
-
-def run_ray(
-    units: Sequence[tuple[Unit, TaskSpec]],
-    out: Path,
-    retries: int,
-    report: Report,
-) -> None:
-    """Run every unit as a Ray task with its resource request; report each as it ends.
-
-    Needs a connected Ray (:func:`start_ray`). Exceptions inside a unit are retried by
-    :func:`execute_unit`; a lost worker (killed, out of memory) is retried by Ray
+    Needs a connected Ray (:func:`start_ray`). Exceptions inside a job are retried by
+    :func:`execute_job`; a lost worker (killed, out of memory) is retried by Ray
     (``max_retries``) and then reported as failed.
     """
     ray = import_ray()
-    remote = ray.remote(_ray_unit)
-    pending: dict[Any, Unit] = {}
-    for unit, spec in units:
-        res = unit.resources
+    remote = ray.remote(_ray_job)
+    pending: dict[Any, Job] = {}
+    for job in jobs:
+        res = job.resources
         options: dict[str, Any] = {
             "num_cpus": res.cpus if res.cpus is not None else 1,
             "num_gpus": res.gpus or 0,
@@ -283,22 +197,82 @@ def run_ray(
         }
         if res.memory_gb:
             options["memory"] = int(res.memory_gb * 2**30)
-        ref = remote.options(**options).remote(unit, spec, str(out), retries)
-        pending[ref] = unit
+        try:
+            ref = remote.options(**options).remote(job, str(out), retries)
+        except TypeError as err:  # e.g. a compute that does not pickle
+            raise UserError(f"job {job.name} cannot be sent to Ray: {one_line(err)}") from None
+        pending[ref] = job
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
         for ref in ready:
-            unit = pending.pop(ref)
+            job = pending.pop(ref)
             try:
                 outcome = ray.get(ref)
             except Exception as err:  # a lost task is reported, never dropped
                 outcome = UnitOutcome(
-                    key=unit.key,
+                    key=job.name,
                     status="failed",
                     seconds=0.0,
                     compute_seconds=None,
                     attempts=retries + 1,
-                    error=_one_line(err),
+                    error=one_line(err),
                     traceback=traceback.format_exc(),
                 )
-            report(unit, outcome)
+            report(job, outcome)
+
+
+@contextmanager
+def open_backend(
+    jobs: Sequence[Job],
+    backend: Backend,
+    *,
+    noun: str = "unit",
+    warn: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """Ready ``backend`` for ``jobs``: with Ray, connect to ``backend.address`` or start a
+    local instance (stopped again on exit, also on an error or interrupt, unless it was
+    running before; nothing starts for no jobs). A job the cluster can never hold is an
+    error on a local instance (it would wait forever) and a warning (``warn``) on a
+    cluster, whose autoscaler may still provide it."""
+    if backend.name == "local" or not jobs:
+        yield
+        return
+    ray = import_ray()
+    started = start_ray(backend.address)
+    try:
+        why = infeasible([(j.name, j.resources) for j in jobs], ray.cluster_resources(), noun)
+        if why is not None and backend.address is None:
+            raise UserError(why)
+        if why is not None and warn is not None:
+            warn(why)
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def dispatch(
+    jobs: Sequence[Job], out: Path, backend: Backend, report: Report, retries: int = 0
+) -> None:
+    """:func:`run_local` or :func:`run_ray` (inside :func:`open_backend`)."""
+    if backend.name == "ray":
+        run_ray(jobs, out, retries, report)
+    else:
+        run_local(jobs, out, retries, report)
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    out: Path,
+    backend: Backend,
+    report: Report,
+    *,
+    retries: int = 0,
+    noun: str = "unit",
+    warn: Callable[[str], None] | None = None,
+) -> None:
+    """Compute every job on ``backend`` into the stage store under ``out`` (none is looked
+    up there first: the caller decided), reporting each as it ends; Ray is set up and
+    stopped by :func:`open_backend`."""
+    with open_backend(jobs, backend, noun=noun, warn=warn):
+        dispatch(jobs, out, backend, report, retries)

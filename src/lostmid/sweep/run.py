@@ -23,26 +23,23 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from lostmid.checks import check_choice
 from lostmid.errors import UserError
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.stages import StageStore
+from lostmid.sweep.backend import Backend
 from lostmid.sweep.execute import (
     STATUSES,
     UNITS_DIR,
+    Job,
     UnitOutcome,
-    check_address,
-    import_ray,
-    infeasible,
-    run_local,
-    run_ray,
+    dispatch,
+    open_backend,
     saved_outcome,
-    start_ray,
+    unit_job,
 )
 from lostmid.sweep.grid import Grid, Unit, expand
 from lostmid.sweep.units import TaskSpec, task_spec
 
-BACKENDS = ("local", "ray")
 SWEEP_JSON = "sweep.json"
 _TABLE_ROWS = 40  # longer sweeps list their failed units only
 
@@ -62,19 +59,13 @@ class SweepConfig:
     retries: int = 1
 
     def __post_init__(self) -> None:
-        check_choice("--backend", self.backend, BACKENDS)
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
             raise UserError(f"--retries must be a whole number >= 0, got {self.retries!r}")
         if self.retries < 0:
             raise UserError(f"--retries must be >= 0, got {self.retries}")
-        if self.address is not None:
-            if self.backend != "ray":
-                raise UserError("--address is for --backend ray; add --backend ray or drop it")
-            check_address(self.address)
         if not self.grids:
             raise UserError("the sweep has no grid; give --task or --config")
-        if self.backend == "ray":
-            import_ray()  # one line now if Ray is missing, not after planning
+        Backend(self.backend, self.address)  # checks both; one line now if Ray is missing
 
     def record(self) -> dict[str, Any]:
         return {
@@ -195,42 +186,39 @@ def run_sweep(
         outcomes[unit.key] = outcome
         progress.update(bar, advance=1, last=f"{outcome.status}: {unit.key}")
 
-    ray_started = False
-    if todo and config.backend == "ray":
-        ray_started = start_ray(config.address)
-        why = infeasible([u for u, _ in todo], import_ray().cluster_resources())
-        if why is not None and config.address is None:  # a fixed cluster: it would hang
-            if ray_started:
-                import_ray().shutdown()
-            raise UserError(why)
-        if why is not None and console is not None:  # an autoscaler may still provide it
+    units = {unit.key: unit for unit, _ in todo}
+
+    def report_job(job: Job, outcome: UnitOutcome) -> None:
+        report(units[job.name], outcome)
+
+    def warn(why: str) -> None:
+        if console is not None:
             console.print(f"[yellow]warning:[/] {escape(why)}")
-    complete = False
-    try:
-        with progress:
-            if todo and config.backend == "ray":
-                run_ray(todo, out, config.retries, report)
-            elif todo:
-                run_local(todo, out, config.retries, report)
-        complete = True
-    finally:  # an interrupted sweep still says which units finished
-        if ray_started:
-            import_ray().shutdown()
-        result = SweepResult(
-            config=config,
-            units=tuple(UnitRecord(u, outcomes[u.key]) for u, _ in plan if u.key in outcomes),
-            seconds=time.perf_counter() - start,
-        )
-        record = result.record()
-        record["complete"] = complete
-        record["units_planned"] = len(plan)
-        record["metadata"] = run_metadata(
-            "sweep",
-            config.record() | {"out": str(out), "overwrite": overwrite},
-            None,
-            {"plan": planned - start, "run": time.perf_counter() - planned},
-        )
-        write_json(out / SWEEP_JSON, record)
+
+    jobs = [unit_job(unit, spec, out) for unit, spec in todo]
+    backend = Backend(config.backend, config.address)
+    with open_backend(jobs, backend, warn=warn):
+        complete = False
+        try:
+            with progress:
+                dispatch(jobs, out, backend, report_job, config.retries)
+            complete = True
+        finally:  # an interrupted sweep still says which units finished
+            result = SweepResult(
+                config=config,
+                units=tuple(UnitRecord(u, outcomes[u.key]) for u, _ in plan if u.key in outcomes),
+                seconds=time.perf_counter() - start,
+            )
+            record = result.record()
+            record["complete"] = complete
+            record["units_planned"] = len(plan)
+            record["metadata"] = run_metadata(
+                "sweep",
+                config.record() | {"out": str(out), "overwrite": overwrite},
+                None,
+                {"plan": planned - start, "run": time.perf_counter() - planned},
+            )
+            write_json(out / SWEEP_JSON, record)
     if console is not None:
         console.print(summary_table(result))
         counts = result.counts()

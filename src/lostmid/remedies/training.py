@@ -1,0 +1,150 @@
+"""One training run of a remedy: the retrieval config of a seed, what the remedy reads
+about it (:class:`~lostmid.remedies.base.Setting`), the run with the remedy's hooks, and
+the theory's structural prediction for architecture remedies."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lostmid.remedies.base import Remedy, Setting
+from lostmid.remedies.config import RemediesConfig
+
+
+def train_config(config: RemediesConfig, seed: int) -> Any:
+    """The :class:`~lostmid.behaviour.training.RetrievalTrainConfig` of one seed: the
+    preset at the run's scale (``--pairs``, ``--steps``, ``--examples`` override it)."""
+    from lostmid.behaviour.training import resolve_retrieval_config
+
+    scale = config.scale
+    task = "mqar" if config.preset == "mqar-tiny" else None
+    base = resolve_retrieval_config(
+        config.preset,
+        pairs=config.pairs or scale.pairs,
+        key_chars=None if task else scale.key_chars,
+        queries=scale.queries,
+        steps=config.steps or scale.steps,
+        seed=seed,
+        eval_every=scale.eval_every,
+        save_checkpoints=False,
+    )
+    return replace(
+        base,
+        eval_examples=config.examples or scale.eval_examples,
+        influence_samples=scale.influence_samples,
+        influence_probes=scale.influence_probes,
+    )
+
+
+def training_setting(rconfig: Any, alpha: float) -> Setting:
+    """What a remedy reads about a retrieval run: record centres, the context length
+    (records end), the query position, depth and steps."""
+    from lostmid.behaviour.training import example_ids
+
+    example = rconfig.task.example(0, 0, 0)
+    prompt, _ = example_ids(example)
+    spans = list(example.spans)
+    # the context ends with the records: the closing '}' for kv, the last pair for mqar
+    prefix = spans[-1][1] + (1 if rconfig.task.task == "kv" else 0)
+    return Setting(
+        pairs=rconfig.task.pairs,
+        spans=tuple((int(a), int(b)) for a, b in spans),
+        prefix=prefix,
+        prompt_length=len(prompt),
+        layers=rconfig.train.model.layers,
+        steps=rconfig.train.steps,
+        alpha=alpha,
+        queries=rconfig.task.queries,
+    )
+
+
+def log10_ptv(profile: Any) -> float | None:
+    """log10 peak-to-valley of a profile, negative values clipped to 0 (None: no valley)."""
+    from lostmid.theory import summarize_profile
+
+    return summarize_profile(
+        np.clip(np.asarray(profile, dtype=np.float64), 0.0, None)
+    ).log10_peak_to_valley
+
+
+def train_remedy(remedy: Remedy, rconfig: Any, alpha: float, out: Path) -> dict[str, Any]:
+    """Train one seed with the remedy's hooks; the per-seed record (JSON-ready)."""
+    from lostmid.behaviour.training import RetrievalHooks, train_retrieval
+
+    setting = training_setting(rconfig, alpha)
+    hooks = RetrievalHooks(
+        gold_probs=remedy.gold_probs(setting),
+        gold_weights=remedy.gold_weights(setting),
+        variant=remedy.surgery(setting),
+        on_checkpoint=remedy.on_checkpoint,
+    )
+    result = train_retrieval(rconfig, out=out, overwrite=True, console=None, hooks=hooks)
+    final, init = result.final, result.initial
+    s = final.summary
+    return {
+        "seed": rconfig.train.seed,
+        "positions": [p.position for p in final.positions],
+        "n": [p.n for p in final.positions],
+        "accuracy": [p.accuracy for p in final.positions],
+        "mean_accuracy": s.mean_accuracy,
+        "gap": s.gap.estimate,
+        "primacy": s.primacy.estimate,
+        "recency": s.recency.estimate,
+        "log10_peak_to_valley": log10_ptv(final.influence),
+        "init_log10_peak_to_valley": log10_ptv(init.influence),
+        "record_influence": list(final.record_influence),
+        "init_record_influence": list(init.record_influence),
+        "parameters": result.parameters,
+        "tokens": final.tokens_seen,
+        "steps": final.step,
+        "trajectory": [
+            {
+                "step": c.step,
+                "mean_accuracy": c.summary.mean_accuracy,
+                "gap": c.summary.gap.estimate,
+            }
+            for c in result.checkpoints
+        ],
+        "train_seconds": result.train_seconds,
+        "wall_seconds": result.wall_seconds,
+    }
+
+
+def theory_prediction(remedy: Remedy, setting: Setting) -> dict[str, Any] | None:
+    """The theory's structural profile for an architecture remedy (and the baseline): the
+    jacobian-kernel row of :func:`lostmid.theory.influence_row` on the query position,
+    its log10 peak-to-valley and its mean over each record (0-indexed records)."""
+    from lostmid.behaviour.training import span_means
+    from lostmid.theory import influence_row
+
+    spec = remedy.theory(setting)
+    if spec is None:
+        if remedy.name != "baseline":
+            return None
+        spec = {"mask": "causal", "alphas": [setting.alpha] * setting.layers}
+    row = influence_row(
+        setting.prompt_length,
+        setting.layers,
+        np.asarray(spec["alphas"]),
+        mask=spec["mask"],
+        kernel="jacobian",
+    )
+    return {
+        **spec,
+        "kernel": "jacobian",
+        "log10_peak_to_valley": log10_ptv(row),
+        "record_profile": unit_sum(span_means(row, list(setting.spans))),
+    }
+
+
+def unit_sum(values: Any) -> list[float]:
+    """``values`` divided by their sum (as they are when the sum is not positive).
+
+    >>> unit_sum([1.0, 3.0])
+    [0.25, 0.75]
+    """
+    v = np.asarray(values, dtype=np.float64)
+    return (v / v.sum()).tolist() if v.sum() > 0 else v.tolist()
