@@ -1,10 +1,12 @@
 """Behaviour: retrieval accuracy by position (the behavioural U) and its link to influence.
 
-Tasks (:mod:`~lostmid.behaviour.tasks`): Liu et al.'s key-value retrieval, RULER's
-needle in a haystack, MQAR; scoring (:mod:`~lostmid.behaviour.score`): greedy
-generation with Liu's substring rule and teacher forcing, Wilson intervals; the
-``lostmid retrieve`` job (:func:`run_retrieve`); small models trained on retrieval
-(:func:`train_retrieval`).
+Tasks (:mod:`~lostmid.behaviour.tasks`; one module each: ``kv``, ``niah``, ``mqar``, with
+the example record in ``example`` and the training gold laws in ``gold``): Liu et al.'s
+key-value retrieval, RULER's needle in a haystack, MQAR; scoring
+(:mod:`~lostmid.behaviour.score`): greedy generation with Liu's substring rule and
+teacher forcing, Wilson intervals; the ``lostmid retrieve`` job (:func:`run_retrieve`);
+small models trained on retrieval (:func:`train_retrieval`, with ``training_data``,
+``training_config`` and ``training_eval``).
 
 >>> from lostmid.behaviour import kv_example, wilson_interval
 >>> ex = kv_example(seed=0, index=0, pairs=4, gold_index=3, key_chars=2, style="compact")
@@ -32,27 +34,26 @@ _EXPORTS = {
         "teacher_forced",
         "wilson_interval",
     ),
-    "tasks": (
-        "RetrievalExample",
-        "export_jsonl",
-        "gold_distribution",
-        "kv_example",
-        "make_examples",
-        "mqar_example",
-        "niah_example",
-    ),
+    "example": ("RetrievalExample",),
+    "gold": ("gold_distribution",),
+    "kv": ("kv_example",),
+    "mqar": ("mqar_example",),
+    "niah": ("niah_example",),
+    "tasks": ("export_jsonl", "make_examples"),
     "tokenizers": ("ByteTokenizer", "load_tokenizer", "tokenizer_for_model"),
     "training": (
-        "RETRIEVAL_PRESETS",
-        "RetrievalCheckpoint",
         "RetrievalHooks",
-        "RetrievalTask",
-        "RetrievalTrainConfig",
         "RetrievalTrainResult",
-        "resolve_retrieval_config",
-        "retrieval_preset",
         "train_retrieval",
     ),
+    "training_config": (
+        "RETRIEVAL_PRESETS",
+        "RetrievalTrainConfig",
+        "resolve_retrieval_config",
+        "retrieval_preset",
+    ),
+    "training_data": ("RetrievalTask",),
+    "training_eval": ("RetrievalCheckpoint",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
