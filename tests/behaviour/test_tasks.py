@@ -6,6 +6,7 @@ import json
 import re
 import uuid
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -180,8 +181,38 @@ def test_gold_distribution_power_law() -> None:
     np.testing.assert_allclose(p, gaps**-0.5 / np.sum(gaps**-0.5))
     assert np.all(np.diff(p) > 0)  # A < 1 favours recent pairs
     assert np.all(np.diff(gold_distribution("power:2", 6)) < 0)
-    with pytest.raises(UserError, match="choose uniform or power:A"):
+    with pytest.raises(UserError, match="unknown; choose uniform"):
         gold_distribution("zipf", 3)
+
+
+@pytest.mark.parametrize(("a", "pairs"), [(0.3, 8), (0.5, 5), (2.0, 6)])
+def test_gold_distribution_beta_law_against_quadrature(a: float, pairs: int) -> None:
+    """beta:A is the Beta(A, A) mass of each of N equal bins: integrate the density
+    x^(A-1) (1-x)^(A-1) / B(A, A) with mpmath (tanh-sinh copes with the end singularities)."""
+    mpmath.mp.dps = 30
+    norm = mpmath.beta(a, a)
+    edges = [mpmath.mpf(i) / pairs for i in range(pairs + 1)]
+    reference = [
+        float(mpmath.quad(lambda x: x ** (a - 1) * (1 - x) ** (a - 1), [lo, hi]) / norm)
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+    ]
+    np.testing.assert_allclose(gold_distribution(f"beta:{a}", pairs), reference, rtol=1e-9)
+
+
+def test_gold_distribution_beta_shapes_and_mixtures() -> None:
+    u = gold_distribution("beta:0.3", 8)
+    np.testing.assert_allclose(u, u[::-1])  # symmetric
+    assert np.all(np.diff(u[:4]) < 0) and u[0] > 5 * u[3]  # U: the ends asked most
+    np.testing.assert_allclose(gold_distribution("beta:1", 7), np.full(7, 1 / 7))
+    assert np.all(np.diff(gold_distribution("beta:3", 8)[:4]) > 0)  # A > 1: a hump
+    mixed = gold_distribution("power:0.5+power:2", 6)
+    expected = (gold_distribution("power:0.5", 6) + gold_distribution("power:2", 6)) / 2
+    np.testing.assert_allclose(mixed, expected)
+    assert 0 < int(np.argmin(mixed)) < 5  # primacy + recency: the least-asked pair inside
+    with pytest.raises(UserError, match="needs A > 0"):
+        gold_distribution("beta:0", 4)
+    with pytest.raises(UserError, match="give beta:A with a number"):
+        gold_distribution("beta:x", 4)
 
 
 def test_make_examples_and_export(tmp_path) -> None:

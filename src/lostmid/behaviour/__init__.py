@@ -1,11 +1,13 @@
 """Behaviour: retrieval accuracy by position (the behavioural U) and its link to influence.
 
-Tasks (:mod:`~lostmid.behaviour.tasks`): Liu et al.'s key-value retrieval, RULER's
-needle in a haystack, MQAR; scoring (:mod:`~lostmid.behaviour.score`): Liu's substring
-rule, accuracy by position with Wilson intervals; model calls
-(:mod:`~lostmid.behaviour.decoding`): greedy generation and teacher forcing; the
-``lostmid retrieve`` job (:func:`run_retrieve`); small models trained on retrieval
-(:func:`train_retrieval`).
+Tasks (:mod:`~lostmid.behaviour.tasks`; one module each: ``kv``, ``niah``, ``mqar``, with
+the example record in ``example`` and the training gold laws in ``gold``): Liu et al.'s
+key-value retrieval, RULER's needle in a haystack, MQAR; scoring
+(:mod:`~lostmid.behaviour.score`): Liu's substring rule, accuracy by position with
+Wilson intervals; model calls (:mod:`~lostmid.behaviour.decoding`): greedy generation
+and teacher forcing; the ``lostmid retrieve`` job (:func:`run_retrieve`); small models
+trained on retrieval (:func:`train_retrieval`, with ``training_data``,
+``training_config`` and ``training_eval``).
 
 >>> from lostmid.behaviour import kv_example, wilson_interval
 >>> ex = kv_example(seed=0, index=0, pairs=4, gold_index=3, key_chars=2, style="compact")
@@ -32,26 +34,21 @@ __getattr__, __dir__, __all__ = attach(
             "wilson_interval",
         ],
         "decoding": ["TeacherScores", "greedy_decode", "teacher_forced"],
-        "tasks": [
-            "RetrievalExample",
-            "export_jsonl",
-            "gold_distribution",
-            "kv_example",
-            "make_examples",
-            "mqar_example",
-            "niah_example",
-        ],
+        "example": ["RetrievalExample"],
+        "gold": ["gold_distribution"],
+        "kv": ["kv_example"],
+        "mqar": ["mqar_example"],
+        "niah": ["niah_example"],
+        "tasks": ["export_jsonl", "make_examples"],
         "tokenizers": ["ByteTokenizer", "load_tokenizer", "tokenizer_for_model"],
-        "training": [
+        "training": ["RetrievalHooks", "RetrievalTrainResult", "train_retrieval"],
+        "training_config": [
             "RETRIEVAL_PRESETS",
-            "RetrievalCheckpoint",
-            "RetrievalHooks",
-            "RetrievalTask",
             "RetrievalTrainConfig",
-            "RetrievalTrainResult",
             "resolve_retrieval_config",
             "retrieval_preset",
-            "train_retrieval",
         ],
+        "training_data": ["RetrievalTask"],
+        "training_eval": ["RetrievalCheckpoint"],
     },
 )

@@ -23,7 +23,8 @@ RETRIEVAL_HELP = {
     "pairs": "Retrieval: pairs per example.",
     "key_chars": "Retrieval (kv): key/value characters.",
     "style": "Retrieval (kv): compact | liu.",
-    "gold": "Retrieval: gold index law, uniform | power:A.",
+    "gold": "Retrieval: gold index law for training: uniform | power:A | beta:A (A < 1: "
+    "the ends more often) | LAW+LAW (equal mixture).",
     "mix": "Retrieval: fraction of rows from the stdlib corpus.",
     "eval_every": "Retrieval: also evaluate every N steps (0: off).",
 }

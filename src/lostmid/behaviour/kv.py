@@ -1,0 +1,149 @@
+"""Liu et al.'s key-value retrieval task (and a compact byte-level variant).
+
+>>> ex = kv_example(seed=0, index=0, pairs=3, gold_index=2, key_chars=1, style="compact")
+>>> ex.prompt, ex.target
+('{18,c5,37}3', '7')
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Sequence
+
+from lostmid.behaviour.example import RetrievalExample, check_gold_indices, example_seed
+from lostmid.checks import check_choice, check_positive
+from lostmid.errors import UserError
+
+KV_STYLES = ("liu", "compact")
+HEX = "0123456789abcdef"
+UUID_CHARS = 36
+
+KV_PROMPT = (
+    "Extract the value corresponding to the specified key in the JSON object below."
+    '\n\nJSON data:\n{records}\n\nKey: "{key}"\nCorresponding value:'
+)
+KV_PROMPT_QUERY_AWARE = (
+    "Extract the value corresponding to the specified key in the JSON object below."
+    '\n\nKey: "{key}"\n\nJSON data:\n{records}\n\nKey: "{key}"\nCorresponding value:'
+)
+
+
+def _random_string(rng: random.Random, chars: int) -> str:
+    """A UUID4 string (36 characters) or ``chars`` lowercase hex digits."""
+    if chars == UUID_CHARS:
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    return "".join(rng.choice(HEX) for _ in range(chars))
+
+
+def kv_records(seed: int, index: int, pairs: int, key_chars: int) -> list[tuple[str, str]]:
+    """The ``pairs`` distinct-key (key, value) pairs of example ``index``; the gold pair
+    is the first one (the caller moves it)."""
+    check_positive("--pairs", pairs)
+    check_positive("--key-chars", key_chars)
+    if pairs < 2:
+        raise UserError(f"--pairs must be >= 2 for key-value retrieval, got {pairs}")
+    if key_chars > UUID_CHARS:
+        raise UserError(f"--key-chars must be <= {UUID_CHARS} (a full UUID), got {key_chars}")
+    if key_chars < UUID_CHARS and 16**key_chars < pairs:
+        raise UserError(
+            f"--key-chars {key_chars} gives only {16**key_chars} distinct hex keys for "
+            f"{pairs} pairs; use longer keys or fewer pairs"
+        )
+    rng = random.Random(example_seed(seed, "kv", index))
+    keys: list[str] = []
+    seen: set[str] = set()
+    while len(keys) < pairs:
+        key = _random_string(rng, key_chars)
+        if key not in seen:
+            seen.add(key)
+            keys.append(key)
+    values = [_random_string(rng, key_chars) for _ in range(pairs)]
+    return list(zip(keys, values, strict=True))
+
+
+def format_kv_records(records: Sequence[tuple[str, str]], style: str = "liu") -> tuple[str, list]:
+    """The records as text and each record's ``[start, end)`` character span in it.
+
+    ``liu``: the first record starts with ``{``, the others with a space, each line
+    ``"key": "value"`` ends with ``,\\n`` except the last, which ends with ``}``.
+    ``compact``: ``{kv,kv}``, each key immediately followed by its value (for small
+    byte-level models: with the prompt ending on the queried key, a 2-layer induction
+    circuit can retrieve, as in MQAR; a separator between key and value, or a prompt
+    ending on ``:``, puts the value two hops from the key, which 2-layer models did not
+    learn in 4000 steps).
+
+    >>> format_kv_records([("a", "b"), ("c", "d")])[0]
+    '{"a": "b",\\n "c": "d"}'
+    >>> format_kv_records([("a", "b"), ("c", "d")], "compact")
+    ('{ab,cd}', [(1, 3), (4, 6)])
+    """
+    check_choice("--style", style, KV_STYLES)
+    parts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    at = 0
+    last = len(records) - 1
+    for i, (key, value) in enumerate(records):
+        if style == "liu":
+            start, body, end = (
+                "{" if i == 0 else " ",
+                f'"{key}": "{value}"',
+                "}" if i == last else ",\n",
+            )
+        else:
+            start, body, end = "{" if i == 0 else "", f"{key}{value}", "}" if i == last else ","
+        spans.append((at + len(start), at + len(start) + len(body)))
+        parts.append(start + body + end)
+        at += len(start) + len(body) + len(end)
+    return "".join(parts), spans
+
+
+def kv_example(
+    *,
+    seed: int,
+    index: int,
+    pairs: int,
+    gold_index: int,
+    key_chars: int = UUID_CHARS,
+    query_aware: bool = False,
+    style: str = "liu",
+) -> RetrievalExample:
+    """Example ``index`` of Liu et al.'s key-value task with the gold pair at ``gold_index``.
+
+    ``liu`` prompt: ``Extract the value corresponding to the specified key in the JSON
+    object below.\\n\\nJSON data:\\n{records}\\n\\nKey: "{key}"\\nCorresponding value:``;
+    ``query_aware`` also puts ``Key: "{key}"\\n\\n`` before the JSON data. Target
+    ``" " + value``. ``compact`` prompt: ``{records}{key}``, target ``value``.
+
+    >>> ex = kv_example(seed=1, index=0, pairs=75, gold_index=0)
+    >>> len(ex.key), ex.key.count("-"), ex.key[14], len(ex.records)
+    (36, 4, '4', 75)
+    """
+    check_choice("--style", style, KV_STYLES)
+    check_gold_indices([gold_index], pairs)
+    if query_aware and style != "liu":
+        raise UserError("--query-aware needs --style liu (the compact style has no instruction)")
+    pairs_list = kv_records(seed, index, pairs, key_chars)
+    gold = pairs_list[0]
+    ordered = pairs_list[1:]
+    ordered.insert(gold_index, gold)
+    text, spans = format_kv_records(ordered, style)
+    key, value = gold
+    if style == "liu":
+        template = KV_PROMPT_QUERY_AWARE if query_aware else KV_PROMPT
+        head = template.split("{records}")[0].format(key=key)
+        prompt = template.format(records=text, key=key)
+        target = " " + value
+    else:
+        head, prompt, target = "", f"{text}{key}", value
+    shifted = tuple((a + len(head), b + len(head)) for a, b in spans)
+    return RetrievalExample(
+        task="kv",
+        prompt=prompt,
+        key=key,
+        value=value,
+        target=target,
+        gold_index=gold_index,
+        records=tuple(ordered),
+        spans=shifted,
+    )

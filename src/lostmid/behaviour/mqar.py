@@ -1,0 +1,64 @@
+"""Multi-query associative recall (MQAR) at token level: ``k1 v1 ... kN vN k`` -> ``v``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lostmid.behaviour.example import RetrievalExample, check_gold_indices, example_seed
+from lostmid.checks import check_positive
+from lostmid.errors import UserError
+
+
+def mqar_pairs(seed: int, index: int, pairs: int, vocab: int, offset: int) -> list[tuple[int, int]]:
+    """``pairs`` (key, value) token ids: distinct keys from the first half of the
+    vocabulary (``offset .. offset + vocab/2 - 1``), values from the second half."""
+    check_positive("--pairs", pairs)
+    check_positive("--vocab", vocab)
+    if vocab % 2 or vocab // 2 < pairs:
+        raise UserError(
+            f"--vocab must be even with at least 2 * pairs = {2 * pairs} ids, got {vocab}"
+        )
+    if offset < 0:
+        raise UserError(f"mqar offset must be >= 0, got {offset}")
+    rng = np.random.default_rng(example_seed(seed, "mqar", index))
+    half = vocab // 2
+    keys = rng.choice(half, size=pairs, replace=False) + offset
+    values = rng.integers(0, half, size=pairs) + offset + half
+    return [(int(k), int(v)) for k, v in zip(keys, values, strict=True)]
+
+
+def mqar_example(
+    *,
+    seed: int,
+    index: int,
+    pairs: int,
+    gold_index: int,
+    vocab: int = 64,
+    offset: int = 128,
+) -> RetrievalExample:
+    """Example ``index`` of MQAR with one query: ``k1 v1 ... kN vN k_gold`` -> ``v_gold``.
+
+    Keys and values are token ids from disjoint halves of a ``vocab``-sized range
+    starting at ``offset``; the gold pair is moved to ``gold_index``.
+
+    >>> ex = mqar_example(seed=0, index=0, pairs=4, gold_index=1, vocab=16, offset=0)
+    >>> ex.prompt_ids[-1] == ex.prompt_ids[2], ex.target_ids == (ex.prompt_ids[3],)
+    (True, True)
+    """
+    check_gold_indices([gold_index], pairs)
+    drawn = mqar_pairs(seed, index, pairs, vocab, offset)
+    ordered = drawn[1:]
+    ordered.insert(gold_index, drawn[0])
+    key, value = drawn[0]
+    ids = tuple(t for pair in ordered for t in pair) + (key,)
+    return RetrievalExample(
+        task="mqar",
+        prompt=" ".join(str(t) for t in ids),
+        key=str(key),
+        value=str(value),
+        target=" " + str(value),
+        gold_index=gold_index,
+        spans=tuple((2 * i, 2 * i + 2) for i in range(pairs)),
+        prompt_ids=ids,
+        target_ids=(value,),
+    )

@@ -1,0 +1,164 @@
+"""Evaluation at a checkpoint: accuracy by gold index on fixed held-out examples, the
+influence profile of every prompt position on the last one
+(:func:`lostmid.influence.influence_profile`), the influence of each record (mean over
+its tokens), and the link: Spearman between accuracy (and log-prob) by gold index and
+the influence of those records."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from lostmid.behaviour.example import RetrievalExample
+from lostmid.behaviour.score import (
+    PositionScore,
+    RetrievalSummary,
+    score_positions,
+    summarise_positions,
+    teacher_forced,
+)
+from lostmid.behaviour.training_config import RetrievalTrainConfig
+from lostmid.behaviour.training_data import example_ids
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Spearman rank correlation; None when either side is constant (undefined).
+
+    >>> spearman(np.array([1., 2., 3.]), np.array([10., 30., 20.]))
+    0.5
+    >>> spearman(np.array([1., 1.]), np.array([1., 2.])) is None
+    True
+    """
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    return float(spearmanr(x, y).statistic)
+
+
+def span_means(profile: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
+    """Mean of ``profile`` (L,) over each ``[start, end)`` span (0-indexed positions).
+
+    >>> span_means(np.arange(6.0), [(0, 2), (2, 6)]).tolist()
+    [0.5, 3.5]
+    """
+    return np.array([float(np.mean(profile[a:b])) for a, b in spans])
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Fixed evaluation examples: ``eval_examples`` per gold index, paired."""
+
+    examples: tuple[RetrievalExample, ...]
+    prompts: tuple[tuple[int, ...], ...]
+    targets: tuple[tuple[int, ...], ...]
+    positions: np.ndarray
+    spans: tuple[tuple[int, int], ...]
+    influence_inputs: torch.Tensor
+
+    @classmethod
+    def build(cls, config: RetrievalTrainConfig) -> HeldOut:
+        task, seed = config.task, config.train.seed
+        examples = [
+            task.example(seed, i, g) for g in range(task.pairs) for i in range(config.eval_examples)
+        ]
+        ids = [example_ids(e) for e in examples]
+        # token spans of the records (byte offsets = character offsets: ASCII prompts)
+        spans = examples[0].spans
+        picks = np.linspace(0, len(examples) - 1, config.influence_samples).round().astype(int)
+        inputs = torch.tensor([ids[i][0] for i in picks], dtype=torch.long)  # (S, L)
+        return cls(
+            examples=tuple(examples),
+            prompts=tuple(tuple(p) for p, _ in ids),
+            targets=tuple(tuple(t) for _, t in ids),
+            positions=np.array([e.gold_index for e in examples]),
+            spans=tuple(spans),
+            influence_inputs=inputs,
+        )
+
+
+@dataclass(frozen=True)
+class RetrievalCheckpoint:
+    """What one checkpoint measured.
+
+    positions/summary: teacher-forced argmax accuracy by gold index (0-indexed).
+    influence: (L,) influence of every prompt position (0-indexed) on the last one;
+    record_influence: (pairs,) its mean over each record's tokens. link_accuracy and
+    link_logprob: Spearman of accuracy / mean log-prob by gold index against
+    record_influence (None when either is constant).
+    """
+
+    step: int
+    tokens_seen: int
+    train_loss: float | None
+    positions: tuple[PositionScore, ...]
+    summary: RetrievalSummary
+    influence: tuple[float, ...]
+    record_influence: tuple[float, ...]
+    link_accuracy: float | None
+    link_logprob: float | None
+    seconds: float
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "tokens_seen": self.tokens_seen,
+            "train_loss": self.train_loss,
+            "positions": [p.record() for p in self.positions],
+            "summary": self.summary.record(),
+            "influence": list(self.influence),
+            "record_influence": list(self.record_influence),
+            "link": {
+                "spearman_accuracy": self.link_accuracy,
+                "spearman_logprob": self.link_logprob,
+            },
+            "seconds": self.seconds,
+        }
+
+
+def evaluate_checkpoint(
+    model: torch.nn.Module,
+    heldout: HeldOut,
+    config: RetrievalTrainConfig,
+    *,
+    step: int,
+    tokens_seen: int,
+    train_loss: float | None,
+) -> RetrievalCheckpoint:
+    """Accuracy by gold index, the influence profile and their link, at this step."""
+    from lostmid.influence import influence_profile
+    from lostmid.train.model import as_loaded, frozen
+
+    begin = time.perf_counter()
+    with frozen(model):
+        scores = teacher_forced(model, heldout.prompts, heldout.targets, batch_size=512)
+        loaded = as_loaded(model, config.train.seed)
+        profile = influence_profile(
+            loaded,
+            heldout.influence_inputs,
+            probes=config.influence_probes,
+            seed=config.train.seed,
+            batch_size=heldout.influence_inputs.shape[0],
+        )
+    positions = score_positions(heldout.positions, scores.argmax, scores.logprob, "index")
+    influence = np.asarray(profile.influence, dtype=np.float64)
+    per_record = span_means(influence, list(heldout.spans))
+    accuracy = np.array([p.accuracy for p in positions])
+    logprob = np.array([p.mean_logprob for p in positions], dtype=np.float64)
+    return RetrievalCheckpoint(
+        step=step,
+        tokens_seen=tokens_seen,
+        train_loss=train_loss,
+        positions=positions,
+        summary=summarise_positions(positions, "teacher"),
+        influence=tuple(influence.tolist()),
+        record_influence=tuple(per_record.tolist()),
+        link_accuracy=spearman(accuracy, per_record),
+        link_logprob=spearman(logprob, per_record),
+        seconds=time.perf_counter() - begin,
+    )
