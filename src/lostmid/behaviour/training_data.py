@@ -30,7 +30,7 @@ from lostmid.behaviour.kv import KV_STYLES, kv_example
 from lostmid.behaviour.mqar import mqar_example, mqar_pairs
 from lostmid.checks import check_choice, check_positive, check_unit_interval
 from lostmid.errors import UserError
-from lostmid.train.loop import Trainer, learning_rate
+from lostmid.train.loop import Trainer
 
 TRAIN_TASKS = ("kv", "mqar")
 _TRAIN_INDEX = 1 << 40  # training examples are indices >= this; held-out ones are 0..
@@ -237,22 +237,9 @@ class MaskedTrainer(Trainer):
     sampler: RetrievalBatches
 
     def train_step(self) -> float:
-        lr = learning_rate(self.step, self.config)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
         tokens, mask, weight = self.sampler.weighted_sample(self.step)
-        tokens, mask, weight = tokens.to(self.device), mask.to(self.device), weight.to(self.device)
-        inputs, targets = tokens[:, :-1], tokens[:, 1:]  # (B, T) each
-        self.model.train()
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            logits = self.model(input_ids=inputs).logits  # (B, T, V)
-        loss = masked_next_token_loss(logits, targets, mask, weight)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.step += 1
-        self.tokens_seen += inputs.numel()
-        value = float(loss.detach())
-        self.recent_losses.append(value)
-        return value
+        mask, weight = mask.to(self.device), weight.to(self.device)
+        return self.update(
+            tokens.to(self.device),
+            lambda logits, targets: masked_next_token_loss(logits, targets, mask, weight),
+        )
