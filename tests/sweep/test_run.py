@@ -234,3 +234,50 @@ def test_stage_backends_of_reproduce_and_remedies_are_checked_in_one_line(
     assert code == 2
     assert err.strip() == "error: --backend ray needs Ray: pip install 'lostmid[cluster]'"
     assert not (tmp_path / "stages").exists()  # nothing ran
+
+
+def test_reproduce_and_remedies_units_give_what_the_commands_give(tmp_path: Path) -> None:
+    from lostmid.remedies import RemediesConfig, run_remedies
+    from lostmid.reproduce.config import ReproduceConfig
+    from lostmid.reproduce.run import run_reproduce
+
+    small = ["length=16", "samples=1", "train_steps=0", "behaviour_steps=0"]
+    reproduce = grid_from_flags("reproduce", models="tiny-gpt2", seeds="0-1", params=small)
+    remedies = grid_from_flags(
+        "remedies",
+        models="retrieval-micro",
+        seeds="3",
+        params=["remedies=baseline+loss-weight", "steps=2", "seeds=2", "examples=2", "quick=true"],
+    )
+    result = run_sweep(SweepConfig(grids=(reproduce, remedies)), out=tmp_path / "sweep")
+    assert result.counts()["done"] == 3
+    units = {(u.unit.task, u.unit.params_dict().get("seed")): u for u in result.units}
+    direct = ReproduceConfig.at_scale(
+        "quick",
+        models=("tiny-gpt2",),
+        seed=1,
+        length=16,
+        samples=1,
+        train_steps=0,
+        behaviour_steps=0,
+    )
+    run_reproduce(direct, out=tmp_path / "direct")
+    swept = json.loads((tmp_path / "sweep" / units["reproduce", 1].result).read_text())
+    mine = json.loads((tmp_path / "direct" / "reproduce.json").read_text())
+    assert swept["claims"] == mine["claims"]  # same config, same seed: the same numbers
+    config = RemediesConfig(
+        remedies=("baseline", "loss-weight"),
+        preset="retrieval-micro",
+        steps=2,
+        seeds=2,
+        examples=2,
+        quick=True,
+        seed=3,
+    )
+    run_remedies(config, out=tmp_path / "rem")
+    swept = json.loads((tmp_path / "sweep" / units["remedies", 3].result).read_text())
+    mine = json.loads((tmp_path / "rem" / "remedies.json").read_text())
+    drop = ("seconds", "wall_seconds")
+    assert [{k: v for k, v in r.items() if k not in drop} for r in swept["remedies"]] == [
+        {k: v for k, v in r.items() if k not in drop} for r in mine["remedies"]
+    ]

@@ -11,10 +11,13 @@ runner does not depend on the return type of ``run_X``.
 Registered: ``theory`` (:func:`lostmid.theory.run.run_theory`), ``measure``
 (:func:`lostmid.influence.run.run_measure`), ``train``
 (:func:`lostmid.train.run.run_training`), ``retrieve``
-(:func:`lostmid.behaviour.run.run_retrieve`).
+(:func:`lostmid.behaviour.run.run_retrieve`), ``remedies``
+(:func:`lostmid.remedies.run.run_remedies`) and ``reproduce``
+(:func:`lostmid.reproduce.run.run_reproduce`: a whole reproduce run per unit, e.g. one
+per model and seed; its own stages resume inside the unit's folder).
 
 >>> sorted(TASKS)
-['measure', 'retrieve', 'theory', 'train']
+['measure', 'remedies', 'reproduce', 'retrieve', 'theory', 'train']
 >>> task_spec("theory").normalise({"length": 64, "alpha": 1})
 {'length': 64, 'alpha': 1.0}
 """
@@ -233,6 +236,85 @@ def _run_retrieve(config: Any, folder: Path) -> dict[str, Any]:
     }
 
 
+# -- remedies --------------------------------------------------------------------------
+# Axis flags: --models are retrieval presets, --seeds the first seed. ``remedies`` lists
+# the remedies of one unit joined by "+" (a comma would make them a grid axis: one unit
+# per remedy), e.g. remedies=baseline+loss-weight.
+
+
+@functools.cache
+def _remedies_defaults() -> dict[str, Any]:
+    from lostmid.remedies.config import RemediesConfig
+
+    fields = _fields(RemediesConfig)
+    return {**fields, "remedies": "+".join(fields["remedies"])}
+
+
+def _build_remedies(params: Params) -> Any:
+    from lostmid.remedies.config import RemediesConfig
+
+    changes = dict(params)
+    if "remedies" in changes:
+        changes["remedies"] = tuple(str(changes["remedies"]).split("+"))
+    return RemediesConfig(**changes)  # validates on construction
+
+
+def _run_remedies(config: Any, folder: Path) -> dict[str, Any]:
+    from lostmid.remedies.run import run_remedies
+
+    run_remedies(config, out=folder, console=None)
+    written = _read(folder, "remedies.json")["remedies"]
+    verdicts = [r.get("verdict") for r in written if r.get("verdict")]
+    return {
+        "file": "remedies.json",
+        "remedies": len(written),
+        "works": sum(v == "works" for v in verdicts),
+    }
+
+
+# -- reproduce -------------------------------------------------------------------------
+# Axis flags: --models (one model spec per unit, or a comma-separated list), --seeds the
+# first seed, --lengths L. ``scale`` is quick, default or full; the other parameters
+# override the scale's fields (Scale) or set the run's (remedies, device).
+
+
+@functools.cache
+def _reproduce_defaults() -> dict[str, Any]:
+    from lostmid.reproduce.config import Scale
+
+    scale = {f.name: None for f in dataclasses.fields(Scale) if f.name != "name"}
+    run = {"scale": "quick", "models": "tiny-gpt2", "seed": 0, "device": "auto"}
+    return {**run, "remedies": None, **scale}
+
+
+def _build_reproduce(params: Params) -> Any:
+    from lostmid.reproduce.config import ReproduceConfig, parse_models
+
+    p = {**_reproduce_defaults(), **params}
+    run = {k: p.pop(k) for k in ("scale", "models", "seed", "device", "remedies")}
+    return ReproduceConfig.at_scale(
+        str(run["scale"]),
+        models=parse_models(str(run["models"])),
+        seed=int(run["seed"]),
+        device=str(run["device"]),
+        remedies=run["remedies"],
+        **p,
+    )
+
+
+def _run_reproduce(config: Any, folder: Path) -> dict[str, Any]:
+    from lostmid.reproduce.run import run_reproduce
+
+    run_reproduce(config, out=folder, console=None)
+    claims = _read(folder, "claims.json")
+    verdicts = [c["verdict"] for c in claims]
+    return {
+        "file": "reproduce.json",
+        "claims": len(verdicts),
+        "reproduced": verdicts.count("reproduced"),
+    }
+
+
 TASKS: dict[str, TaskSpec] = {
     "theory": TaskSpec(
         name="theory",
@@ -263,6 +345,21 @@ TASKS: dict[str, TaskSpec] = {
         axes={"models": "model", "seeds": "seed", "lengths": "length"},
         build=_build_retrieve,
         run=_run_retrieve,
+        needs_gpu=_on_cuda,
+    ),
+    "remedies": TaskSpec(
+        name="remedies",
+        defaults=_remedies_defaults,
+        axes={"models": "preset", "seeds": "seed"},
+        build=_build_remedies,
+        run=_run_remedies,
+    ),
+    "reproduce": TaskSpec(
+        name="reproduce",
+        defaults=_reproduce_defaults,
+        axes={"models": "models", "seeds": "seed", "lengths": "length"},
+        build=_build_reproduce,
+        run=_run_reproduce,
         needs_gpu=_on_cuda,
     ),
 }
