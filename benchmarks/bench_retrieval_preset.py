@@ -5,8 +5,11 @@
 Trains ``lostmid train --task kv`` (``train_retrieval``) once per seed into a temporary
 folder and prints one row per seed: wall and training seconds, final mean teacher-
 forced argmax accuracy with its Wilson interval, the accuracy at the first, middle and
-last gold index, and the link (Spearman of accuracy and of log-prob by gold index
-against the influence of those records) at init and after training.
+last gold index, gap / primacy / recency, and the link (Spearman of accuracy and of
+log-prob by gold index against the influence of those records) at init and after
+training; then over seeds: mean accuracy by gold index, and gap, primacy and recency as
+mean ± 95% t half-width, beside the gap's noise floor (sampling noise alone, at the mean
+accuracy).
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from lostmid.behaviour.training import resolve_retrieval_config, train_retrieval
+from lostmid.behaviour.training_eval import gap_noise_floor
+from lostmid.remedies.stats import seed_interval
 
 
 def main() -> None:
@@ -29,11 +36,12 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     print(f"{time.strftime('%Y-%m-%d')} {platform.machine()} {platform.processor() or ''}")
     header = (
-        "seed | wall s | train s | mean acc [95% CI] | first / middle / last | link init / final"
+        "seed | wall s | train s | mean acc [95% CI] | first / middle / last | gap | primacy "
+        "| recency | link init / final"
     )
     print(header)
     print("-" * len(header))
-    finals = []
+    finals, rows, shape = [], [], []
     for seed in seeds:
         config = resolve_retrieval_config(args.preset, seed=seed, steps=args.steps)
         with tempfile.TemporaryDirectory() as tmp:
@@ -41,6 +49,8 @@ def main() -> None:
         s = result.final.summary
         acc = [p.accuracy for p in result.final.positions]
         finals.append(s.mean_accuracy)
+        rows.append(acc)
+        shape.append((s.gap.estimate, s.primacy.estimate, s.recency.estimate))
 
         def fmt(x: float | None) -> str:
             return "n/a" if x is None else f"{x:+.2f}"
@@ -49,10 +59,21 @@ def main() -> None:
             f"{seed} | {result.wall_seconds:.0f} | {result.train_seconds:.0f} | "
             f"{s.mean_accuracy:.3f} [{s.mean_ci_low:.3f}, {s.mean_ci_high:.3f}] | "
             f"{acc[0]:.2f} / {acc[len(acc) // 2]:.2f} / {acc[-1]:.2f} | "
+            f"{s.gap.estimate:.2f} | {s.primacy.estimate:+.2f} | {s.recency.estimate:+.2f} | "
             f"acc {fmt(result.initial.link_accuracy)} / {fmt(result.final.link_accuracy)}, "
             f"logprob {fmt(result.initial.link_logprob)} / {fmt(result.final.link_logprob)}"
         )
     print(f"mean final accuracy over {len(seeds)} seeds: {sum(finals) / len(finals):.3f}")
+    print(
+        "accuracy by gold index, mean over seeds:", " ".join(f"{a:.2f}" for a in np.mean(rows, 0))
+    )
+    for name, values in zip(("gap", "primacy", "recency"), zip(*shape, strict=True), strict=True):
+        iv = seed_interval(values)
+        print(
+            f"{name}: {iv.estimate:+.3f} [{iv.ci_low:+.3f}, {iv.ci_high:+.3f}] (95% t over seeds)"
+        )
+    floor = gap_noise_floor(float(np.mean(finals)), len(rows[0]), config.eval_examples)
+    print(f"gap noise floor at accuracy {np.mean(finals):.2f}: {floor:.3f}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ console = Console()
 # help of the retrieval-training options of ``lostmid train --task`` (registered there)
 RETRIEVAL_HELP = {
     "task": "Train on retrieval instead of text: kv | mqar (presets retrieval-tiny, "
-    "mqar-tiny, retrieval-micro).",
+    "retrieval-valley, mqar-tiny, retrieval-micro).",
     "pairs": "Retrieval: pairs per example.",
     "key_chars": "Retrieval (kv): key/value characters.",
     "style": "Retrieval (kv): compact | liu.",

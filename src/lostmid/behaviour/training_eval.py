@@ -23,6 +23,7 @@ from lostmid.behaviour.score import (
 )
 from lostmid.behaviour.training_config import RetrievalTrainConfig
 from lostmid.behaviour.training_data import example_ids
+from lostmid.checks import check_positive, check_unit_interval
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
@@ -48,6 +49,27 @@ def span_means(profile: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
     [0.5, 3.5]
     """
     return np.array([float(np.mean(profile[a:b])) for a, b in spans])
+
+
+def gap_noise_floor(
+    accuracy: float, positions: int, examples: int, draws: int = 4000, seed: int = 0
+) -> float:
+    """The gap max - min over ``positions`` gold indices that sampling noise alone gives
+    when every index has the same true accuracy p: the mean over ``draws`` simulations of
+    max_i k_i / n - min_i k_i / n, k_i ~ Binomial(n = ``examples``, p) independent (the
+    held-out examples are paired across indices, so this is an upper-side estimate).
+
+    >>> gap_noise_floor(1.0, 8, 128), gap_noise_floor(0.5, 1, 128)
+    (0.0, 0.0)
+    >>> round(gap_noise_floor(0.5, 2, 10_000, draws=20_000), 3)  # E|X-Y|, 2 sd/sqrt(pi)
+    0.006
+    """
+    check_unit_interval("accuracy", accuracy)
+    check_positive("positions", positions)
+    check_positive("examples", examples)
+    rng = np.random.default_rng(seed)
+    k = rng.binomial(examples, accuracy, size=(draws, positions)) / examples  # (draws, G)
+    return float(np.mean(k.max(axis=1) - k.min(axis=1)))
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from lostmid.remedies.base import InferenceBatch, Remedy, Setting, register
 @register
 class Baseline(Remedy):
     name = "baseline"
-    description = "the preset as it is: gold index uniform, plain loss, causal model"
+    description = "the preset as it is: its gold law, plain loss, causal model"
 
 
 @register

@@ -17,7 +17,7 @@ console = Console()
 
 def remedies(
     remedies: Annotated[str | None, typer.Option("--remedies", help=HELP["remedies"])] = None,
-    preset: Annotated[str, typer.Option("--preset", help=HELP["preset"])] = "retrieval-tiny",
+    preset: Annotated[str, typer.Option("--preset", help=HELP["preset"])] = "retrieval-valley",
     steps: Annotated[int | None, typer.Option("--steps", help=HELP["steps"])] = None,
     seeds: Annotated[int | None, typer.Option("--seeds", help=HELP["seeds"])] = None,
     quick: Annotated[bool, typer.Option("--quick", help=HELP["quick"])] = False,
