@@ -72,3 +72,13 @@ def test_pooling_and_records() -> None:
     assert BehaviourSeed.from_record(seeds[0].record()) == seeds[0]
     with pytest.raises(ValueError, match="share their evaluation steps"):
         Behaviour((seeds[0], BehaviourSeed(2, "t", 5, 1, seeds[0].checkpoints[:1], 1.0, "x")))
+
+
+def test_the_presets_named_without_torch_are_the_retrieval_presets() -> None:
+    from lostmid.behaviour import RETRIEVAL_PRESETS
+    from lostmid.remedies.config import PRESETS
+    from lostmid.reproduce.config import BEHAVIOUR_PRESETS, SCALES
+
+    assert set(BEHAVIOUR_PRESETS) <= set(RETRIEVAL_PRESETS)
+    assert set(PRESETS) <= set(RETRIEVAL_PRESETS)
+    assert all(s.behaviour_preset in BEHAVIOUR_PRESETS for s in SCALES.values())

@@ -20,7 +20,7 @@ from lostmid.train.config import TRAIN_PRESETS
 
 DEFAULT_MODELS = ("qwen2-0.5b", "gpt2")
 REMEDIES_SCALES = ("quick", "default")
-BEHAVIOUR_PRESETS = ("retrieval-tiny", "mqar-tiny", "retrieval-micro")
+BEHAVIOUR_PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
 """Retrieval presets (:data:`lostmid.behaviour.RETRIEVAL_PRESETS`, named here so that this
 module stays free of torch for ``lostmid --help``)."""
 
@@ -85,7 +85,7 @@ class Scale:
     train_steps: int | None
     train_preset: str = "tiny"
     train_seeds: int = 3
-    behaviour_preset: str = "retrieval-tiny"
+    behaviour_preset: str = "retrieval-valley"
     behaviour_steps: int | None = None
     behaviour_seeds: int = 3
     vocab_size: int | None = 512
@@ -141,7 +141,6 @@ SCALES = {
         probes=1,
         train_steps=100,
         depth_points=4,
-        behaviour_steps=500,
     ),
     "default": Scale(
         "default",
@@ -151,7 +150,6 @@ SCALES = {
         probes=1,
         train_steps=500,
         depth_points=4,
-        behaviour_steps=1000,
     ),
     "full": Scale(
         "full",
@@ -184,9 +182,10 @@ SCALES = {
   budget brings GPT-2 to 0.005. Qwen2's floor is mostly sampling noise; about 32 inputs
   per seed (x 1 probe, >= 3 seeds) reach 0.005 at L = 512, which ``full`` spends.
 * Training (issue 10): every training claim and the behavioural claim pool 3 seeds, so
-  the default trains 3 x 500 steps of ``tiny`` (the valley has grown x6-8 by step 100-150)
-  and 3 x 1000 steps of the retrieval preset; quick 3 x 100 and 3 x 500 (the retrieval
-  model jumps from chance between steps 300 and 500).
+  the default trains 3 x 500 steps of ``tiny`` (quick: 3 x 100; the valley has grown
+  x6-8 by step 100-150) and, at every scale, 3 runs of the ``retrieval-valley`` preset
+  (1000 steps, about 50 s each on one core): the smallest setting found whose trained
+  models show a behavioural valley (docs/BENCHMARKS.md).
 * ``full``: the paper's L = 2048 on a GPU (8 inputs per forward pass), every layer's
   profile on the first seed, gains on 4 inputs.
 """
