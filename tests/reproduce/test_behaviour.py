@@ -26,7 +26,9 @@ def run(seed: int, final_accuracy, init_influence, final_influence=None) -> Beha
         n,
         tuple(init_influence if final_influence is None else final_influence),
     )
-    return BehaviourSeed(seed, "test", acc.size, 1000, (chance, end), 1.0, f"x/seed-{seed}")
+    return BehaviourSeed(
+        seed, "test", acc.size, "uniform", 1000, (chance, end), 1.0, f"x/seed-{seed}"
+    )
 
 
 U_ACC = [0.9, 0.6, 0.3, 0.5, 0.8]  # valley in the middle, resolved at N = 200
@@ -71,7 +73,9 @@ def test_pooling_and_records() -> None:
     assert rows[1]["accuracy by gold index (pooled)"] == "0.80 0.55 0.40 0.50 0.75"
     assert BehaviourSeed.from_record(seeds[0].record()) == seeds[0]
     with pytest.raises(ValueError, match="share their evaluation steps"):
-        Behaviour((seeds[0], BehaviourSeed(2, "t", 5, 1, seeds[0].checkpoints[:1], 1.0, "x")))
+        Behaviour(
+            (seeds[0], BehaviourSeed(2, "t", 5, "uniform", 1, seeds[0].checkpoints[:1], 1.0, "x"))
+        )
 
 
 def test_the_presets_named_without_torch_are_the_retrieval_presets() -> None:

@@ -82,6 +82,7 @@ class BehaviourSeed:
     seed: int
     preset: str
     pairs: int
+    gold: str
     parameters: int
     checkpoints: tuple[BehaviourCheckpoint, ...]
     seconds: float
@@ -95,6 +96,7 @@ class BehaviourSeed:
             seed=config.train.seed,
             preset=config.preset,
             pairs=config.task.pairs,
+            gold=config.task.gold,
             parameters=result.parameters,
             checkpoints=tuple(
                 BehaviourCheckpoint(
@@ -114,6 +116,7 @@ class BehaviourSeed:
             "seed": self.seed,
             "preset": self.preset,
             "pairs": self.pairs,
+            "gold": self.gold,
             "parameters": self.parameters,
             "checkpoints": [c.record() for c in self.checkpoints],
             "seconds": self.seconds,
@@ -263,9 +266,11 @@ class Behaviour:
             f"Preset {first.preset}: a {first.parameters:,}-parameter byte-level model "
             f"trained on key-value retrieval with {first.pairs} records, "
             f"{len(self.seeds)} seeds ({', '.join(str(s.seed) for s in self.seeds)}), "
-            f"{seconds:.0f} s in all. At every evaluation step: teacher-forced argmax "
-            "accuracy by gold index on held-out examples (the same for every step) and the "
-            "influence of each record (mean over its tokens) on the query.",
+            f"{seconds:.0f} s in all. Training draws the gold record from the law "
+            f"{first.gold!r} ({gold_note(first.gold)}); evaluation asks every record "
+            "equally often. At every evaluation step: teacher-forced argmax accuracy by "
+            "gold index on held-out examples (the same for every step) and the influence "
+            "of each record (mean over its tokens) on the query.",
             "Rows: accuracy pooled over seeds, then per-seed statistics with 95% t "
             "intervals over seeds; gap = max - min over gold indices, primacy = first - "
             "middle, recency = last - middle; S_init = Spearman(accuracy at that step, "
@@ -279,6 +284,16 @@ class Behaviour:
             "table": self.table(),
             "claims": list(self.claims),
         }
+
+
+def gold_note(gold: str) -> str:
+    """What the training gold law means for the valley, in words."""
+    if gold == "uniform":
+        return "every record equally often: any valley comes from the model"
+    return (
+        "not uniform: records the data asks about less often may be learnt less, so a "
+        "valley can come from the data (lostmid.behaviour.gold)"
+    )
 
 
 def behaviour_stage(preset: str, steps: int | None, seed: int, folder: Path) -> BehaviourSeed:
