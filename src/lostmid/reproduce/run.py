@@ -100,6 +100,7 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                     f"behaviour-seed{seed}",
                     {
                         "preset": scale.behaviour_preset,
+                        "record": 2,  # BehaviourSeed with its gold law
                         "steps": scale.behaviour_steps,
                         "seed": seed,
                     },
