@@ -54,10 +54,14 @@ uniform, 128 examples per index,
   (``retrieval-valley``): acc 0.52/0.37/0.52, gap 0.34/0.45/0.30, prim +0.29/+0.44/+0.29,
   rec +0.30/+0.44/+0.24; with gold uniform 0.16 flat (gap 0.06). 6 pairs: 600 steps 31 s
   acc 0.48 gap 0.37 (+0.37/+0.34); 1200 steps acc 0.76 gap 0.19 (~2x noise).
+* ``retrieval-valley`` at 2000 steps, 112 s: acc 0.70 [0.82 0.63 0.61 0.63 0.65 0.66 0.73
+  0.91], gap 0.30, prim +0.19, rec +0.27; the valley held from step 1000 to 2000.
+* The primacy + recency mixture ``power:0.3+power:3`` (0.19 first, 0.09 middle, 0.14
+  last) in that preset: acc 0.13, gap 0.12, prim +0.12, rec +0.03 (too mild a law).
 * Width 64: 0.04 after 1000 steps (not learnt). lr 1.5e-3-2e-3 at batch 16: ends
   0.37-0.72, middle 0.00-0.02 (a positional shortcut only).
 
-Not tried: the primacy + recency mixture (``power:0.5+power:2``), longer contexts.
+Not tried: longer contexts, corpus mixing with a U law.
 """
 
 from __future__ import annotations
