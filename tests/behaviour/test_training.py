@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from lostmid.behaviour.tasks import gold_distribution
 from lostmid.behaviour.training import (
     HeldOut,
     RetrievalBatches,
@@ -63,6 +64,23 @@ def test_gold_indices_are_drawn_uniformly_by_default() -> None:
             keys = [pair[0] for pair in text[1:].split("}")[0].split(",")]
             counts[keys.index(text.split("}")[1][0])] += 1
     assert counts.sum() == 640 and counts.min() > 120  # expected 160 each
+
+
+def test_valley_preset_draws_first_queries_from_its_beta_law() -> None:
+    """retrieval-valley trains on gold beta:0.3: the first query of each row (parsed from
+    the row's text) lands on each index with the binned Beta(0.3, 0.3) frequency."""
+    task = retrieval_preset("retrieval-valley").task
+    assert task.gold == "beta:0.3" and task.key_chars == 2
+    sampler = RetrievalBatches(task, batch_size=100, seed=3, length=sequence_length(task))
+    counts = np.zeros(task.pairs)
+    for step in range(30):
+        for row in sampler.batch(step).tolist():
+            text = bytes(row).decode()
+            keys = [pair[:2] for pair in text[1:].split("}")[0].split(",")]
+            counts[keys.index(text.split("}")[1][:2])] += 1
+    expected = 3000 * gold_distribution("beta:0.3", task.pairs)
+    assert np.all(np.abs(counts - expected) < 4 * np.sqrt(expected) + 1)
+    assert counts[0] > 3 * counts[3] and counts[-1] > 3 * counts[4]  # the ends asked most
 
 
 def test_mqar_rows_and_corpus_mix() -> None:
@@ -186,3 +204,21 @@ def test_kv_extra_queries_are_masked_answers() -> None:
         assert bytes(tokens[row, 1:][mask[row] > 0].tolist()).decode() == answers
     with pytest.raises(UserError, match="--queries > 1 needs --style compact"):
         RetrievalTask(task="kv", pairs=6, key_chars=4, style="liu", queries=2)
+
+
+def test_gap_noise_floor_against_exact_enumeration() -> None:
+    """E[max - min] of G independent Binomial(n, p)/n, enumerated exactly for small n."""
+    from itertools import product
+    from math import comb
+
+    from lostmid.behaviour.training_eval import gap_noise_floor
+
+    n, p, positions = 4, 0.3, 3
+    pmf = [comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(n + 1)]
+    exact = sum(
+        np.prod([pmf[k] for k in ks]) * (max(ks) - min(ks)) / n
+        for ks in product(range(n + 1), repeat=positions)
+    )
+    assert gap_noise_floor(p, positions, n, draws=200_000) == pytest.approx(exact, abs=2e-3)
+    with pytest.raises(UserError, match="accuracy must be in"):
+        gap_noise_floor(1.5, 3, 10)

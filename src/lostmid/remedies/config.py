@@ -57,9 +57,9 @@ class Scale:
 # uniform the same runs are flat). The remedies that set the gold law (oversample,
 # curriculum) replace beta:0.3 by their own law; loss-weight and the architecture
 # remedies keep it.
-# quick: 6 pairs, 500 steps (~26 s a stage on one quiet core: 33 stages ~15 min);
-# default: the preset's 8 pairs, 1200 steps, 256 held-out examples (~80 s a stage: ~45 min).
-# Numbers in docs/BENCHMARKS.md (remedies).
+# quick: 6 pairs, 500 steps: 22-27 s a stage on one core, 33 stages in 13.3 min (load 2-3);
+# baseline gap 0.29 vs noise floor 0.10. default: the preset's 8 pairs, 1200 steps, 256
+# held-out examples: ~37 min extrapolated. Numbers in docs/BENCHMARKS.md (remedies).
 SCALES = {
     "quick": Scale(
         pairs=6,
