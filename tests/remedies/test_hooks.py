@@ -213,3 +213,27 @@ def test_a_curriculum_phase_with_fewer_records_than_queries_still_samples() -> N
     sampler = RetrievalBatches(task, 64, 0, sequence_length(task), gold_probs=law)
     firsts = [_compact_golds(r, 4)[0] for r in sampler.batch(0).tolist()]
     assert np.mean([g in (0, 5) for g in firsts]) > 0.8  # expected 0.95 + 0.05 / 3
+
+
+def test_a_remedy_law_tilts_the_data_law_or_replaces_it() -> None:
+    from lostmid.behaviour import gold_distribution
+    from lostmid.remedies.training import combine_laws
+
+    remedy = lambda step: np.array([0.1, 0.2, 0.3, 0.4])  # noqa: E731
+    data = gold_distribution("beta:0.3", 4)  # more weight at both ends
+    tilted = combine_laws(data, remedy, "tilt")(0)
+    by_hand = data * remedy(0) / np.sum(data * remedy(0))
+    np.testing.assert_allclose(tilted, by_hand, rtol=1e-12)
+    np.testing.assert_array_equal(combine_laws(data, remedy, "replace")(0), remedy(0))
+    # on uniform data, tilting is the remedy's own law: runs made before the option agree
+    uniform = gold_distribution("uniform", 4)
+    np.testing.assert_allclose(combine_laws(uniform, remedy, "tilt")(5), remedy(5), rtol=1e-12)
+    assert combine_laws(data, None, "tilt") is None  # no remedy law: the data's own
+
+
+def test_an_unknown_law_is_one_line() -> None:
+    from lostmid.errors import UserError
+    from lostmid.remedies import RemediesConfig
+
+    with pytest.raises(UserError, match="--law 'mix' unknown"):
+        RemediesConfig(law="mix")

@@ -35,6 +35,7 @@ def remedies(
         "results/remedies"
     ),
     seed: Annotated[int, typer.Option("--seed", help=HELP["seed"])] = 0,
+    law: Annotated[str, typer.Option("--law", help=HELP["law"])] = "tilt",
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Recompute every stage instead of resuming.")
     ] = False,
@@ -56,6 +57,7 @@ def remedies(
         alpha=alpha,
         examples=examples,
         seed=seed,
+        law=law,
     )
     where = Backend(backend, address, cpus_per_stage, gpus_per_stage)
     run_remedies(config, out=out, overwrite=overwrite, console=console, backend=where)

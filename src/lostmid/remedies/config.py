@@ -31,6 +31,7 @@ TRAINING_DEFAULT = (
     "residual:gate",
     "channels",
 )
+LAWS = ("tilt", "replace")
 PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
 
 
@@ -101,6 +102,8 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "theory predictions).",
     "examples": "Held-out examples per gold position (default: the scale's).",
     "seed": "First seed; seed s of a remedy is seed + s.",
+    "law": "How a remedy's gold law meets the training data's: tilt (reweight the data's "
+    "law, p ∝ data x remedy) or replace (train on the remedy's law alone).",
 }
 
 
@@ -120,6 +123,7 @@ class RemediesConfig:
     alpha: float = 0.5
     examples: int | None = None
     seed: int = 0
+    law: str = "tilt"
 
     def __post_init__(self) -> None:
         from lostmid.remedies.base import get_remedy
@@ -134,6 +138,7 @@ class RemediesConfig:
                 check_positive(f"--{name.replace('_', '-')}", value)
         if not 0.0 < self.alpha < 1.0:
             raise UserError(f"--alpha must be in (0, 1), got {self.alpha}")
+        check_choice("--law", self.law, LAWS)
         if self.seed < 0:
             raise UserError(f"--seed must be >= 0, got {self.seed}")
         kinds = {get_remedy(spec).kind for spec in self.remedies}  # checks every name

@@ -88,9 +88,11 @@ RUNS = "runs"
 # -- the stages: one per (remedy, seed) ------------------------------------------------------
 
 
-def train_stage(spec: str, rconfig: Any, alpha: float, folder: Path) -> dict[str, Any]:
+def train_stage(
+    spec: str, rconfig: Any, alpha: float, folder: Path, law: str = "tilt"
+) -> dict[str, Any]:
     """A training stage's work: a fresh remedy (adaptive state starts over), one run."""
-    return train_remedy(get_remedy(spec), rconfig, alpha, folder)
+    return train_remedy(get_remedy(spec), rconfig, alpha, folder, law)
 
 
 def inference_stage(spec: str, config: RemediesConfig, seed: int) -> dict[str, Any]:
@@ -131,11 +133,12 @@ def plan_remedy_stages(config: RemediesConfig, out: Path, backend: Backend) -> l
                 "remedy": spec,
                 "knobs": remedy.parameters(),
                 "alpha": config.alpha,
+                "law": config.law,
                 "train": rconfig.to_dict(),
             }
             slug = spec.replace(":", "_")
             folder = out / RUNS / slug / f"seed_{seed}"
-            compute = partial(train_stage, spec, rconfig, config.alpha, folder)
+            compute = partial(train_stage, spec, rconfig, config.alpha, folder, config.law)
             gpus = backend.stage_gpus(resolve_device(rconfig.train.device))
             job = Job(
                 f"train-{slug}-seed{seed}", stage_config, compute, replace(resources, gpus=gpus)

@@ -4,6 +4,7 @@ the theory's structural prediction for architecture remedies."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -70,13 +71,41 @@ def log10_ptv(profile: Any) -> float | None:
     ).log10_peak_to_valley
 
 
-def train_remedy(remedy: Remedy, rconfig: Any, alpha: float, out: Path) -> dict[str, Any]:
-    """Train one seed with the remedy's hooks; the per-seed record (JSON-ready)."""
+def combine_laws(
+    data: np.ndarray, remedy: Callable[[int], np.ndarray] | None, how: str
+) -> Callable[[int], np.ndarray] | None:
+    """The gold law a remedy trains on, given the data's law ``data`` (pairs,).
+
+    ``tilt``: the remedy reweights the data, p_g(step) ∝ data_g x remedy_g(step) (a
+    remedy law is written relative to uniform, so on uniform data it is itself);
+    ``replace``: the remedy's law is used as it is. None: no remedy law (the data's).
+
+    >>> law = combine_laws(np.array([0.5, 0.25, 0.25]), lambda s: np.array([0.2, 0.6, 0.2]), "tilt")
+    >>> np.round(law(0), 4).tolist()
+    [0.3333, 0.5, 0.1667]
+    """
+    if remedy is None or how == "replace":
+        return remedy
+
+    def tilted(step: int) -> np.ndarray:
+        p = np.asarray(data, dtype=np.float64) * np.asarray(remedy(step), dtype=np.float64)
+        return p / p.sum()
+
+    return tilted
+
+
+def train_remedy(
+    remedy: Remedy, rconfig: Any, alpha: float, out: Path, law: str = "tilt"
+) -> dict[str, Any]:
+    """Train one seed with the remedy's hooks (its gold law combined with the data's by
+    ``law``, :func:`combine_laws`); the per-seed record (JSON-ready)."""
+    from lostmid.behaviour import gold_distribution
     from lostmid.behaviour.training import RetrievalHooks, train_retrieval
 
     setting = training_setting(rconfig, alpha)
+    data = gold_distribution(rconfig.task.gold, rconfig.task.pairs)
     hooks = RetrievalHooks(
-        gold_probs=remedy.gold_probs(setting),
+        gold_probs=combine_laws(data, remedy.gold_probs(setting), law),
         gold_weights=remedy.gold_weights(setting),
         variant=remedy.surgery(setting),
         on_checkpoint=remedy.on_checkpoint,
