@@ -148,7 +148,7 @@ SCALES = {
         seeds=3,
         samples=4,
         probes=1,
-        train_steps=500,
+        train_steps=300,
         depth_points=4,
     ),
     "full": Scale(
@@ -182,8 +182,9 @@ SCALES = {
   budget brings GPT-2 to 0.005. Qwen2's floor is mostly sampling noise; about 32 inputs
   per seed (x 1 probe, >= 3 seeds) reach 0.005 at L = 512, which ``full`` spends.
 * Training (issue 10): every training claim and the behavioural claim pool 3 seeds, so
-  the default trains 3 x 500 steps of ``tiny`` (quick: 3 x 100; the valley has grown
-  x6-8 by step 100-150) and, at every scale, 3 runs of the ``retrieval-valley`` preset
+  the default trains 3 x 300 steps of ``tiny`` (quick: 3 x 100; peak-to-valley grows
+  x6-8 by step 100-150 and falls back to x3.3 by step 500, seed 0; 3 x 500 steps made
+  the default 15.5 min on one core) and, at every scale, 3 runs of the ``retrieval-valley`` preset
   (1000 steps, about 50 s each on one core): the smallest setting found whose trained
   models show a behavioural valley (docs/BENCHMARKS.md).
 * ``full``: the paper's L = 2048 on a GPU (8 inputs per forward pass), every layer's
