@@ -22,7 +22,8 @@ from lostmid.lazy import attach
 __getattr__, __dir__, __all__ = attach(
     __name__,
     {
-        "run": ["RetrieveConfig", "RetrieveResult", "ScoreSet", "run_retrieve"],
+        "run": ["RetrieveResult", "ScoreSet", "run_retrieve"],
+        "retrieve_config": ["RetrieveConfig"],
         "score": [
             "Difference",
             "PositionScore",

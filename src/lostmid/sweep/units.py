@@ -213,13 +213,13 @@ def _run_train(config: Any, folder: Path) -> dict[str, Any]:
 
 @functools.cache
 def _retrieve_defaults() -> dict[str, Any]:
-    from lostmid.behaviour.run import RetrieveConfig
+    from lostmid.behaviour.retrieve_config import RetrieveConfig
 
     return {"model": "tiny-qwen2", **_fields(RetrieveConfig)}
 
 
 def _build_retrieve(params: Params) -> Any:
-    from lostmid.behaviour.run import RetrieveConfig
+    from lostmid.behaviour.retrieve_config import RetrieveConfig
 
     return RetrieveConfig(**{"model": "tiny-qwen2", **params})  # validates on construction
 
