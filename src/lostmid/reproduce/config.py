@@ -25,7 +25,7 @@ BEHAVIOUR_PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retriev
 module stays free of torch for ``lostmid --help``)."""
 
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
-    "quick": "Short contexts, fewer seeds: <= 3 min on 2 CPUs.",
+    "quick": "Short contexts, short training (3 seeds each): about 5-7 min on 2 CPUs.",
     "full": "The paper's scale (L = 2048): a GPU or patience.",
     "models": "Comma-separated model specs (presets, directories, hub ids).",
     "length": "Override the scale's length L.",
