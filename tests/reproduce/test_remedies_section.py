@@ -97,7 +97,10 @@ def test_reproduce_judges_a_finished_remedies_run(run_cli, tmp_path: Path) -> No
     rows = {r["remedy"]: r for r in record["remedies"]["table"]}
     assert list(rows) == ["baseline", "loss-weight", "prefix"]
     for r in source["remedies"]:
-        assert rows[r["name"]]["verdict"] == (r["verdict"] or "")
+        assert rows[r["name"]]["verdict"] == (r["verdict"] or "(reference)")
+    # no empty cell in the remedies or behaviour tables (nor None, drawn as a dash)
+    cells = [v for row in record["remedies"]["table"] for v in row.values()]
+    assert all(isinstance(v, str) and v for v in cells)
     claims = {c["claim"] for c in record["claims"]}
     assert {FAMILIES["loss-weight"][0], FAMILIES["architecture"][0]} <= claims
     assert "Remedies at equal budget" in (tmp_path / "out" / "report.html").read_text()

@@ -253,6 +253,10 @@ def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
         (["--models", "tiny-gpt2", "--train-preset", "huge"], "--train-preset 'huge' unknown"),
         (["--models", "tiny-qwen2,tiny-gpt2", "--length", "200"], "maximum 128 of tiny-gpt2"),
         (["--models", "tiny-gpt2", "--device", "tpu"], "--device 'tpu' is not a device"),
+        (["--behaviour-preset", "huge"], "--behaviour-preset 'huge' unknown"),
+        (["--behaviour-steps", "-1"], "--behaviour-steps must be positive, got -1"),
+        (["--train-seeds", "0"], "--train-seeds must be positive, got 0"),
+        (["--behaviour-seeds", "0"], "--behaviour-seeds must be positive, got 0"),
     ],
 )
 def test_bad_input_is_one_line(run_cli, tmp_path, args, message) -> None:
@@ -305,6 +309,8 @@ def test_behaviour_section_pools_its_seeds(run_cli, tmp_path) -> None:
     ]
     row = record["behaviour"]["table"][-1]
     assert row["accuracy by gold index (pooled)"] == " ".join(f"{p:.2f}" for p in pooled)
+    cells = [v for row in record["behaviour"]["table"] for v in row.values()]
+    assert all(v is not None and v != "" for v in cells)  # every cell filled
     claim = record["claims"][-1]
     assert claim["claim"] == "The structural valley predicts the behavioural valley"
     assert "Behaviour: retrieval accuracy by gold index" in (tmp_path / "report.html").read_text()

@@ -184,9 +184,11 @@ class RemediesSection:
                 "gap": _fmt(r.gap),
                 "primacy": _fmt(r.primacy),
                 "recency": _fmt(r.recency),
-                "Δgap": _fmt(r.gap_difference) if r.gap_difference else "",
-                "Δaccuracy": _fmt(r.accuracy_difference) if r.accuracy_difference else "",
-                "verdict": r.verdict or "",
+                "Δgap": _fmt(r.gap_difference) if r.gap_difference else "(reference)",
+                "Δaccuracy": _fmt(r.accuracy_difference)
+                if r.accuracy_difference
+                else "(reference)",
+                "verdict": r.verdict or "(reference)",
             }
             for r in (self.baseline, *self.remedies)
         ]
