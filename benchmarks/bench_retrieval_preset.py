@@ -24,7 +24,7 @@ import numpy as np
 
 from lostmid.behaviour.training import resolve_retrieval_config, train_retrieval
 from lostmid.behaviour.training_eval import gap_noise_floor
-from lostmid.remedies.stats import seed_interval
+from lostmid.stats import seed_interval
 
 
 def main() -> None:

@@ -11,15 +11,10 @@ import torch
 from scipy import stats
 
 from lostmid.behaviour.decoding import greedy_decode, teacher_forced
-from lostmid.behaviour.score import (
-    difference_interval,
-    is_correct,
-    score_positions,
-    summarise_positions,
-    wilson_interval,
-)
+from lostmid.behaviour.score import is_correct, score_positions, summarise_positions
 from lostmid.errors import UserError
 from lostmid.models import load_model
+from lostmid.stats import difference_interval, wilson_interval
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 5), (1, 1), (3, 10), (37, 50), (50, 50), (1, 200)])

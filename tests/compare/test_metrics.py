@@ -19,10 +19,10 @@ from lostmid.compare.metrics import (
     log_bin_index,
     log_correlation,
     peak_to_valley,
-    spearman,
     wasserstein1,
 )
 from lostmid.errors import UserError
+from lostmid.stats import spearman
 from lostmid.theory import influence_row
 
 RNG = np.random.default_rng(1234)
@@ -33,35 +33,6 @@ def point_mass(n: int, j: int) -> np.ndarray:
     v = np.zeros(n)
     v[j - 1] = 1.0
     return v
-
-
-# -- Spearman -----------------------------------------------------------------------------
-
-
-def test_spearman_known_orders() -> None:
-    a = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    assert spearman(a, a) == 1.0
-    assert spearman(a, a[::-1]) == -1.0
-    # Only ranks matter: any increasing transform scores 1.
-    assert spearman(a, np.exp(a) + 7.0) == 1.0
-    # One swapped pair among 4: 1 - 6 * sum d^2 / (n (n^2 - 1)) = 1 - 6*2/60 = 0.8.
-    assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
-
-
-def test_spearman_ties_use_average_ranks() -> None:
-    # Ranks of a with ties: [1.5, 1.5, 3, 4]; hand-computed Pearson with [1, 2, 3, 4].
-    a, b = [1.0, 1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0]
-    ra, rb = np.array([1.5, 1.5, 3, 4]), np.array([1, 2, 3, 4.0])
-    expected = np.corrcoef(ra, rb)[0, 1]
-    assert spearman(a, b) == pytest.approx(expected, abs=1e-12)
-    # And against scipy on random data with many ties.
-    x = RNG.integers(0, 5, size=200).astype(float)
-    y = x + RNG.integers(0, 3, size=200)
-    assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
-
-
-def test_spearman_constant_profile_is_nan() -> None:
-    assert math.isnan(spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]))
 
 
 # -- Wasserstein-1 ------------------------------------------------------------------------
@@ -253,7 +224,7 @@ def test_log10_rmse_removes_the_shared_scale() -> None:
 )
 @pytest.mark.parametrize(
     "metric",
-    [spearman, wasserstein1, log_correlation, peak_to_valley, anchor_error, compare_profiles],
+    [wasserstein1, log_correlation, peak_to_valley, anchor_error, compare_profiles],
 )
 def test_bad_input_is_a_user_error(
     a: list, b: list, message: str, metric: Callable[..., object]

@@ -10,13 +10,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 from lostmid.errors import UserError
-from lostmid.remedies.stats import (
-    Interval,
-    halves_gap,
-    paired_difference,
-    seed_interval,
-    verdict,
-)
+from lostmid.remedies.stats import halves_gap, verdict
+from lostmid.stats import Interval, paired_difference, seed_interval
 
 
 @pytest.mark.parametrize("values", [[0.1, 0.5, 0.3], [1.0, 1.0, 0.0, 0.5, 0.25], [2.0, 4.0]])

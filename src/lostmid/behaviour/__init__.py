@@ -4,12 +4,13 @@ Tasks (:mod:`~lostmid.behaviour.tasks`; one module each: ``kv``, ``niah``, ``mqa
 the example record in ``example`` and the training gold laws in ``gold``): Liu et al.'s
 key-value retrieval, RULER's needle in a haystack, MQAR; scoring
 (:mod:`~lostmid.behaviour.score`): Liu's substring rule, accuracy by position with
-Wilson intervals; model calls (:mod:`~lostmid.behaviour.decoding`): greedy generation
-and teacher forcing; the ``lostmid retrieve`` job (:func:`run_retrieve`); small models
-trained on retrieval (:func:`train_retrieval`, with ``training_data``,
-``training_config`` and ``training_eval``).
+Wilson intervals (:mod:`lostmid.stats`); model calls (:mod:`~lostmid.behaviour.decoding`):
+greedy generation and teacher forcing; the ``lostmid retrieve`` job
+(:func:`run_retrieve`); small models trained on retrieval (:func:`train_retrieval`,
+with ``training_data``, ``training_config`` and ``training_eval``).
 
->>> from lostmid.behaviour import kv_example, wilson_interval
+>>> from lostmid.behaviour import kv_example
+>>> from lostmid.stats import wilson_interval
 >>> ex = kv_example(seed=0, index=0, pairs=4, gold_index=3, key_chars=2, style="compact")
 >>> ex.records[3] == (ex.key, ex.value), [round(x, 3) for x in wilson_interval(9, 10)]
 (True, [0.596, 0.982])
@@ -28,11 +29,9 @@ __getattr__, __dir__, __all__ = attach(
             "Difference",
             "PositionScore",
             "RetrievalSummary",
-            "difference_interval",
             "is_correct",
             "score_positions",
             "summarise_positions",
-            "wilson_interval",
         ],
         "decoding": ["TeacherScores", "greedy_decode", "teacher_forced"],
         "example": ["RetrievalExample"],

@@ -8,85 +8,28 @@ collapse whitespace). Token-level tasks (mqar) compare ids: correct when the val
 appear contiguously in the generated ids. Teacher forcing
 (:func:`~lostmid.behaviour.decoding.teacher_forced`) scores without generating.
 
-Intervals. Accuracy at a position: the Wilson score interval (95 %). A difference of
-two accuracies (primacy = first - middle, recency = last - middle, gap = max - min):
-Newcombe's hybrid score interval (method 10 of Newcombe 1998), built from the two
-Wilson intervals [l1, u1], [l2, u2] of p1 and p2:
-
-    lower = (p1 - p2) - sqrt((p1 - l1)^2 + (u2 - p2)^2),
-    upper = (p1 - p2) + sqrt((u1 - p1)^2 + (p2 - l2)^2).
-
-It treats the two positions as independent samples. Our examples are paired (the same
-items at every position), which makes the true interval narrower when outcomes are
-positively correlated, so the reported interval is conservative. For the gap, max and
-min are picked after seeing the data; its interval is conditional on that choice.
+Intervals (:mod:`lostmid.stats.intervals`). Accuracy at a position: the Wilson score
+interval (95 %); a difference of two accuracies (primacy = first - middle, recency =
+last - middle, gap = max - min): Newcombe's hybrid score interval, conservative for our
+paired examples. For the gap, max and min are picked after seeing the data; its
+interval is conditional on that choice.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from lostmid.behaviour.decoding import TeacherScores, greedy_decode, teacher_forced
 from lostmid.behaviour.tasks import RetrievalExample
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
+from lostmid.stats import difference_interval, wilson_interval
 
-# The model calls live in decoding; they are importable from here too, for callers
-# written before the split (behaviour.training, remedies). New code imports them there.
-__all__ = [
-    "AXES",
-    "Z95",
-    "Difference",
-    "PositionScore",
-    "RetrievalSummary",
-    "TeacherScores",
-    "contains_ids",
-    "difference_interval",
-    "encode_examples",
-    "generation_correct",
-    "greedy_decode",
-    "is_correct",
-    "normalise",
-    "score_positions",
-    "summarise_positions",
-    "teacher_forced",
-    "wilson_interval",
-]
-
-Z95 = 1.959963984540054  # the 0.975 quantile of the standard normal
 AXES = ("index", "depth")
-
-
-# -- statistics ------------------------------------------------------------------------------
-
-
-def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``correct / n``:
-
-        centre = (p + z^2/(2n)) / (1 + z^2/n),
-        half   = z / (1 + z^2/n) * sqrt(p (1 - p) / n + z^2 / (4 n^2)).
-
-    >>> [round(x, 4) for x in wilson_interval(8, 10)]
-    [0.4902, 0.9433]
-    >>> wilson_interval(0, 0)
-    (0.0, 1.0)
-    """
-    if n == 0:
-        return 0.0, 1.0
-    if not 0 <= correct <= n:
-        raise ValueError(f"correct must be in 0..{n}, got {correct}")
-    p = correct / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    # clipped to [0, 1] and to contain p exactly (rounding can put p a hair outside)
-    return max(0.0, min(centre - half, p)), min(1.0, max(centre + half, p))
 
 
 @dataclass(frozen=True)
@@ -106,21 +49,6 @@ class Difference:
             "ci_high": self.ci_high,
             "between": [self.a, self.b],
         }
-
-
-def difference_interval(
-    k1: int, n1: int, k2: int, n2: int, z: float = Z95
-) -> tuple[float, float, float]:
-    """(p1 - p2, lower, upper): Newcombe's hybrid score interval of p1 - p2.
-
-    >>> [round(x, 4) for x in difference_interval(56, 70, 48, 80)]  # Newcombe's example
-    [0.2, 0.0524, 0.3339]
-    """
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_interval(k1, n1, z)
-    l2, u2 = wilson_interval(k2, n2, z)
-    d = p1 - p2
-    return d, d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2)
 
 
 @dataclass(frozen=True)

@@ -13,33 +13,18 @@ from typing import Any
 import numpy as np
 import torch
 
+from lostmid.behaviour.decoding import teacher_forced
 from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,
     score_positions,
     summarise_positions,
-    teacher_forced,
 )
 from lostmid.behaviour.training_config import RetrievalTrainConfig
 from lostmid.behaviour.training_data import example_ids
 from lostmid.checks import check_positive, check_unit_interval
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Spearman rank correlation; None when either side is constant (undefined).
-
-    >>> spearman(np.array([1., 2., 3.]), np.array([10., 30., 20.]))
-    0.5
-    >>> spearman(np.array([1., 1.]), np.array([1., 2.])) is None
-    True
-    """
-    from scipy.stats import spearmanr
-
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return None
-    return float(spearmanr(x, y).statistic)
+from lostmid.stats import finite_or_none, spearman
 
 
 def span_means(profile: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
@@ -180,7 +165,7 @@ def evaluate_checkpoint(
         summary=summarise_positions(positions, "teacher"),
         influence=tuple(influence.tolist()),
         record_influence=tuple(per_record.tolist()),
-        link_accuracy=spearman(accuracy, per_record),
-        link_logprob=spearman(logprob, per_record),
+        link_accuracy=finite_or_none(spearman(accuracy, per_record)),
+        link_logprob=finite_or_none(spearman(logprob, per_record)),
         seconds=time.perf_counter() - begin,
     )

@@ -7,7 +7,7 @@ The public surface, by task:
   (``lostmid compare``);
 * read a measurement: :func:`load_measured` -> :class:`MeasuredProfile`;
 * score two profiles: :func:`compare_profiles` -> :class:`ProfileComparison` (the one
-  agreement record), :func:`spearman`, :func:`wasserstein1`, :func:`log_bin`;
+  agreement record), :func:`wasserstein1`, :func:`log_bin`;
 * score candidates: :func:`compare_measurements` (seeds of one model: in and out of
   sample, noise floor, verdicts) or :func:`compare_measurement` (one measurement) ->
   :class:`Candidate` by name; :func:`predict_theory`;
@@ -51,7 +51,6 @@ _PUBLIC = {
     "ProfileComparison": "metrics",
     "compare_profiles": "metrics",
     "log_bin": "metrics",
-    "spearman": "metrics",
     "wasserstein1": "metrics",
     "CompareConfig": "run",
     "CompareResult": "run",
@@ -77,7 +76,6 @@ __all__ = [
     "predict_theory",
     "run_compare",
     "score_out_of_sample",
-    "spearman",
     "verdict_at_least",
     "verdict_at_most",
     "verdict_order_of_magnitude",
@@ -112,7 +110,6 @@ if TYPE_CHECKING:
         ProfileComparison,
         compare_profiles,
         log_bin,
-        spearman,
         wasserstein1,
     )
     from lostmid.compare.run import CompareConfig, CompareResult, run_compare

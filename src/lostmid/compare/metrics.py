@@ -25,6 +25,7 @@ import numpy as np
 from lostmid.checks import check_position, check_positive
 from lostmid.compare.options import LOG_BINS
 from lostmid.errors import UserError
+from lostmid.stats.ranks import pearson, spearman
 from lostmid.theory import summarize_profile
 from lostmid.typing import Float, Int
 
@@ -72,45 +73,6 @@ def _pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, ties given the average of the ranks they span."""
-    order = np.argsort(values, kind="mergesort")
-    ordered = values[order]
-    # Group equal values; each group's rank is the mean of its positions in the order.
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    ends = np.r_[starts[1:], ordered.size]
-    group_rank = (starts + ends + 1) / 2.0  # mean of (start+1 .. end)
-    ranks = np.empty(values.size)
-    ranks[order] = np.repeat(group_rank, ends - starts)
-    return ranks
-
-
-def _pearson(u: np.ndarray, v: np.ndarray) -> float:
-    du, dv = u - u.mean(), v - v.mean()
-    denom = np.sqrt(np.dot(du, du) * np.dot(dv, dv))
-    if denom == 0.0:
-        return float("nan")
-    return float(np.clip(np.dot(du, dv) / denom, -1.0, 1.0))
-
-
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman rank correlation of two profiles over positions 1..L.
-
-    rho = Pearson(rank(a), rank(b)), with tied values given the average of their
-    ranks. rho is nan when either profile is constant (its ranks have no variance).
-
-    >>> spearman([1.0, 2.0, 3.0], [10.0, 20.0, 35.0])
-    1.0
-    >>> spearman([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
-    -1.0
-    """
-    return _spearman(*_pair(a, b))
-
-
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    return _pearson(_ranks(a), _ranks(b))
-
-
 def wasserstein1(a: np.ndarray, b: np.ndarray) -> float:
     """Wasserstein-1 distance between the normalised profiles on positions in [0, 1].
 
@@ -151,7 +113,7 @@ def _log_correlation(a: np.ndarray, b: np.ndarray) -> float:
     both = (a > 0) & (b > 0)
     if both.sum() < 2:
         return float("nan")
-    return _pearson(np.log10(a[both]), np.log10(b[both]))
+    return pearson(np.log10(a[both]), np.log10(b[both]))
 
 
 @dataclass(frozen=True)
@@ -241,7 +203,7 @@ class ProfileComparison:
     """All agreement metrics of one candidate profile against the measurement.
 
     Attributes:
-        spearman: :func:`spearman` (1 is perfect; weak evidence alone).
+        spearman: :func:`lostmid.stats.spearman` (1 is perfect; weak evidence alone).
         wasserstein1: :func:`wasserstein1` (0 is perfect, 1 is the worst).
         binned_spearman, binned_wasserstein1: the same on the log-binned profiles
             (:func:`log_bin`; W1 then moves mass in units of bins, not positions).
@@ -313,9 +275,9 @@ def compare_profiles(
     index = log_bin_index(theory.size, bins, t)
     binned_theory, binned_measured = _bin_sums(theory, index), _bin_sums(measured, index)
     return ProfileComparison(
-        spearman=_spearman(theory, measured),
+        spearman=spearman(theory, measured),
         wasserstein1=_wasserstein1(theory, measured),
-        binned_spearman=_spearman(binned_theory, binned_measured),
+        binned_spearman=spearman(binned_theory, binned_measured),
         binned_wasserstein1=_wasserstein1(binned_theory, binned_measured),
         log_correlation=_log_correlation(theory, measured),
         log10_peak_to_valley=ptv.log10_first,

@@ -146,7 +146,7 @@ class Remedy:
 
     def score(self, model: Any, batch: InferenceBatch) -> Any:
         """Teacher-forced scores (:class:`~lostmid.behaviour.score.TeacherScores`)."""
-        from lostmid.behaviour.score import teacher_forced
+        from lostmid.behaviour.decoding import teacher_forced
 
         with self.patch(model, batch) as patched:
             return teacher_forced(

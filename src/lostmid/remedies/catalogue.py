@@ -227,7 +227,7 @@ class Calibrate(Remedy):
     def score(self, model: Any, batch: InferenceBatch) -> Any:
         import torch
 
-        from lostmid.behaviour.score import TeacherScores, teacher_forced
+        from lostmid.behaviour.decoding import TeacherScores, teacher_forced
         from lostmid.models import adapter_for
         from lostmid.remedies.patches import calibrated
 

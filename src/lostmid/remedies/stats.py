@@ -24,17 +24,9 @@ otherwise it **does not work** (no resolved change).
 
 from __future__ import annotations
 
-from lostmid.compare.seeds import Interval, paired_difference, seed_interval
+from lostmid.stats import Interval
 
-__all__ = [
-    "RULE",
-    "VERDICTS",
-    "Interval",
-    "halves_gap",
-    "paired_difference",
-    "seed_interval",
-    "verdict",
-]
+__all__ = ["RULE", "VERDICTS", "halves_gap", "verdict"]
 
 VERDICTS = ("works", "does not work", "worse")
 RULE = (

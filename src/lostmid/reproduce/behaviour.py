@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.compare.claims import BELOW_RESOLUTION, NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
-from lostmid.compare.seeds import seed_interval
+from lostmid.stats import finite_or_none, seed_interval, spearman
 from lostmid.train.claims import interval_text
 
 LINK_CLAIM = "The structural valley predicts the behavioural valley"
@@ -147,7 +147,8 @@ class BehaviourSeed:
 
 def position_scores(correct: Sequence[int], n: Sequence[int]) -> tuple[Any, ...]:
     """Accuracy with its Wilson 95% interval at each gold index 0, 1, ... from counts."""
-    from lostmid.behaviour import PositionScore, wilson_interval
+    from lostmid.behaviour import PositionScore
+    from lostmid.stats import wilson_interval
 
     scores = []
     for index, (k, m) in enumerate(zip(correct, n, strict=True)):
@@ -168,12 +169,7 @@ def has_valley(checkpoint: BehaviourCheckpoint) -> bool:
 
 def link(accuracy: np.ndarray, influence: Sequence[float]) -> float | None:
     """Spearman between accuracy and record influence; None when either is constant."""
-    from scipy.stats import spearmanr
-
-    x, y = np.asarray(accuracy, dtype=np.float64), np.asarray(influence, dtype=np.float64)
-    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return None
-    return float(spearmanr(x, y).statistic)
+    return finite_or_none(spearman(accuracy, influence))
 
 
 def link_claim(seeds: Sequence[BehaviourSeed]) -> Claim:

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.compare.claims import BELOW_RESOLUTION, NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
-from lostmid.compare.seeds import Interval
 from lostmid.errors import UserError
+from lostmid.stats import Interval
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "curriculum": (

@@ -45,7 +45,7 @@ import numpy as np
 
 from lostmid.compare.claims import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
 from lostmid.compare.metrics import ProfileComparison
-from lostmid.compare.seeds import Interval, seed_interval
+from lostmid.stats import Interval, seed_interval
 from lostmid.theory import ProfileSummary
 from lostmid.train.dynamics import Checkpoint, CheckpointMeasurement
 

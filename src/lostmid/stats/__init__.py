@@ -1,0 +1,37 @@
+"""Statistics shared by every capability: intervals and rank correlation.
+
+Pure numpy/scipy and at the bottom of the package (it imports only ``lostmid.errors``),
+so that ``influence`` (measurement), ``behaviour`` (retrieval), ``train``, ``remedies``
+and ``reproduce`` summarise with one definition of each quantity:
+
+* :mod:`~lostmid.stats.intervals`: a proportion's Wilson interval, Newcombe's interval
+  of a difference of two proportions, and the 95% Student-t interval over seeds
+  (:class:`Interval`, :func:`seed_interval`, :func:`paired_difference`);
+* :mod:`~lostmid.stats.ranks`: Spearman's rank correlation (nan where undefined).
+
+>>> from lostmid.stats import seed_interval, spearman, wilson_interval
+>>> round(seed_interval([1.0, 2.0, 3.0]).ci_high, 4), spearman([1, 2, 3], [3, 1, 2])
+(4.4841, -0.5)
+"""
+
+from lostmid.stats.intervals import (
+    Z95,
+    Interval,
+    difference_interval,
+    paired_difference,
+    seed_interval,
+    wilson_interval,
+)
+from lostmid.stats.ranks import finite_or_none, ranks, spearman
+
+__all__ = [
+    "Z95",
+    "Interval",
+    "difference_interval",
+    "finite_or_none",
+    "paired_difference",
+    "ranks",
+    "seed_interval",
+    "spearman",
+    "wilson_interval",
+]

@@ -1,0 +1,127 @@
+"""Intervals: a proportion's, a difference of two proportions', and over seeds.
+
+Proportions. Accuracy k / n at one position: the Wilson score interval (95 %). A
+difference of two accuracies p1 - p2: Newcombe's hybrid score interval (method 10 of
+Newcombe 1998), built from the two Wilson intervals [l1, u1], [l2, u2]:
+
+    lower = (p1 - p2) - sqrt((p1 - l1)^2 + (u2 - p2)^2),
+    upper = (p1 - p2) + sqrt((u1 - p1)^2 + (p2 - l2)^2).
+
+It treats the two samples as independent; for paired samples (the same items at every
+position) positively correlated outcomes make the true interval narrower, so it is
+conservative there.
+
+Over seeds. A metric measured once per seed (n seeds) is summarised by its mean and
+
+    mean ± t_{0.975, n-1} * sd / sqrt(n),   sd the sample standard deviation (n - 1),
+
+which is infinite for n = 1 (one seed says nothing about seed-to-seed variation).
+Differences between two arms run on the same seeds are *paired*: the interval is the t
+interval of the n per-seed differences d_s = a_s - b_s. This is the one uncertainty
+convention of every verdict over seeds (remedies, training, behaviour, dose-response).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lostmid.errors import UserError
+
+Z95 = 1.959963984540054  # the 0.975 quantile of the standard normal
+
+
+def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``correct / n``:
+
+        centre = (p + z^2/(2n)) / (1 + z^2/n),
+        half   = z / (1 + z^2/n) * sqrt(p (1 - p) / n + z^2 / (4 n^2)).
+
+    >>> [round(x, 4) for x in wilson_interval(8, 10)]
+    [0.4902, 0.9433]
+    >>> wilson_interval(0, 0)
+    (0.0, 1.0)
+    """
+    if n == 0:
+        return 0.0, 1.0
+    if not 0 <= correct <= n:
+        raise ValueError(f"correct must be in 0..{n}, got {correct}")
+    p = correct / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    # clipped to [0, 1] and to contain p exactly (rounding can put p a hair outside)
+    return max(0.0, min(centre - half, p)), min(1.0, max(centre + half, p))
+
+
+def difference_interval(
+    k1: int, n1: int, k2: int, n2: int, z: float = Z95
+) -> tuple[float, float, float]:
+    """(p1 - p2, lower, upper): Newcombe's hybrid score interval of p1 - p2.
+
+    >>> [round(x, 4) for x in difference_interval(56, 70, 48, 80)]  # Newcombe's example
+    [0.2, 0.0524, 0.3339]
+    """
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1, z)
+    l2, u2 = wilson_interval(k2, n2, z)
+    d = p1 - p2
+    return d, d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its 95% interval over ``n`` seeds (±inf when n = 1)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+    def record(self) -> dict[str, Any]:
+        def finite(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "estimate": self.estimate,
+            "ci_low": finite(self.ci_low),
+            "ci_high": finite(self.ci_high),
+            "n": self.n,
+        }
+
+
+def seed_interval(values: Sequence[float]) -> Interval:
+    """Mean and 95% t interval of per-seed values (module docstring).
+
+    >>> i = seed_interval([1.0, 2.0, 3.0])  # sd 1, t_{0.975,2} = 4.3027
+    >>> round(i.estimate, 4), round(i.ci_low, 4), round(i.ci_high, 4)
+    (2.0, -0.4841, 4.4841)
+    >>> seed_interval([0.5]).ci_high
+    inf
+    """
+    from scipy.stats import t as student_t
+
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)):
+        raise UserError("a seed interval needs at least one finite value per seed")
+    mean = float(x.mean())
+    if x.size == 1:
+        return Interval(mean, -math.inf, math.inf, 1)
+    half = float(student_t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return Interval(mean, mean - half, mean + half, int(x.size))
+
+
+def paired_difference(remedy: Sequence[float], baseline: Sequence[float]) -> Interval:
+    """The t interval of d_s = remedy_s - baseline_s over paired seeds.
+
+    >>> round(paired_difference([0.2, 0.3, 0.1], [0.4, 0.4, 0.4]).estimate, 12)
+    -0.2
+    """
+    a, b = np.asarray(remedy, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    if a.shape != b.shape:
+        raise UserError("paired differences need the same seeds for remedy and baseline")
+    return seed_interval((a - b).tolist())
