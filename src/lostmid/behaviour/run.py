@@ -30,10 +30,7 @@ from lostmid.behaviour.score import (
     score_positions,
     summarise_positions,
 )
-from lostmid.behaviour.tasks import (
-    export_jsonl,
-    make_examples,
-)
+from lostmid.behaviour.tasks import export_jsonl, make_examples
 from lostmid.errors import UserError
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 
