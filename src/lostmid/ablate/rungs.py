@@ -164,7 +164,7 @@ class RungMeasurement:
         return {
             "rung": self.rung,
             "seed": self.seed,
-            "measurement": self.measurement.to_json(),
+            "measurement": self.measurement.record(),
             "switches": list(self.switches),
             "seconds": self.seconds,
         }
@@ -176,7 +176,7 @@ class RungMeasurement:
         return cls(
             rung=rung,
             seed=seed,
-            measurement=MeasureRecord.from_json(
+            measurement=MeasureRecord.from_record(
                 record["measurement"], source=f"{rung} seed {seed}"
             ),
             switches=tuple(record["switches"]),

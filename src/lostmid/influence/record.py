@@ -37,7 +37,7 @@ one line.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +197,7 @@ class MeasureRecord:
             **arrays,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         """The JSON form (the module docstring's layout)."""
         jacobian = None if self.branch_gain is None else self.branch_gain / (1.0 + self.branch_gain)
         arrays = {n: getattr(self, n) for n in (*PER_LAYER, *PER_LAYER_SIGNED, *PER_POSITION,
@@ -234,11 +234,8 @@ class MeasureRecord:
             }
         )
 
-    def record(self) -> dict[str, Any]:
-        return self.to_json()
-
     @classmethod
-    def from_json(cls, data: Any, source: str = "measure.json") -> MeasureRecord:
+    def from_record(cls, data: Any, source: str = "measure.json") -> MeasureRecord:
         """Read and check a record (the module docstring); one-line errors naming
         ``source``."""
         where = source
@@ -311,17 +308,12 @@ class MeasureRecord:
 
 def write_measure(path: Path, record: MeasureRecord) -> Path:
     """Write ``record`` to ``path`` (a measure.json): the one writer of the file."""
-    return write_json(Path(path), record.to_json())
+    return write_json(Path(path), record.record())
 
 
 def read_measure(path: Path) -> MeasureRecord:
     """Read and check the measure.json at ``path``: the one reader of the file."""
-    return MeasureRecord.from_json(read_json(Path(path)), source=str(path))
-
-
-def record_fields() -> tuple[str, ...]:
-    """The names of :class:`MeasureRecord`'s fields (for tests and tables)."""
-    return tuple(f.name for f in fields(MeasureRecord))
+    return MeasureRecord.from_record(read_json(Path(path)), source=str(path))
 
 
 def _finite_or_none(values: np.ndarray | None) -> np.ndarray | None:

@@ -106,7 +106,7 @@ class MeasureResult:
         )
 
     def record(self) -> dict[str, Any]:
-        return self.measure_record().to_json()
+        return self.measure_record().record()
 
 
 def summary_table(result: MeasureResult) -> Table:
