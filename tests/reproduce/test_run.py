@@ -168,8 +168,8 @@ def test_resume_reuses_finished_stages(quick_run: Path, run_cli, monkeypatch) ->
     assert code == 0, err
     assert json.loads((quick_run / "claims.json").read_text()) == before
     record = json.loads((quick_run / "reproduce.json").read_text())
-    assert record["metadata"]["stages_computed"] == []
-    assert len(record["metadata"]["stages_reused"]) == 4
+    assert record["metadata"]["stages"]["computed"] == []
+    assert len(record["metadata"]["stages"]["reused"]) == 4
 
 
 def test_interrupted_run_keeps_what_it_finished(tmp_path: Path, run_cli, monkeypatch) -> None:
@@ -190,8 +190,8 @@ def test_interrupted_run_keeps_what_it_finished(tmp_path: Path, run_cli, monkeyp
     code, _, err = run_cli("reproduce", *TINY, "--out", tmp_path)
     assert code == 0, err
     record = json.loads((tmp_path / "reproduce.json").read_text())
-    assert len(record["metadata"]["stages_reused"]) == 2
-    assert len(record["metadata"]["stages_computed"]) == 2
+    assert len(record["metadata"]["stages"]["reused"]) == 2
+    assert len(record["metadata"]["stages"]["computed"]) == 2
 
 
 def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
