@@ -38,8 +38,9 @@ from lostmid.errors import UserError
 REPRODUCED = "reproduced"
 PARTLY = "partly"
 NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
 BELOW_RESOLUTION = "below resolution"
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, BELOW_RESOLUTION)
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, BELOW_RESOLUTION)
 
 # The paper's step-0 agreement between theory and measurement (nothing fitted), and the
 # tolerance we grant each number (reproduce and compare judge them the same way).

@@ -34,6 +34,7 @@ from lostmid.compare.candidates import Candidate, Scorecard
 from lostmid.compare.claims import (
     BELOW_RESOLUTION,
     CLAIM_TOLERANCE,
+    INCONCLUSIVE,
     NOT_REPRODUCED,
     PAPER_SPEARMAN,
     PAPER_WASSERSTEIN1,
@@ -58,6 +59,7 @@ VERDICT_COLOURS = {
     REPRODUCED: "green",
     PARTLY: "yellow",
     NOT_REPRODUCED: "red",
+    INCONCLUSIVE: "magenta",
     BELOW_RESOLUTION: "cyan",
 }
 
