@@ -73,6 +73,15 @@ def test_each_claim_verdict_from_documents_built_for_it() -> None:
     # not reproduced: each does not work or is worse
     doc = document(remedy("oversample", *NULL), remedy("oversample:deficit", *WORSE))
     assert verdicts(doc) == {OVERSAMPLE: "not reproduced"}
+    # the remedy that decides leads the row (the report's compact table shows it)
+    doc = document(
+        remedy("oversample", *NULL),
+        remedy("oversample:rho", *WIDE),
+        remedy("oversample:deficit", *WORKS),
+    )
+    (claim,) = section(doc).claims
+    assert claim.ours.startswith("oversample:deficit: Δgap -0.20")
+    assert claim.ours.index("oversample:rho") < claim.ours.index("oversample: Δgap")
     # the control backs no claim; a family with no remedy in the run has no row
     assert verdicts(document(remedy("curriculum-reverse", *WORKS))) == {}
 

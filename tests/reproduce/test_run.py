@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import lostmid.reproduce.run as rp
+from lostmid.compare.claims import VERDICTS
 from lostmid.influence.record import read_measure
 
 TINY = [
@@ -90,10 +91,10 @@ def quick_run(tmp_path_factory) -> Path:
 
 def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     claims = json.loads((quick_run / "claims.json").read_text())
-    assert len(claims) == 14  # seven per model
+    assert len(claims) == 16  # eight per model
     for c in claims:
         assert set(c) >= {"claim", "paper", "ours", "verdict", "rule"}
-        assert c["verdict"] in ("reproduced", "partly", "not reproduced", "below resolution")
+        assert c["verdict"] in VERDICTS
         assert "noise floor" in c["ours"]
     checker = _Checker()
     checker.feed((quick_run / "report.html").read_text())
@@ -103,9 +104,12 @@ def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     )
     figures = sorted(p.name for p in (quick_run / "figures").iterdir())
     assert figures == sorted(
-        f"{kind}-{m}.png"
-        for kind in ("overlay", "positional", "depth")
-        for m in ("tiny-qwen2", "tiny-gpt2")
+        ["summary.png"]
+        + [
+            f"{kind}-{m}.png"
+            for kind in ("overlay", "positional", "depth")
+            for m in ("tiny-qwen2", "tiny-gpt2")
+        ]
     )
     assert len(checker.images) == len(figures)
     assert sorted(p.name for p in (quick_run / "stages").iterdir()) == [

@@ -354,9 +354,6 @@ def remedy_claim(
         f"{_fmt(baseline.recency)}"
     )
     beside = f"control {control.text()}" if control is not None else f"control {CONTROL}: not run"
-    ours = "; ".join([*(r.text() for r in remedies), beside, base])
-    if margin is not None:
-        ours += f"; margin m = {margin:.3g}"
     verdicts = {r.verdict for r in remedies}
     if not valley:
         chosen = BELOW_RESOLUTION
@@ -366,6 +363,19 @@ def remedy_claim(
         chosen = INCONCLUSIVE
     else:
         chosen = NOT_REPRODUCED
+    # the remedy that decides comes first (the report's compact table shows that clause):
+    # one that works, else one inconclusive, else the one whose gap fell most
+    rank = {"works": 0, "inconclusive": 1}
+    ordered = sorted(
+        remedies,
+        key=lambda r: (
+            rank.get(str(r.verdict), 2),
+            r.gap_difference.estimate if r.gap_difference is not None else float("inf"),
+        ),
+    )
+    ours = "; ".join([*(r.text() for r in ordered), beside, base])
+    if margin is not None:
+        ours += f"; margin m = {margin:.3g}"
     return Claim(f"{claim} (--law {law}: {LAW_TEXT.get(law, law)})", PAPER, ours, chosen, RULE)
 
 
