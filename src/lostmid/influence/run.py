@@ -42,6 +42,7 @@ from lostmid.influence.profile import InfluenceProfile
 from lostmid.influence.residual import forward_ratio
 from lostmid.models import LoadedModel, load_model
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.stats.shape import ShapeIndices, profile_shape
 from lostmid.theory import ProfileSummary, summarize_profile
 from lostmid.typing import Float
 
@@ -88,6 +89,16 @@ class MeasureResult:
         relative = self.profile.relative_stderr
         return float(np.nanmax(relative)) if np.isfinite(relative).any() else None
 
+    @property
+    def shape(self) -> ShapeIndices | None:
+        """Shape indices of positions 1..target (:func:`lostmid.stats.shape.profile_shape`),
+        or None when the standard errors are not finite."""
+        t = self.profile.target
+        influence, stderr = self.profile.influence[:t], self.profile.stderr[:t]
+        if not (np.all(np.isfinite(stderr)) and influence.mean() > 0):
+            return None
+        return profile_shape(influence, stderr)
+
     def record(self) -> dict[str, Any]:
         p, strength, g = self.profile, self.residual_strength, self.gains
         return {
@@ -117,6 +128,7 @@ class MeasureResult:
             "layer_masks": None if self.layer_masks is None else list(self.layer_masks),
             "notes": list(self.notes),
             "summary": self.summary,
+            "shape": self.shape,
             "config": dict(self.resolved),
             "requested": self.config.record(),
             "metadata": dict(self.metadata),
@@ -152,6 +164,13 @@ def summary_table(result: MeasureResult) -> Table:
     table.add_row("dead-zone level (middle half)", fmt(s.dead_zone_level))
     table.add_row(f"recency (j = {s.target})", fmt(s.recency))
     table.add_row("peak-to-valley", fmt(s.peak_to_valley))
+    shape = result.shape
+    if shape is not None:
+        table.add_row(
+            "shape (95% intervals)",
+            f"{shape.shape}; bias index {shape.bias.estimate:+.3g} "
+            f"[{shape.bias.ci_low:+.3g}, {shape.bias.ci_high:+.3g}] of the mean",
+        )
     table.add_row(f"a_l used ({result.config.strength})", layers(result.residual_strength))
     table.add_row("branch gain s_l", layers(None if g is None else g.gain))
     table.add_row("a_l = s/(1+s) (jacobian)", layers(None if g is None else g.residual_strength))
