@@ -221,8 +221,17 @@ def test_make_examples_and_export(tmp_path) -> None:
     path = export_jsonl(exs, tmp_path / "x.jsonl")
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(rows) == 9 and rows[4]["gold_index"] == 2
-    assert rows[4]["prompt"] == exs[4].prompt and rows[4]["records"][2] == list(exs[4].records[2])
-    assert {"prompt", "key", "value", "gold_index", "records"} <= set(rows[0])
+    # Liu et al.'s record (their scripts read ordered_kv_records, key, value) + lostmid's keys
+    assert (
+        rows[4]["ordered_kv_records"][2]
+        == list(exs[4].records[2])
+        == [
+            rows[4]["key"],
+            rows[4]["value"],
+        ]
+    )
+    assert rows[4]["prompt"] == exs[4].prompt and rows[4]["item"] == 1 and rows[4]["pairs"] == 5
+    assert {"prompt", "key", "value", "gold_index", "ordered_kv_records"} <= set(rows[0])
     niah = make_examples("niah", positions=(0, 100), examples=1, length=600)
     assert [json.loads(json.dumps(e.record()))["depth"] for e in niah] == [0, 100]
     assert "gold_index" not in niah[0].record()

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from lostmid.behaviour.retrieve_config import HELP as RETRIEVE_HELP
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
 
@@ -47,67 +48,62 @@ def parse_ints(option: str, text: str | None) -> tuple[int, ...] | None:
 
 
 def retrieve(
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model", help="Local directory, cached hub id, preset, or a lostmid checkpoint."
-        ),
-    ],
-    task: Annotated[str, typer.Option("--task", help="kv | niah | mqar")] = "kv",
-    pairs: Annotated[int, typer.Option("--pairs", help="Key-value pairs (kv, mqar).")] = 75,
+    model: Annotated[str, typer.Option("--model", help=RETRIEVE_HELP["model"])],
+    task: Annotated[str, typer.Option("--task", help=RETRIEVE_HELP["task"])] = "kv",
+    pairs: Annotated[int, typer.Option("--pairs", help=RETRIEVE_HELP["pairs"])] = 75,
     gold_index: Annotated[
-        str | None,
-        typer.Option("--gold-index", help="Gold indices, 0-indexed, e.g. 0,10,20 (kv, mqar)."),
+        str | None, typer.Option("--gold-index", help=RETRIEVE_HELP["gold_index"])
     ] = None,
-    depth: Annotated[
-        str | None, typer.Option("--depth", help="Needle depths in %, e.g. 0,50,100 (niah).")
-    ] = None,
+    depth: Annotated[str | None, typer.Option("--depth", help=RETRIEVE_HELP["depth"])] = None,
     positions: Annotated[
-        int | None,
-        typer.Option("--positions", help="K evenly spaced positions, first and last included."),
+        int | None, typer.Option("--positions", help=RETRIEVE_HELP["positions"])
     ] = None,
-    examples: Annotated[int, typer.Option("--examples", help="Examples per gold position.")] = 20,
-    length: Annotated[
-        int | None, typer.Option("--length", help="Context length in tokens (niah; 1024).")
+    examples: Annotated[
+        int | None, typer.Option("--examples", help=RETRIEVE_HELP["examples"])
     ] = None,
-    key_chars: Annotated[
-        int, typer.Option("--key-chars", help="Key/value characters (36: a UUID4).")
-    ] = 36,
-    style: Annotated[
-        str, typer.Option("--style", help="kv prompt: liu (Liu et al.) | compact {kv,kv,..}k")
-    ] = "liu",
+    length: Annotated[int | None, typer.Option("--length", help=RETRIEVE_HELP["length"])] = None,
+    lengths: Annotated[str | None, typer.Option("--lengths", help=RETRIEVE_HELP["lengths"])] = None,
+    key_chars: Annotated[int, typer.Option("--key-chars", help=RETRIEVE_HELP["key_chars"])] = 36,
+    style: Annotated[str, typer.Option("--style", help=RETRIEVE_HELP["style"])] = "liu",
     query_aware: Annotated[
-        bool, typer.Option("--query-aware", help="Also put the key before the data (kv).")
+        bool, typer.Option("--query-aware", help=RETRIEVE_HELP["query_aware"])
     ] = False,
-    haystack: Annotated[
-        str, typer.Option("--haystack", help="niah filler: repeat | varied")
-    ] = "repeat",
-    vocab: Annotated[int, typer.Option("--vocab", help="mqar vocabulary (keys | values).")] = 64,
-    scoring: Annotated[str, typer.Option("--scoring", help="generate | teacher | both")] = "both",
-    tokenizer: Annotated[
-        str | None,
-        typer.Option("--tokenizer", help="Tokenizer directory, cached hub id, or 'bytes'."),
+    haystack: Annotated[str, typer.Option("--haystack", help=RETRIEVE_HELP["haystack"])] = "repeat",
+    vocab: Annotated[int, typer.Option("--vocab", help=RETRIEVE_HELP["vocab"])] = 64,
+    passes: Annotated[str, typer.Option("--passes", help=RETRIEVE_HELP["passes"])] = "both",
+    scoring: Annotated[str, typer.Option("--scoring", help=RETRIEVE_HELP["scoring"])] = "auto",
+    chat_template: Annotated[
+        str, typer.Option("--chat-template", help=RETRIEVE_HELP["chat_template"])
+    ] = "auto",
+    max_length: Annotated[
+        int | None, typer.Option("--max-length", help=RETRIEVE_HELP["max_length"])
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Examples per forward.")] = 8,
-    device: Annotated[str, typer.Option("--device", help="cpu | cuda[:N]")] = "cpu",
-    dtype: Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | float16")] = (
-        "float32"
-    ),
+    design: Annotated[str, typer.Option("--design", help=RETRIEVE_HELP["design"])] = "moved",
+    data: Annotated[Path | None, typer.Option("--data", help=RETRIEVE_HELP["data"])] = None,
+    tokenizer: Annotated[
+        str | None, typer.Option("--tokenizer", help=RETRIEVE_HELP["tokenizer"])
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", help=RETRIEVE_HELP["batch_size"])] = 8,
+    device: Annotated[str, typer.Option("--device", help=RETRIEVE_HELP["device"])] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype", help=RETRIEVE_HELP["dtype"])] = "float32",
     device_map: Annotated[
         str | None, typer.Option("--device-map", help=MEASURE_HELP["device_map"])
     ] = None,
-    export: Annotated[
-        Path | None, typer.Option("--export", help="Also write the examples as JSON lines.")
+    export: Annotated[Path | None, typer.Option("--export", help=RETRIEVE_HELP["export"])] = None,
+    export_lm_eval: Annotated[
+        Path | None, typer.Option("--export-lm-eval", help=RETRIEVE_HELP["export_lm_eval"])
     ] = None,
+    margin: Annotated[float, typer.Option("--margin", help=RETRIEVE_HELP["margin"])] = 0.05,
     out: Annotated[Path, typer.Option("--out", help="Directory for results.")] = Path(
         "results/retrieve"
     ),
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help=RETRIEVE_HELP["seed"])] = 0,
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace existing results in --out.")
     ] = False,
 ) -> None:
-    """Retrieval accuracy by gold position (Liu's kv, RULER's needle, MQAR)."""
+    """Retrieval accuracy by gold position (Liu's kv, RULER's needle, MQAR, your data),
+    over one length or a length x depth grid."""
     from lostmid.behaviour.run import RetrieveConfig, run_retrieve
 
     config = RetrieveConfig(
@@ -119,18 +115,26 @@ def retrieve(
         positions=positions,
         examples=examples,
         length=length,
+        lengths=parse_ints("--lengths", lengths),
         key_chars=key_chars,
         style=style,
         query_aware=query_aware,
         haystack=haystack,
         vocab=vocab,
+        passes=passes,
         scoring=scoring,
+        chat_template=chat_template,
+        max_length=max_length,
+        design=design,
+        data=data,
         tokenizer=tokenizer,
         batch_size=batch_size,
         device=device,
         dtype=dtype,
         device_map=device_map,
         export=export,
+        export_lm_eval=export_lm_eval,
+        margin=margin,
         seed=seed,
     )
     run_retrieve(config, out=out, overwrite=overwrite, console=console)

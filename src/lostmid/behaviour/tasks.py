@@ -29,10 +29,10 @@ True
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from lostmid.behaviour.data import write_records
 from lostmid.behaviour.example import (
     TASKS,
     RetrievalExample,
@@ -161,11 +161,10 @@ def make_examples(
     ]
 
 
-def export_jsonl(examples: Iterable[RetrievalExample], path: Path) -> Path:
-    """Write one JSON object a line (:meth:`RetrievalExample.record`) to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
-        for example in examples:
-            f.write(json.dumps(example.record(), ensure_ascii=False) + "\n")
-    return path
+def export_jsonl(
+    examples: Sequence[RetrievalExample], path: Path, tokens: Sequence[int] | None = None
+) -> Path:
+    """Write one JSON object a line (:meth:`RetrievalExample.record`: the field's format
+    of the task) to ``path`` (gzipped when it ends in ``.gz``); ``tokens``: each
+    prompt's token count (RULER's ``length``)."""
+    return write_records(examples, path, tokens)
