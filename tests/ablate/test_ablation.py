@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from lostmid.ablate import run as ablation
 from lostmid.ablate.config import RUNGS, AblationConfig
 from lostmid.ablate.run import run_ablate
 from lostmid.ablate.rungs import build_rung
 from lostmid.errors import UserError
-from lostmid.ablate import run as ablation
 
 TINY = {"model": "tiny-gpt2", "length": 16, "samples": 1, "probes": 1}
 
@@ -212,7 +212,7 @@ def test_cli_ablate_and_its_errors(tmp_path: Path, run_cli) -> None:
 def test_a_rung_that_overflows_is_skipped_not_fatal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lostmid.influence.estimator import NonFiniteError
+    from lostmid.influence.passes import NonFiniteError
 
     measure = ablation.measure_rung
 

@@ -6,8 +6,8 @@ key-value retrieval, RULER's needle in a haystack, MQAR; scoring
 (:mod:`~lostmid.behaviour.score`): Liu's substring rule, accuracy by position with
 Wilson intervals (:mod:`lostmid.stats`); model calls (:mod:`~lostmid.behaviour.decoding`):
 greedy generation and teacher forcing; the ``lostmid retrieve`` job
-(:func:`run_retrieve`); small models trained on retrieval (:func:`train_retrieval`,
-with ``training_data``, ``training_config`` and ``training_eval``).
+(:func:`run_retrieve`); small models trained on retrieval (the subpackage
+:mod:`~lostmid.behaviour.training`, :func:`run_retrieval_training`).
 
 >>> from lostmid.behaviour import kv_example
 >>> from lostmid.stats import wilson_interval
@@ -29,26 +29,26 @@ __getattr__, __dir__, __all__ = attach(
             "Difference",
             "PositionScore",
             "RetrievalSummary",
-            "is_correct",
             "score_positions",
             "summarise_positions",
         ],
         "decoding": ["TeacherScores", "greedy_decode", "teacher_forced"],
+        "answers": ["answer_correct"],
+        "shared": ["shared_scores"],
         "example": ["RetrievalExample"],
         "gold": ["gold_distribution"],
         "kv": ["kv_example"],
         "mqar": ["mqar_example"],
         "niah": ["niah_example"],
-        "tasks": ["export_jsonl", "make_examples"],
+        "tasks": ["make_examples"],
+        "data": ["data_examples", "read_records", "write_records"],
         "tokenizers": ["ByteTokenizer", "load_tokenizer", "tokenizer_for_model"],
-        "training": ["RetrievalHooks", "RetrievalTrainResult", "train_retrieval"],
-        "training_config": [
+        "training": [
             "RETRIEVAL_PRESETS",
+            "RetrievalCheckpoint",
+            "RetrievalTask",
             "RetrievalTrainConfig",
-            "resolve_retrieval_config",
-            "retrieval_preset",
+            "run_retrieval_training",
         ],
-        "training_data": ["RetrievalTask"],
-        "training_eval": ["RetrievalCheckpoint"],
     },
 )

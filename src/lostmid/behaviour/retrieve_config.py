@@ -9,20 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.behaviour.answers import RULE_CHOICES
-from lostmid.behaviour.grid import DESIGNS
-from lostmid.behaviour.prompts import CHAT_TEMPLATES
-from lostmid.behaviour.tasks import (
-    HAYSTACKS,
-    KV_STYLES,
+from lostmid.behaviour.example import (
     TASKS,
-    UUID_CHARS,
     check_depths,
     check_gold_indices,
     default_depths,
     default_gold_indices,
 )
+from lostmid.behaviour.grid import DESIGNS
+from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
+from lostmid.behaviour.niah import HAYSTACKS
+from lostmid.behaviour.prompts import CHAT_TEMPLATES
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
+from lostmid.influence.config import HELP as MEASURE_HELP
 
 PASSES = ("generate", "teacher", "both")
 NIAH_LENGTH = 1024
@@ -57,13 +57,13 @@ HELP: dict[str, str] = {
     "prefill per context, every record's key asked of its cache; kv, mqar).",
     "data": "Read examples from a file: Liu et al.'s kv or QA (.jsonl/.jsonl.gz), RULER's "
     "or LongBench-style records.",
-    "init": "auto | pretrained | random",
+    "init": "auto | random | pretrained: weights of --model.",
     "seed": "Random seed.",
     "batch_size": "Examples per forward.",
-    "padding": "Teacher forcing batches: left | right.",
+    "padding": "left | right: how prompts of a batch are padded (teacher forcing).",
     "device": "cpu | cuda[:N]",
     "dtype": "float32 | bfloat16 | float16",
-    "device_map": "Split the model across devices (accelerate): auto, balanced, or JSON.",
+    "device_map": MEASURE_HELP["device_map"],
     "export": "Also write the examples in their field's format (Liu's kv/QA, RULER's, "
     "LongBench's; .jsonl or .jsonl.gz).",
     "export_lm_eval": "Also write an lm-evaluation-harness task per task and length "
@@ -156,7 +156,7 @@ class RetrieveConfig:
                 "--design shared needs the key after the data; --query-aware puts it before"
             )
         if self.device_map is not None:  # the map's form here; its modules at load time
-            from lostmid.models.load import parse_device_map
+            from lostmid.models.placement import parse_device_map
 
             parse_device_map(self.device_map)
         if self.data is not None:

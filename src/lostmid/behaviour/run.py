@@ -25,15 +25,6 @@ Writes under ``--out``:
 
 from __future__ import annotations
 
-__all__ = [
-    "NIAH_LENGTH",
-    "PASSES",
-    "RetrieveConfig",
-    "RetrieveResult",
-    "ScoreSet",
-    "run_retrieve",
-]
-
 import hashlib
 import json
 from collections.abc import Sequence
@@ -47,7 +38,7 @@ from lostmid.behaviour.answers import answer_correct, cut_at_eos, resolve_rule
 from lostmid.behaviour.decoding import TeacherScores, greedy_decode, teacher_forced
 from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.prompts import Encoded, PromptFormat, encode, prompt_format
-from lostmid.behaviour.retrieve_config import NIAH_LENGTH, PASSES, RetrieveConfig
+from lostmid.behaviour.retrieve_config import NIAH_LENGTH, RetrieveConfig
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,
