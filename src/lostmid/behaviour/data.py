@@ -207,6 +207,18 @@ def _snap(value: float, grid: Sequence[int]) -> int:
     return min(grid, key=lambda g: (abs(g - value), g))
 
 
+def _ordered(found: list[tuple[int, int, RetrievalExample]]) -> list[RetrievalExample]:
+    """Grouped by length cell, then position, items in order (a grid's order)."""
+    found.sort(key=lambda t: (t[2].length is not None, t[2].length or 0, t[0], t[1]))
+    return [ex for _, _, ex in found]
+
+
+def _item(record: Mapping[str, Any], number: int) -> int:
+    """lostmid's ``item`` when the record states it (an export), else its line (0-based)."""
+    value = record.get("item")
+    return int(value) if isinstance(value, int) else number - 1
+
+
 def _length_cell(record: Mapping[str, Any], lengths: Sequence[int] | None) -> int | None:
     if isinstance(record.get("length_cell"), int):
         return int(record["length_cell"])
@@ -224,13 +236,15 @@ def data_examples(
     examples: int | None = None,
     lengths: Sequence[int] | None = None,
     query_aware: bool = False,
+    style: str = "liu",
     shared: bool = False,
 ) -> tuple[str, list[RetrievalExample], int]:
     """(format, examples grouped by position, records left out) of a ``--data`` file.
 
     ``examples``: use the first N records (default all). ``shared``: kv only, the
     records kept in the file's order and the key of each requested index asked
-    (``--design shared``). Positions and cells as in the module doc.
+    (``--design shared``). ``style``: the kv prompt (``liu``; ``compact`` for small byte
+    models). Positions and cells as in the module doc.
     """
     records = read_records(path)
     fmt = detect_format(records[0])
@@ -248,7 +262,9 @@ def data_examples(
             )
         return (
             fmt,
-            _indexed_examples(records, fmt, gold_index, positions, lengths, query_aware, shared),
+            _indexed_examples(
+                records, fmt, gold_index, positions, lengths, query_aware, style, shared
+            ),
             0,
         )
     if gold_index is not None:
@@ -264,12 +280,13 @@ def _indexed_examples(
     positions: int | None,
     lengths: Sequence[int] | None,
     query_aware: bool,
+    style: str,
     shared: bool,
 ) -> list[RetrievalExample]:
     requested = gold_index is not None or positions is not None
     out: list[tuple[int, int, RetrievalExample]] = []
     for number, record in enumerate(records, start=1):
-        item = number - 1
+        item = _item(record, number)
         cell = _length_cell(record, lengths)
         if fmt == "liu-kv":
             _need(record, number, fmt, ("ordered_kv_records", "key", "value"))
@@ -299,19 +316,23 @@ def _indexed_examples(
             wanted = (int(record.get("gold_index", gold)),)  # as the file has it
         if shared:
             for g in wanted:
-                ex = kv_query(pairs, g, item=item, length=cell)
-                out.append((g, item, replace(ex, source={**record, "value": ex.value})))
+                ex = kv_query(pairs, g, style=style, item=item, length=cell)
+                source = {**record, "key": ex.key, "value": ex.value}
+                out.append((g, item, replace(ex, source=source)))
             continue
         for g in wanted:
             if fmt == "liu-kv":
                 moved = move_gold(pairs, gold, g) if requested or g != gold else pairs
-                ex = kv_query(moved, g, query_aware=query_aware, item=item, length=cell)
+                ex = kv_query(
+                    moved, g, query_aware=query_aware, style=style, item=item, length=cell
+                )
                 source = {**record, "ordered_kv_records": [list(p) for p in moved]}
             else:
                 ex, source = _qa_example(record, number, gold, g, query_aware, item, cell)
+            if not requested and isinstance(record.get("depth_pct"), int | float):
+                ex = replace(ex, depth_pct=float(record["depth_pct"]))  # the row it had
             out.append((g, item, replace(ex, source=source)))
-    out.sort(key=lambda t: (t[0], t[1]))  # grouped by position, items in file order
-    return [ex for _, _, ex in out]
+    return _ordered(out)
 
 
 def _qa_example(
@@ -387,7 +408,7 @@ def _depth_examples(
     out: list[tuple[int, int, RetrievalExample]] = []
     for exact, record, number in placed:
         snapped = _snap(exact, grid)
-        item = number - 1
+        item = _item(record, number)
         cell = _length_cell(record, lengths)
         if fmt == "ruler":
             prefix = str(record.get("answer_prefix", ""))
@@ -424,8 +445,7 @@ def _depth_examples(
                 source=record,
             )
         out.append((snapped, item, example))
-    out.sort(key=lambda t: (t[0], t[1]))
-    return [ex for _, _, ex in out], left_out
+    return _ordered(out), left_out
 
 
 # -- writing ------------------------------------------------------------------------------

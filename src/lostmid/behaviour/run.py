@@ -320,6 +320,7 @@ def _examples(
             examples=config.resolved_examples,
             lengths=config.lengths,
             query_aware=config.query_aware,
+            style=config.style,
             shared=config.design == "shared",
         )
         return found, {"path": str(config.data), "format": fmt_name, "left_out": left_out}
