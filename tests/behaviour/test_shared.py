@@ -69,3 +69,11 @@ def test_one_prefill_per_distinct_context() -> None:
     finally:
         del loaded.adapter.prefill
     assert calls == [3, 2]
+
+
+def test_padding_gaps_are_exact_only_without_a_shorter_sliding_window() -> None:
+    qwen = load_model("tiny-qwen2", init="random", seed=0)
+    mistral = load_model("tiny-mistral", init="random", seed=0)  # window 16 in every layer
+    assert qwen.adapter.gaps_are_exact(qwen.model, 200)
+    assert not mistral.adapter.gaps_are_exact(mistral.model, 40)
+    assert mistral.adapter.gaps_are_exact(mistral.model, 16)  # the window covers it all

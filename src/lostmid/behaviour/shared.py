@@ -10,9 +10,11 @@ every family the adapters name):
     logprob = sum_j log p(target_j | context, question, target_<j),
 
 and greedy decoding continues each question from the copied cache one token a step.
-Questions of one batch have the same length (no padding between the context and a
-question, where a sliding window would count it); batches hold up to ``batch_size``
-questions of one context.
+Batches hold up to ``batch_size`` questions of one context: right-padded under teacher
+forcing (exact for every family; only the columns that predict a target get logits),
+left-padded for greedy decoding where every layer is causal, and of one length only
+where a sliding window would count the padding (:meth:`~lostmid.models.adapters.cache.
+CacheContinuation.gaps_are_exact`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,20 @@ from lostmid.behaviour.decoding import TeacherScores
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.models.adapters import FamilyAdapter
+
+
+def _padded(
+    rows: Sequence[Sequence[int]], side: str, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, mask) (B, W): rows padded with 0 on ``side``, mask 1 on real tokens."""
+    width = max(len(r) for r in rows)
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for b, r in enumerate(rows):
+        start = width - len(r) if side == "left" else 0
+        ids[b, start : start + len(r)] = torch.as_tensor(list(r), dtype=torch.long)
+        mask[b, start : start + len(r)] = 1
+    return ids.to(device), mask.to(device)
 
 
 def _groups(
@@ -83,35 +99,50 @@ def shared_scores(
     for context, rows in by_context.items():
         past = len(context)
         cache = adapter.prefill(model, torch.tensor([context], device=device))
-        if teacher:
+        if teacher:  # right-padded batches: exact for every family
             seqs = {i: list(questions[i]) + list(targets[i])[:-1] for i in rows}
-            widths = {i: len(seq) for i, seq in seqs.items()}
-            for batch in _groups(rows, widths.__getitem__, batch_size):
-                ids = torch.tensor([seqs[i] for i in batch], device=device)
+            order = sorted(rows, key=lambda i: len(seqs[i]))
+            for lo in range(0, len(order), batch_size):
+                batch = order[lo : lo + batch_size]
+                ids, mask = _padded([seqs[i] for i in batch], "right", device)
+                width = ids.shape[1]
+                # only the columns that predict a target token: from the earliest
+                # question end to the last column
+                first = min(len(questions[i]) - 1 for i in batch)
                 logits, _ = adapter.continue_from(
-                    model, adapter.repeat_cache(cache, len(batch)), ids, past
-                )
-                logp = torch.log_softmax(logits.float(), dim=-1)  # (B, W, V)
+                    model, adapter.repeat_cache(cache, len(batch)), ids, past,
+                    mask=mask, keep=width - first,
+                )  # fmt: skip
                 for b, i in enumerate(batch):
                     q, t = len(questions[i]), len(targets[i])
-                    row = logp[b, q - 1 : q - 1 + t]  # column c predicts token c + 1
+                    # column c predicts token c + 1: the target's t columns of row b
+                    row = torch.log_softmax(
+                        logits[b, q - 1 - first : q - 1 - first + t].float(), -1
+                    )
                     want = torch.as_tensor(list(targets[i]), device=row.device)
                     logprob[i] = float(row.gather(1, want[:, None]).sum())
                     argmax[i] = bool((row.argmax(dim=-1) == want).all())
         if new_tokens is not None:
-            for batch in _groups(rows, lambda i: len(questions[i]), batch_size):
-                ids = torch.tensor([list(questions[i]) for i in batch], device=device)
+            longest = past + max(len(questions[i]) for i in rows) + new_tokens
+            if adapter.gaps_are_exact(model, longest):  # left-padded batches
+                order = sorted(rows, key=lambda i: len(questions[i]))
+                batches = [order[lo : lo + batch_size] for lo in range(0, len(order), batch_size)]
+            else:  # a sliding window: rows of one length only
+                batches = _groups(rows, lambda i: len(questions[i]), batch_size)
+            for batch in batches:
+                ids, mask = _padded([list(questions[i]) for i in batch], "left", device)
                 branch = adapter.repeat_cache(cache, len(batch))
-                logits, branch = adapter.continue_from(model, branch, ids, past)
-                at = past + ids.shape[1]
+                logits, branch = adapter.continue_from(model, branch, ids, past, mask=mask, keep=1)
+                seen = torch.cat([torch.ones_like(mask[:, :1]).expand(-1, past), mask], dim=1)
+                ones = torch.ones_like(mask[:, :1])
                 steps = []
                 for step in range(new_tokens):
                     token = logits[:, -1].argmax(dim=-1)  # (B,)
                     steps.append(token)
                     if step == new_tokens - 1:
                         break
-                    logits, branch = adapter.continue_from(model, branch, token[:, None], at)
-                    at += 1
+                    logits, branch = adapter.continue_from(model, branch, token[:, None], seen)
+                    seen = torch.cat([seen, ones], dim=1)
                 tokens = torch.stack(steps, dim=1).tolist()  # (B, new_tokens)
                 for b, i in enumerate(batch):
                     generated[i] = tokens[b]

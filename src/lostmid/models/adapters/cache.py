@@ -4,11 +4,16 @@ context it has already encoded (``retrieve --design shared``).
 A context of T tokens is run once (:meth:`CacheContinuation.prefill`); its cache is
 copied for a batch of B continuations (:meth:`~CacheContinuation.repeat_cache`: each
 forward appends to the cache it is given, so the context's own is never handed out);
-then W more tokens per row are read at positions T .. T + W - 1
-(:meth:`~CacheContinuation.continue_from`), with an attention mask of ones over the
-T + W columns. Rows of one call have the same W: a gap of padding between the context
-and a row would count against a sliding window (Mistral, Gemma2), so callers group
-continuations by length instead of padding them.
+then W more columns per row are read after it
+(:meth:`~CacheContinuation.continue_from`). A row's real tokens are marked by ``mask``
+(B, W); they sit at positions T, T + 1, ... in order, whatever padding surrounds them:
+position = T + cumsum(mask) - 1. Padding after a row's tokens (right padding) never
+changes them: causal attention does not look ahead. Padding before them (a gap between
+the context and a row, as left padding makes when rows of several lengths decode
+together) is exact where every layer's attention is causal, but a sliding window counts
+the gap's columns against its width (Mistral, Gemma2):
+:meth:`~CacheContinuation.gaps_are_exact` says which, and callers group rows by length
+where it is not.
 
 Family differences handled here, once: the cache argument's name (``cache`` in
 Transformers >= 5, ``past_key_values`` before), whether the forward takes
@@ -25,6 +30,8 @@ from typing import Any
 
 import torch
 from torch import nn
+
+from lostmid.errors import UserError
 
 
 def _accepts(model: nn.Module, name: str) -> bool:
@@ -76,23 +83,58 @@ class CacheContinuation:
             copied.batch_repeat_interleave(batch)
         return copied
 
+    def gaps_are_exact(self, model: nn.Module, length: int) -> bool:
+        """Whether padding between cached tokens and new ones leaves the numbers exact at
+        ``length`` total tokens: every layer causal (no sliding window shorter than it).
+        False where the family's masks are unknown (the generic adapter)."""
+        try:
+            specs = self.layer_masks(model.config, length)  # type: ignore[attr-defined]
+        except UserError:
+            return False
+        return all(spec == "causal" for spec in specs)
+
     @torch.no_grad()
     def continue_from(
-        self, model: nn.Module, cache: Any, ids: torch.Tensor, past: int
+        self,
+        model: nn.Module,
+        cache: Any,
+        ids: torch.Tensor,
+        past: int | torch.Tensor,
+        *,
+        mask: torch.Tensor | None = None,
+        keep: int | None = None,
     ) -> tuple[torch.Tensor, Any]:
-        """(logits (B, W, V), cache) of ``ids`` (B, W) read after ``past`` cached tokens
-        at positions past .. past + W - 1; ``cache`` (B rows) is extended in place."""
+        """(logits, cache) of ``ids`` (B, W) read after the cached columns; ``cache``
+        (B rows) is extended in place.
+
+        Args:
+            past: the number of cached columns, all real (an int), or their mask (B, P),
+                1 real, 0 padding (after a left-padded continuation).
+            mask: (B, W) 1 for a row's real new tokens, 0 for padding (default all real).
+            keep: compute logits for the last ``keep`` columns only (default all W);
+                the logits are (B, keep, V) either way.
+        """
         batch, width = ids.shape
+        if mask is None:
+            mask = torch.ones_like(ids)
+        if isinstance(past, int):
+            past = torch.ones((batch, past), dtype=mask.dtype, device=ids.device)
         kwargs: dict[str, Any] = {
             "input_ids": ids,
-            "attention_mask": torch.ones(
-                (batch, past + width), dtype=torch.long, device=ids.device
-            ),
+            "attention_mask": torch.cat([past, mask], dim=1),
             "use_cache": True,
             self.cache_argument(model): cache,
         }
         if self.takes_position_ids(model):
-            positions = torch.arange(past, past + width, device=ids.device)
-            kwargs["position_ids"] = positions[None].expand(batch, width)
+            seen = past.sum(dim=1, keepdim=True)  # (B, 1) real tokens before
+            kwargs["position_ids"] = seen + (mask.cumsum(dim=1) - 1).clamp(min=0)
+        keep_name = next(
+            (n for n in ("logits_to_keep", "num_logits_to_keep") if _accepts(model, n)), None
+        )
+        if keep is not None and keep_name is not None:
+            kwargs[keep_name] = keep
         out = model(**kwargs)
-        return out.logits, output_cache(out)
+        logits = out.logits
+        if keep is not None and logits.shape[1] != keep:
+            logits = logits[:, -keep:]
+        return logits, output_cache(out)
