@@ -217,7 +217,7 @@ class RetrieveConfig:
             return check_gold_indices(self.gold_index, self.pairs)
         return default_gold_indices(self.pairs, self.positions)
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         data = asdict(self)
         for name in ("export", "export_lm_eval", "data"):
             value = getattr(self, name)

@@ -138,7 +138,7 @@ class RetrieveResult:
             "tokenizer": self.tokenizer,
             "examples": self.examples,
             "seconds": self.seconds,
-            "config": self.config.to_dict(),
+            "config": self.config.record(),
         }
 
 
@@ -171,7 +171,7 @@ def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> bool:
             old = json.loads(saved.read_text()).get("config")
         except (json.JSONDecodeError, AttributeError):
             old = None
-        if old != to_jsonable(config.to_dict()):
+        if old != to_jsonable(config.record()):
             raise UserError(
                 f"{saved} already exists with another configuration; pass --overwrite or "
                 "choose another --out (the same command resumes)"
@@ -256,7 +256,7 @@ def run_retrieve(
         first_text if first_text is not None else examples[0].prompt, encoding="utf-8"
     )
     store = StageStore(out, fresh=overwrite)
-    base = {k: v for k, v in config.to_dict().items() if k not in _NOT_IN_CELLS}
+    base = {k: v for k, v in config.record().items() if k not in _NOT_IN_CELLS}
     base.update(new_tokens=new_tokens, data_digest=_file_digest(config.data))
     rows: list[dict[str, Any] | None] = [None] * len(examples)
     with _progress(console) as bar, timer("score"):
@@ -289,7 +289,7 @@ def run_retrieve(
     )
     record = result.record()
     record["stages"] = {"computed": list(store.computed), "reused": list(store.reused)}
-    record["metadata"] = run_metadata("retrieve", config.to_dict(), config.seed, timer.seconds)
+    record["metadata"] = run_metadata("retrieve", config.record(), config.seed, timer.seconds)
     write_json(out / "retrieve.json", record)
     _write_outputs(out, result, result_rows)
     if console is not None:
