@@ -15,7 +15,7 @@ from lostmid.behaviour.score import PositionScore
 from lostmid.report.plots import new_figure
 
 
-def _errorbar(ax: Axes, scores: Sequence[PositionScore], label: str, **style: object) -> None:
+def _errorbar(ax: Axes, scores: Sequence[PositionScore], label: str, **style: Any) -> None:
     x = np.array([s.position for s in scores])
     acc = np.array([s.accuracy for s in scores])
     err = np.array(

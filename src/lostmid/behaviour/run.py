@@ -177,9 +177,9 @@ def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> bool:
                 "choose another --out (the same command resumes)"
             )
         same = True
-    for target in (config.export,):
-        if target is not None and Path(target).exists() and not (overwrite or same):
-            raise UserError(f"{target} already exists; pass --overwrite or choose another file")
+    export = config.export
+    if export is not None and Path(export).exists() and not (overwrite or same):
+        raise UserError(f"{export} already exists; pass --overwrite or choose another file")
     return same
 
 
@@ -386,12 +386,11 @@ def _stages(
     """(stage name, example indices): one stage per cell (moved) or per length (shared)."""
     groups: dict[str, list[int]] = {}
     for i, ex in enumerate(examples):
-        length = "" if ex.length is None else f"L{ex.length}-"
-        name = (
-            f"shared-{length or 'one'}".rstrip("-")
-            if shared
-            else f"cell-{length}{axis}{ex.position}"
-        )
+        length = "" if ex.length is None else f"L{ex.length}"
+        if shared:
+            name = f"shared-{length or 'one'}"
+        else:
+            name = f"cell-{length}-{axis}{ex.position}" if length else f"cell-{axis}{ex.position}"
         groups.setdefault(name, []).append(i)
     return list(groups.items())
 
@@ -598,6 +597,7 @@ def _write_outputs(out: Path, result: RetrieveResult, rows: list[dict[str, Any]]
     config = result.config
     chance = 2.0 / config.vocab if result.task == "mqar" else None
     label = f"{result.task} retrieval, {config.model} ({result.examples} examples)"
+    series: dict[str, Sequence[PositionScore]]
     if len(result.by_length) == 1:
         series = {s.metric: s.positions for s in result.scores}
         xlabel = "gold index (0-indexed)" if result.axis == "index" else "depth (%)"

@@ -36,8 +36,15 @@ _TOKENIZER_FILES = (
 class Tokenizer(Protocol):
     """What retrieval needs from a tokenizer."""
 
-    name: str
-    vocab_size: int
+    @property
+    def name(self) -> str:
+        """What the tokenizer is (``bytes``, a directory, a hub id)."""
+        ...
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of token ids."""
+        ...
 
     def encode(self, text: str, *, special: bool = False) -> list[int]:
         """Token ids of ``text``; ``special`` adds the model's prefix tokens (BOS)."""

@@ -58,6 +58,7 @@ import numpy as np
 from lostmid.errors import UserError
 from lostmid.stats.intervals import Z95, seed_interval, wilson_interval
 
+Numbers = Sequence[float] | np.ndarray  # values over positions, as a list or an array
 SHAPES = ("flat", "primacy", "recency", "U", "inverted U", "undetermined")
 KINDS = ("proportion", "estimate", "seeds")
 
@@ -109,9 +110,7 @@ class Curve:
     n: tuple[int, ...] | None = None  # proportions
 
     @classmethod
-    def from_counts(
-        cls, positions: Sequence[float], correct: Sequence[int], n: Sequence[int]
-    ) -> Curve:
+    def from_counts(cls, positions: Numbers, correct: Sequence[int], n: Sequence[int]) -> Curve:
         """Accuracy k_i / n_i at each position."""
         k, m = tuple(int(x) for x in correct), tuple(int(x) for x in n)
         if len(k) != len(positions) or len(m) != len(positions):
@@ -122,9 +121,7 @@ class Curve:
         return cls(_positions(positions), "proportion", values, correct=k, n=m)
 
     @classmethod
-    def from_estimates(
-        cls, positions: Sequence[float], values: Sequence[float], stderr: Sequence[float]
-    ) -> Curve:
+    def from_estimates(cls, positions: Numbers, values: Numbers, stderr: Numbers) -> Curve:
         """Estimates with standard errors (e.g. an influence profile and its s.e.)."""
         v, s = np.asarray(values, dtype=np.float64), np.asarray(stderr, dtype=np.float64)
         if v.shape != (len(positions),) or s.shape != v.shape:
@@ -134,7 +131,9 @@ class Curve:
         return cls(_positions(positions), "estimate", v, stderr=s)
 
     @classmethod
-    def from_seeds(cls, positions: Sequence[float], values: Sequence[Sequence[float]]) -> Curve:
+    def from_seeds(
+        cls, positions: Numbers, values: Sequence[Sequence[float]] | np.ndarray
+    ) -> Curve:
         """One curve per seed, shape (S, P); seeds are the unit of the t interval."""
         v = np.asarray(values, dtype=np.float64)
         if v.ndim != 2 or v.shape[1] != len(positions) or not np.all(np.isfinite(v)):
@@ -146,7 +145,7 @@ class Curve:
         """(P,) the point estimate per position (the mean over seeds for ``seeds``)."""
         return self.values.mean(axis=0) if self.kind == "seeds" else self.values
 
-    def contrast(self, coefficients: Sequence[float]) -> Contrast:
+    def contrast(self, coefficients: Numbers) -> Contrast:
         """sum_i c_i v_i with its 95 % interval (module doc)."""
         c = np.asarray(coefficients, dtype=np.float64)
         if c.shape != (len(self.positions),):
@@ -181,7 +180,7 @@ class Curve:
         return self.contrast(np.full(len(self.positions), 1.0 / len(self.positions)))
 
 
-def _positions(positions: Sequence[float]) -> tuple[float, ...]:
+def _positions(positions: Numbers) -> tuple[float, ...]:
     p = tuple(float(x) for x in positions)
     if not p:
         raise UserError("a curve needs at least one position")
@@ -190,7 +189,7 @@ def _positions(positions: Sequence[float]) -> tuple[float, ...]:
     return p
 
 
-def reference_points(positions: Sequence[float]) -> tuple[int, int, int]:
+def reference_points(positions: Numbers) -> tuple[int, int, int]:
     """(first, middle, last) array indices: middle is the position nearest the midpoint
     of the first and last positions, the lower one on a tie.
 
@@ -300,9 +299,7 @@ def shape_indices(curve: Curve, *, margin: float) -> ShapeIndices:
     )
 
 
-def profile_shape(
-    influence: Sequence[float], stderr: Sequence[float], *, margin: float = 0.05
-) -> ShapeIndices:
+def profile_shape(influence: Numbers, stderr: Numbers, *, margin: float = 0.05) -> ShapeIndices:
     """Shape indices of an influence profile over positions 1..L (1-indexed), values and
     standard errors divided by the profile's mean, so ``margin`` is a fraction of the
     mean level (0.05: 5 %).
