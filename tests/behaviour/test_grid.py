@@ -114,7 +114,9 @@ def test_shared_design_run_scores_each_question_as_its_full_prompt(
     )  # fmt: skip
     assert code == 0, err
     result = json.loads((out / "retrieve.json").read_text())
-    assert result["design"] == "shared" and result["stages"]["computed"] == ["shared-one"]
+    assert result["design"] == "shared" and result["metadata"]["stages"]["computed"] == [
+        "shared-one"
+    ]
     rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == 10 and {r["item"] for r in rows} == {0, 1}
     from lostmid.behaviour.kv import kv_query, kv_records

@@ -73,11 +73,16 @@ def test_rerun_resumes_and_refusals(bpe_model_dir: Path, tmp_path: Path, run_cli
     code, stdout, _ = run_cli(*args, "--out", tmp_path / "a")
     assert code == 0 and "reused" not in stdout
     first = json.loads((tmp_path / "a" / "retrieve.json").read_text())
-    assert len(first["stages"]["computed"]) == 3 and first["stages"]["reused"] == []
+    assert (
+        len(first["metadata"]["stages"]["computed"]) == 3
+        and first["metadata"]["stages"]["reused"] == []
+    )
     # the same command again: every cell reused, the same numbers
     code, stdout, _ = run_cli(*args, "--out", tmp_path / "a")
     again = json.loads((tmp_path / "a" / "retrieve.json").read_text())
-    assert code == 0 and "3 cells reused" in stdout and again["stages"]["computed"] == []
+    assert (
+        code == 0 and "3 cells reused" in stdout and again["metadata"]["stages"]["computed"] == []
+    )
     assert again["cells"] == first["cells"]
     # another configuration in the same --out: refused, nothing replaced
     code, _, err = run_cli(*args[:-4], "--examples", "2", "--passes", "teacher",
@@ -120,7 +125,10 @@ def test_a_half_done_grid_resumes_the_missing_cells(
     whole = retrieve_run.run_retrieve(config, out=tmp_path / "w")
     assert resumed.cells == whole.cells
     saved = json.loads((tmp_path / "r" / "retrieve.json").read_text())
-    assert len(saved["stages"]["reused"]) == 2 and len(saved["stages"]["computed"]) == 2
+    assert (
+        len(saved["metadata"]["stages"]["reused"]) == 2
+        and len(saved["metadata"]["stages"]["computed"]) == 2
+    )
 
 
 @pytest.mark.parametrize(

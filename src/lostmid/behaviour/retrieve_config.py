@@ -20,7 +20,7 @@ from lostmid.behaviour.grid import DESIGNS
 from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
 from lostmid.behaviour.niah import HAYSTACKS
 from lostmid.behaviour.prompts import CHAT_TEMPLATES
-from lostmid.checks import check_choice, check_positive
+from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
 
@@ -120,6 +120,7 @@ class RetrieveConfig:
     margin: float = 0.05
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         check_choice("--task", self.task, TASKS)
         if self.scoring in PASSES:
             raise UserError(

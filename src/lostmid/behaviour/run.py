@@ -20,7 +20,8 @@ Writes under ``--out``:
   count, value, greedy answer, scores;
 * ``prompt.txt``: the first example's prompt as the tokenizer received it;
 * ``stages/``: each cell's result as it finished (``--design shared``: each length's);
-  a rerun with the same ``--out`` and configuration reuses them.
+  a rerun with the same ``--out`` and configuration reuses them (which were reused and
+  which computed: ``metadata.stages``).
 """
 
 from __future__ import annotations
@@ -288,8 +289,8 @@ def run_retrieve(
         data=data,
     )
     record = result.record()
-    record["stages"] = {"computed": list(store.computed), "reused": list(store.reused)}
     record["metadata"] = run_metadata("retrieve", config.record(), config.seed, timer.seconds)
+    record["metadata"]["stages"] = store.record()
     write_json(out / "retrieve.json", record)
     _write_outputs(out, result, result_rows)
     if console is not None:

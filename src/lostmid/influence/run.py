@@ -189,11 +189,7 @@ def run_measure(
                 attn_implementation=attention,
                 device_map=config.device_map,
             )
-        if config.length > loaded.max_length:
-            raise UserError(
-                f"--length {config.length} exceeds the maximum {loaded.max_length} of "
-                f"{config.model}; use --length {loaded.max_length} or less"
-            )
+        loaded.check_length(config.length)  # before the inputs are drawn
         with timer("inputs"):
             if config.corpus is None:
                 ids = random_token_ids(
