@@ -74,3 +74,33 @@ def test_lm_eval_round_trip(
     per_position = {p: sum(v) / len(v) for p, v in theirs.items()}
     assert per_position == pytest.approx(mine)
     assert 0 < sum(mine.values()) < len(mine)  # neither all wrong nor all right
+
+
+def test_the_exported_rule_agrees_with_lostmids_on_every_rule(tmp_path: Path) -> None:
+    """utils.py carries its own copy of the rules (standard library only); on answers
+    that each rule accepts or refuses, it says what lostmid.behaviour.answers says."""
+    import importlib.util
+
+    from lostmid.behaviour.answers import RULES, answer_correct
+    from lostmid.behaviour.kv import kv_query
+    from lostmid.behaviour.lmeval_export import export_lm_eval
+
+    export_lm_eval([kv_query([("a", "b"), ("c", "d")], 0)], tmp_path, rule="substring",
+                   new_tokens=3)  # fmt: skip
+    spec = importlib.util.spec_from_file_location("exported_utils", tmp_path / "utils.py")
+    assert spec is not None and spec.loader is not None
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    answers = [" The Eiffel Tower.\nParis", "\nEiffel tower", " eiffel-tower, in Paris",
+               "TOWER", " 12 and 34", " 12"]  # fmt: skip
+    references = [("eiffel tower",), ("Eiffel Tower", "Paris"), ("12", "34")]
+    outcomes = set()
+    for rule in RULES:
+        for refs in references:
+            for match in ("any", "all"):
+                for answer in answers:
+                    doc = {"rule": rule, "references": list(refs), "match": match}
+                    mine = answer_correct(rule, answer, refs, match)
+                    assert utils.process_results(doc, [answer]) == {"acc": float(mine)}
+                    outcomes.add((rule, mine))
+    assert len(outcomes) == 6  # every rule said yes and no somewhere

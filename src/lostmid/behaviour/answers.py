@@ -70,7 +70,7 @@ def squad_normalise(text: str) -> str:
 
 
 def _first_line(answer: str) -> str:
-    return answer.strip().split("\n")[0].strip()
+    return answer.split("\n")[0].strip()
 
 
 def found(rule: str, answer: str, reference: str) -> bool:

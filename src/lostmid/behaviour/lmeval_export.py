@@ -59,7 +59,7 @@ def _squad(text):
 def _found(rule, answer, reference):
     if rule == "substring":
         return _normalise(reference) in _normalise(answer)
-    line = _squad(answer.strip().split("\n")[0].strip())
+    line = _squad(answer.split("\n")[0].strip())
     if rule == "exact":
         return line == _squad(reference)
     return _squad(reference) in line
