@@ -127,6 +127,9 @@ def measure(
     ] = "auto",
     gain_directions: Annotated[int, typer.Option(help=MEASURE_HELP["gain_directions"])] = 4,
     compile: Annotated[bool, typer.Option("--compile", help=MEASURE_HELP["compile"])] = False,
+    trust_remote_code: Annotated[
+        bool, typer.Option("--trust-remote-code", help=MEASURE_HELP["trust_remote_code"])
+    ] = False,
     out: OutOpt = Path("results/measure"),
     seed: Annotated[int, typer.Option("--seed", help=MEASURE_HELP["seed"])] = 0,
     overwrite: OverwriteOpt = False,
@@ -161,6 +164,7 @@ def measure(
         per_position_gains=per_position_gains,
         gain_directions=gain_directions,
         compile=compile,
+        trust_remote_code=trust_remote_code,
     )
     run_measure(config, out=out, overwrite=overwrite, console=console)
 
@@ -243,6 +247,7 @@ def compare(
     bins: Annotated[int, typer.Option("--bins", help=COMPARE_HELP["bins"])] = COMPARE_DEFAULTS[
         "bins"
     ],
+    pool: Annotated[bool, typer.Option("--pool", help=COMPARE_HELP["pool"])] = False,
     out: OutOpt = Path("results/compare"),
     seed: Annotated[
         int, typer.Option("--seed", help="Random seed (recorded; the comparison draws nothing).")
@@ -261,6 +266,7 @@ def compare(
         spike=spike,
         bins=bins,
         seed=seed,
+        pool=pool,
     )
     run_compare(config, out=out, overwrite=overwrite, console=console)
 
@@ -343,6 +349,9 @@ def ablate(
     device: Annotated[str, typer.Option(help=ABLATE_HELP["device"])] = "cpu",
     batch_size: Annotated[int, typer.Option(help=ABLATE_HELP["batch_size"])] = 1,
     device_map: Annotated[str | None, typer.Option(help=ABLATE_HELP["device_map"])] = None,
+    trust_remote_code: Annotated[
+        bool, typer.Option("--trust-remote-code", help=ABLATE_HELP["trust_remote_code"])
+    ] = False,
     out: OutOpt = Path("results/ablate"),
     seed: Annotated[int, typer.Option("--seed", help=ABLATE_HELP["seed"])] = 0,
     overwrite: Annotated[
@@ -370,6 +379,7 @@ def ablate(
         device=device,
         batch_size=batch_size,
         device_map=device_map,
+        trust_remote_code=trust_remote_code,
     )
     run_ablate(config, out=out, overwrite=overwrite, console=console)
 

@@ -109,6 +109,7 @@ def build_rung(
         config_overrides=overrides or None,
         attn_implementation=attention_for(config.length),
         device_map=config.device_map,
+        trust_remote_code=config.trust_remote_code,
     )
     if config.length > loaded.max_length:
         raise UserError(

@@ -99,6 +99,9 @@ def retrieve(
     export: Annotated[
         Path | None, typer.Option("--export", help="Also write the examples as JSON lines.")
     ] = None,
+    trust_remote_code: Annotated[
+        bool, typer.Option("--trust-remote-code", help=MEASURE_HELP["trust_remote_code"])
+    ] = False,
     out: Annotated[Path, typer.Option("--out", help="Directory for results.")] = Path(
         "results/retrieve"
     ),
@@ -132,5 +135,6 @@ def retrieve(
         device_map=device_map,
         export=export,
         seed=seed,
+        trust_remote_code=trust_remote_code,
     )
     run_retrieve(config, out=out, overwrite=overwrite, console=console)

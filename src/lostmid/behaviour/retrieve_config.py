@@ -33,7 +33,8 @@ class RetrieveConfig:
     3/4 and the last. ``examples`` is the number of examples per position.
     ``length``: niah context length in tokens (kv and mqar lengths follow from
     ``pairs``). ``extra_tokens``: greedy decoding runs ``len(target tokens) +
-    extra_tokens`` new tokens.
+    extra_tokens`` new tokens. ``trust_remote_code``: run custom code that the model's
+    or tokenizer's config names (``auto_map``); off: such a model is refused.
     """
 
     model: str
@@ -61,6 +62,7 @@ class RetrieveConfig:
     dtype: str = "float32"
     device_map: str | None = None
     export: Path | None = None
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         check_choice("--task", self.task, TASKS)

@@ -44,6 +44,7 @@ from lostmid.behaviour.tasks import (
     make_examples,
 )
 from lostmid.errors import UserError
+from lostmid.files import schema_of, write_text
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 
 FILES = ["retrieve.json", "retrieve.png", "predictions.jsonl"]
@@ -142,7 +143,7 @@ def run_retrieve(
         tokenizer = (
             None
             if config.task == "mqar" and config.tokenizer is None
-            else tokenizer_for_model(config.model, config.tokenizer)
+            else tokenizer_for_model(config.model, config.tokenizer, config.trust_remote_code)
         )
         loaded = load_model(
             config.model,
@@ -151,6 +152,7 @@ def run_retrieve(
             dtype=config.dtype,
             device=config.device,
             device_map=config.device_map,
+            trust_remote_code=config.trust_remote_code,
         )
     with timer("examples"):
         examples = make_examples(
@@ -229,7 +231,7 @@ def run_retrieve(
         examples=len(examples),
         seconds=timer.seconds["total"],
     )
-    record = result.record()
+    record = {"schema": schema_of("retrieval"), **result.record()}
     record["metadata"] = run_metadata("retrieve", config.to_dict(), config.seed, timer.seconds)
     write_json(out / "retrieve.json", record)
     _write_predictions(out / "predictions.jsonl", examples, answers, gen_correct, teacher)
@@ -267,16 +269,17 @@ def _write_predictions(
     correct: np.ndarray | None,
     teacher: Any,
 ) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        for i, ex in enumerate(examples):
-            row: dict[str, Any] = {"position": ex.position, "key": ex.key, "value": ex.value}
-            if answers is not None and correct is not None:
-                row["answer"] = answers[i]
-                row["generate_correct"] = bool(correct[i])
-            if teacher is not None:
-                row["logprob"] = float(teacher.logprob[i])
-                row["teacher_correct"] = bool(teacher.argmax[i])
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    lines = []
+    for i, ex in enumerate(examples):
+        row: dict[str, Any] = {"position": ex.position, "key": ex.key, "value": ex.value}
+        if answers is not None and correct is not None:
+            row["answer"] = answers[i]
+            row["generate_correct"] = bool(correct[i])
+        if teacher is not None:
+            row["logprob"] = float(teacher.logprob[i])
+            row["teacher_correct"] = bool(teacher.argmax[i])
+        lines.append(json.dumps(row, ensure_ascii=False) + "\n")
+    write_text(path, "".join(lines))
 
 
 def _table(result: RetrieveResult) -> Any:

@@ -66,6 +66,7 @@ from lostmid.behaviour.niah import (
     niah_example,
 )
 from lostmid.checks import check_choice, check_positive
+from lostmid.files import write_text
 
 __all__ = [
     "HAYSTACKS",
@@ -163,9 +164,5 @@ def make_examples(
 
 def export_jsonl(examples: Iterable[RetrievalExample], path: Path) -> Path:
     """Write one JSON object a line (:meth:`RetrievalExample.record`) to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
-        for example in examples:
-            f.write(json.dumps(example.record(), ensure_ascii=False) + "\n")
-    return path
+    lines = [json.dumps(example.record(), ensure_ascii=False) + "\n" for example in examples]
+    return write_text(Path(path), "".join(lines))

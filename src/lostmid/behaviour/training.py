@@ -70,6 +70,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,7 @@ from lostmid.behaviour.training_eval import (
     span_means,
     spearman,
 )
+from lostmid.files import schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.train.model import ModelVariant
 
@@ -131,7 +133,7 @@ __all__ = [
     "training_table",
 ]
 
-SCHEMA = "lostmid.behaviour.retrieval_train/1"
+SCHEMA = schema_of("retrieval training")
 RESULT = "retrieval.json"
 FIGURE = "retrieval.png"
 CHECKPOINTS = "checkpoints"
@@ -273,10 +275,11 @@ def train_retrieval(
             hooks.on_checkpoint(checkpoints[-1])
         if config.save_checkpoints:
             with timer("checkpoint_io"):
-                folder = save_checkpoint(
-                    trainer.model, out / CHECKPOINTS / f"step_{trainer.step:06d}"
+                save_checkpoint(
+                    trainer.model,
+                    out / CHECKPOINTS / f"step_{trainer.step:06d}",
+                    also=partial(write_byte_marker, task=asdict(task)),
                 )
-                write_byte_marker(folder, task=asdict(task))
         document.update(
             RetrievalTrainResult(
                 config, parameter_count(model), tuple(checkpoints), train_seconds, 0.0

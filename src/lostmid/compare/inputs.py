@@ -22,7 +22,7 @@ theory.json (written by ``lostmid theory``): ``influence`` (L floats) or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,22 @@ import numpy as np
 from lostmid.checks import check_position
 from lostmid.compare.metrics import validate_profile
 from lostmid.errors import UserError
-from lostmid.runinfo import read_json
+from lostmid.files import read_result
 from lostmid.theory.masks import layer_masks
+
+SETTING_KEYS = (
+    "model",
+    "family",
+    "hidden",
+    "vocab",
+    "init",
+    "no_rope",
+    "no_pos_emb",
+    "no_alibi",
+    "output",
+)
+"""The ``config`` entries of a measure.json that say which model and which quantity
+were measured: seeds of one model agree on all of them."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,9 @@ class MeasuredProfile:
         mlp_coherence_per_position: (H, L) the MLP's Jacobian coherence per layer and
             position (NaN where undefined: a zero MLP), or None.
         layer_masks: H mask specs (layer 1 first), or None.
+        setting: what the file says was measured (:data:`SETTING_KEYS` of its
+            ``config``: model, family, width, init, positional switches, output), for
+            :func:`check_one_setting`.
     """
 
     influence: np.ndarray
@@ -74,6 +91,7 @@ class MeasuredProfile:
     mlp_gain_per_position: np.ndarray | None = None
     mlp_coherence_per_position: np.ndarray | None = None
     layer_masks: tuple[str, ...] | None = None
+    setting: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def length(self) -> int:
@@ -95,9 +113,10 @@ class TheoryProfile:
         return int(self.influence.size)
 
 
-def load_measured(path: Path) -> MeasuredProfile:
-    """Read and check a measure.json (see the module docstring)."""
-    data = _object(read_json(path), path)
+def load_measured(path: Path, option: str = "--measured") -> MeasuredProfile:
+    """Read and check a measure.json (see the module docstring); its kind by its schema
+    tag (:func:`lostmid.files.read_result`)."""
+    data = read_result(path, "measure", option=option)
     config = _object(data.get("config"), path, "config")
     influence = validate_profile(_floats(data, "influence", path), f"{path}: influence")
     length = influence.size
@@ -145,13 +164,15 @@ def load_measured(path: Path) -> MeasuredProfile:
             data, "mlp_coherence_per_position", path, grid, undefined=True
         ),
         layer_masks=_layer_masks(data.get("layer_masks"), layers, length, path),
+        setting={k: config[k] for k in SETTING_KEYS if k in config},
         **per_layer,
     )
 
 
-def load_theory(path: Path) -> TheoryProfile:
-    """Read and check a theory.json (see the module docstring)."""
-    data = _object(read_json(path), path)
+def load_theory(path: Path, option: str = "--theory") -> TheoryProfile:
+    """Read and check a theory.json (see the module docstring); its kind by its schema
+    tag (:func:`lostmid.files.read_result`)."""
+    data = read_result(path, "theory", option=option)
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise UserError(f"{path}: params must be a JSON object")
@@ -270,3 +291,27 @@ def check_theory_matches(theory: TheoryProfile, measured: MeasuredProfile) -> No
             f"theory targets position {theory.target} but the measurement targets "
             f"{measured.target}; compute the theory with --target {measured.target}"
         )
+
+
+def check_one_setting(measurements: Sequence[MeasuredProfile], pool: bool = False) -> list[str]:
+    """Refuse measurements of different models or quantities (:data:`SETTING_KEYS`), in
+    one line naming both files, unless ``pool``; with ``pool`` return one note per
+    difference (empty when they agree). Lengths, targets and depths must agree either
+    way (:func:`check_same_model`)."""
+    check_same_model(measurements)
+    first = measurements[0]
+    notes = []
+    for m in measurements[1:]:
+        for key in SETTING_KEYS:
+            if key in m.setting and key in first.setting and m.setting[key] != first.setting[key]:
+                if not pool:
+                    raise UserError(
+                        f"{m.source} measured {key} {m.setting[key]!r} but {first.source} "
+                        f"{first.setting[key]!r}; give seeds of one model and setting, or "
+                        "pass --pool to pool them anyway"
+                    )
+                notes.append(
+                    f"pooled across {key}: {m.setting[key]!r} ({m.source}) and "
+                    f"{first.setting[key]!r} ({first.source})"
+                )
+    return notes

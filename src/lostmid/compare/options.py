@@ -22,6 +22,7 @@ LOG_BINS = 32
 """Log-position bins before the target (see :func:`lostmid.compare.metrics.log_bin`)."""
 
 OPTION_DEFAULTS = {"kernel": "both", "fit_metric": "w1", "spike": "free", "bins": LOG_BINS}
+# --pool defaults to False (refuse measurements of different models or settings)
 
 OPTION_HELP = {
     "measured": "measure.json written by lostmid measure; repeat the option for several "
@@ -35,4 +36,6 @@ OPTION_HELP = {
     "spike": "free | pinned: the target's share is fitted for every fitted candidate "
     "(free), or set to the measured share for every candidate (pinned).",
     "bins": "Log-position bins for the binned Spearman and W1.",
+    "pool": "Pool measurements of different models or settings (default: refuse them; "
+    "lengths and targets must agree either way).",
 }

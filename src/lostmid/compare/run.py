@@ -19,11 +19,12 @@ from rich.table import Table
 
 from lostmid.checks import check_choice, check_positive
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
-from lostmid.compare.inputs import load_measured, load_theory
+from lostmid.compare.inputs import check_one_setting, load_measured, load_theory
 from lostmid.compare.metrics import AGREEMENT_METRICS
 from lostmid.compare.options import FIT_METRICS, OPTION_DEFAULTS, SPIKE_POLICIES
 from lostmid.compare.plot import plot_overlay
 from lostmid.errors import UserError
+from lostmid.files import schema_of
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.theory import KERNELS
@@ -86,6 +87,8 @@ class CompareConfig:
         fit_metric: ``w1`` or ``log-lsq`` (:mod:`lostmid.compare.fitting`).
         spike: ``free`` or ``pinned`` (:mod:`lostmid.compare.fitting`).
         bins: log-position bins of the binned metrics.
+        pool: accept measurements of different models or settings and pool them
+            (default: refuse them; lengths and targets must agree either way).
         seed: recorded for provenance (the comparison itself is deterministic).
 
     >>> CompareConfig(measured="m.json", kernels="both").kernels
@@ -100,6 +103,7 @@ class CompareConfig:
     spike: str = OPTION_DEFAULTS["spike"]
     bins: int = OPTION_DEFAULTS["bins"]
     seed: int = 0
+    pool: bool = False
 
     def __post_init__(self) -> None:
         measured = (self.measured,) if isinstance(self.measured, str | Path) else self.measured
@@ -131,6 +135,7 @@ class CompareConfig:
             "spike": self.spike,
             "bins": self.bins,
             "seed": self.seed,
+            "pool": self.pool,
         }
 
 
@@ -226,6 +231,7 @@ def run_compare(
     with timer("read"):
         measurements = [load_measured(path) for path in config.measured]
         theory = None if config.theory is None else load_theory(config.theory)
+    pooled = check_one_setting(measurements, config.pool)
     prepare_out(out, OUTPUT_FILES, overwrite)
     with timer("compare"):
         card = compare_measurements(
@@ -251,14 +257,17 @@ def run_compare(
         )
         save_figure(fig, out / "compare.png")
     metadata = run_metadata(
-        "compare", {**config.record(), "out": str(out)}, config.seed, timer.seconds
+        "compare",
+        {**config.record(), "out": str(out), "pooled_across": pooled},
+        config.seed,
+        timer.seconds,
     )
     result = CompareResult(config, card, metadata)
-    write_json(out / "compare.json", result.record())
+    write_json(out / "compare.json", {"schema": schema_of("compare"), **result.record()})
     if console is not None:
         console.print(comparison_table(card))
         console.print(claims_table(card))
-        for note in card.notes:
+        for note in [*pooled, *card.notes]:
             console.print(f"note: {note}")
         console.print(f"wrote {out / 'compare.json'} and {out / 'compare.png'}")
     return result

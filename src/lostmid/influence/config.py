@@ -34,6 +34,11 @@ branch gains are measured per position anyway); what grows is measure.json (thre
 H x L arrays) and the jacobian kernel of ``predicted:positional`` (O(L^2 H) time,
 O(L^2) memory: seconds at L = 2048, H = 24)."""
 
+TRUST_REMOTE_CODE_HELP = (
+    "Run custom code that a model directory's config names (auto_map); off by default, "
+    "and such a model is refused. Only for code you have read."
+)
+
 HELP = {  # the CLI's help for each option, and the meaning of each field below
     "model": "Preset name, local directory or cached hub id.",
     "init": "random | pretrained | auto (weights if any).",
@@ -62,6 +67,7 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "per_position_gains": "auto | on | off: write the per-position branch and MLP gains "
     f"(H x L each; auto: on when H x L <= {PER_POSITION_MAX_CELLS}).",
     "gain_directions": "Random directions per sample for the branch gains.",
+    "trust_remote_code": TRUST_REMOTE_CODE_HELP,
     "compile": "torch.compile the blocks (inductor; needs a C compiler): about 2x faster "
     "on CPU after a compile of about a minute; not with --checkpointing or --device-map.",
 }
@@ -99,6 +105,7 @@ class MeasureConfig:
     per_position_gains: str = "auto"
     gain_directions: int = 4
     compile: bool = False
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         for name in ("length", "samples", "probes", "batch_size", "gain_directions"):

@@ -33,6 +33,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lostmid.errors import UserError
+from lostmid.files import schema_of
 from lostmid.influence.config import MeasureConfig
 from lostmid.influence.estimator import influence_profile
 from lostmid.influence.gains import BranchGains, branch_gains
@@ -91,6 +92,7 @@ class MeasureResult:
     def record(self) -> dict[str, Any]:
         p, strength, g = self.profile, self.residual_strength, self.gains
         return {
+            "schema": schema_of("measure"),
             "positions": "1..L (index 0 is position 1)",
             "influence": p.influence,
             "stderr": p.stderr,
@@ -195,6 +197,7 @@ def run_measure(
                 device=config.device,
                 attn_implementation=attention,
                 device_map=config.device_map,
+                trust_remote_code=config.trust_remote_code,
             )
         if config.length > loaded.max_length:
             raise UserError(

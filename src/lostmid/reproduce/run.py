@@ -15,6 +15,7 @@ from rich.console import Console
 from lostmid.compare.claims import Claim
 from lostmid.compare.inputs import MeasuredProfile
 from lostmid.errors import UserError
+from lostmid.files import schema_of
 from lostmid.reproduce.analysis import (
     ModelAnalysis,
     ReproduceResult,
@@ -156,6 +157,7 @@ def measure_record(
     (:mod:`lostmid.compare.inputs`)."""
     scale = config.scale
     return {
+        "schema": schema_of("measure"),
         "influence": measured.influence,
         # undefined with one input and one probe: left out, as compare reads it
         "stderr": measured.stderr

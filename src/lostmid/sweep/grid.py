@@ -26,6 +26,7 @@ from typing import Any
 
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
+from lostmid.files import read_bytes
 from lostmid.runs.jobs import Resources
 from lostmid.sweep.units import task_spec
 
@@ -297,11 +298,10 @@ def load_sweep_file(path: Path) -> list[Grid]:
         gpus = 0
         memory_gb = 2
     """
-    if not path.is_file():
-        raise UserError(f"--config {path}: no such file")
+    raw = read_bytes(path, option="--config", what="a TOML sweep file")
     try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise UserError(f"--config {path}: not valid TOML ({err})") from None
     if "grid" in data:
         if set(data) != {"grid"} or not isinstance(data["grid"], list):

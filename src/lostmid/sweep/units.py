@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
+from lostmid.files import read_json_object
 
 Params = Mapping[str, Any]
 
@@ -101,7 +101,7 @@ def _fields(cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def _read(folder: Path, name: str) -> dict[str, Any]:
-    return json.loads((folder / name).read_text())
+    return read_json_object(folder / name)
 
 
 def _on_cuda(params: Params) -> bool:

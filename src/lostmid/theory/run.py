@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lostmid.checks import check_choice, check_position, check_positive
+from lostmid.files import schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
 from lostmid.theory._ops import LinearOps, LogOps
 from lostmid.theory.exact import KERNELS, _influence, _path_weights
@@ -131,6 +132,7 @@ class TheoryResult:
         c = self.config
         return to_jsonable(
             {
+                "schema": schema_of("theory"),
                 "influence": self.influence,
                 "log10_influence": self.log10_influence,
                 "peak_to_valley": self.summary.peak_to_valley,
