@@ -30,7 +30,7 @@ def _evaluations(steps: int, every: int) -> int:
 
 
 def summarise(document: dict[str, Any], stages: Path) -> None:
-    from lostmid.behaviour.training import sequence_length
+    from lostmid.behaviour.training.task import sequence_length
     from lostmid.remedies.config import SCALES, RemediesConfig
     from lostmid.remedies.run import train_config
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lostmid.behaviour.training import sequence_length
+from lostmid.behaviour.training.task import sequence_length
 from lostmid.errors import UserError
 from lostmid.remedies import RemediesConfig, run_remedies
 from lostmid.remedies.run import train_config

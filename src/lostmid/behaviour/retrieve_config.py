@@ -19,9 +19,39 @@ from lostmid.behaviour.tasks import (
 )
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
+from lostmid.influence.config import HELP as MEASURE_HELP
 
 SCORINGS = ("generate", "teacher", "both")
 NIAH_LENGTH = 1024
+
+HELP = {  # the CLI's help for each option, and the meaning of each RetrieveConfig field
+    "model": "Local directory, cached hub id, preset, or a lostmid checkpoint.",
+    "task": " | ".join(TASKS),
+    "pairs": "Key-value pairs (kv, mqar).",
+    "gold_index": "Gold indices, 0-indexed, e.g. 0,10,20 (kv, mqar).",
+    "depth": "Needle depths in %, e.g. 0,50,100 (niah).",
+    "positions": "K evenly spaced positions, first and last included.",
+    "examples": "Examples per gold position.",
+    "length": f"Context length in tokens (niah; default {NIAH_LENGTH}).",
+    "key_chars": f"Key/value characters ({UUID_CHARS}: a UUID4).",
+    "style": "kv prompt: liu (Liu et al.) | compact {kv,kv,..}k",
+    "query_aware": "Also put the key before the data (kv).",
+    "haystack": "niah filler: " + " | ".join(HAYSTACKS),
+    "vocab": "mqar vocabulary (keys | values).",
+    "offset": "mqar: first token id of the key/value vocabulary.",
+    "scoring": " | ".join(SCORINGS),
+    "extra_tokens": "Greedy decoding runs len(target tokens) + this many new tokens.",
+    "tokenizer": "Tokenizer directory, cached hub id, or 'bytes'.",
+    "init": "auto | random | pretrained: weights of --model.",
+    "seed": "Random seed.",
+    "batch_size": "Examples per forward.",
+    "padding": "left | right: how prompts of a batch are padded.",
+    "device": "cpu | cuda[:N]",
+    "dtype": "float32 | bfloat16 | float16",
+    "device_map": MEASURE_HELP["device_map"],
+    "export": "Also write the examples as JSON lines.",
+    "trust_remote_code": MEASURE_HELP["trust_remote_code"],
+}
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,6 @@ Writes under ``--out``:
 
 from __future__ import annotations
 
-__all__ = [
-    "NIAH_LENGTH",
-    "SCORINGS",
-    "RetrieveConfig",
-    "RetrieveResult",
-    "ScoreSet",
-    "run_retrieve",
-]
-
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.behaviour.decoding import greedy_decode, teacher_forced
-from lostmid.behaviour.retrieve_config import NIAH_LENGTH, SCORINGS, RetrieveConfig
+from lostmid.behaviour.retrieve_config import NIAH_LENGTH, RetrieveConfig
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,

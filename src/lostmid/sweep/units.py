@@ -55,6 +55,9 @@ class TaskSpec:
         build: parameters -> the task's validated config (raises ``UserError``).
         run: (config, unit folder) -> summary ``{"file": ..., ...}``.
         needs_gpu: parameters -> whether the unit asks Ray for a GPU by default.
+        seed_count: for a task that runs several seeds in one unit (reproduce,
+            remedies), the parameter holding their count: ``--seeds`` then sets that
+            count and the first seed (``axes["seeds"]``), one unit for them all.
     """
 
     name: str
@@ -63,6 +66,7 @@ class TaskSpec:
     build: Callable[[Params], Any]
     run: Callable[[Any, Path], dict[str, Any]]
     needs_gpu: Callable[[Params], bool] = _never
+    seed_count: str | None = None
 
     def check_name(self, name: str) -> None:
         known = self.defaults()
@@ -237,9 +241,9 @@ def _run_retrieve(config: Any, folder: Path) -> dict[str, Any]:
 
 
 # -- remedies --------------------------------------------------------------------------
-# Axis flags: --models are retrieval presets, --seeds the first seed. ``remedies`` lists
-# the remedies of one unit joined by "+" (a comma would make them a grid axis: one unit
-# per remedy), e.g. remedies=baseline+loss-weight.
+# Axis flags: --models are retrieval presets; --seeds the unit's own seeds (first,
+# count). ``remedies`` lists the remedies of one unit joined by "+" (a comma would make
+# them a grid axis: one unit per remedy), e.g. remedies=baseline+loss-weight.
 
 
 @functools.cache
@@ -274,8 +278,8 @@ def _run_remedies(config: Any, folder: Path) -> dict[str, Any]:
 
 # -- reproduce -------------------------------------------------------------------------
 # Axis flags: --models (one model spec per unit, or a comma-separated list), --seeds the
-# first seed, --lengths L. ``scale`` is quick, default or full; the other parameters
-# override the scale's fields (Scale) or set the run's (remedies, device).
+# unit's own seeds (first, count), --lengths L. ``scale`` is quick, default or full; the
+# other parameters override the scale's fields (Scale) or set the run's (remedies, device).
 
 
 @functools.cache
@@ -353,6 +357,7 @@ TASKS: dict[str, TaskSpec] = {
         axes={"models": "preset", "seeds": "seed"},
         build=_build_remedies,
         run=_run_remedies,
+        seed_count="seeds",
     ),
     "reproduce": TaskSpec(
         name="reproduce",
@@ -361,6 +366,7 @@ TASKS: dict[str, TaskSpec] = {
         build=_build_reproduce,
         run=_run_reproduce,
         needs_gpu=_on_cuda,
+        seed_count="seeds",
     ),
 }
 
