@@ -37,6 +37,7 @@ from lostmid.behaviour.tasks import (
 from lostmid.errors import UserError
 from lostmid.files import schema_of, write_text
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runs.lock import holds_out
 
 FILES = ["retrieve.json", "retrieve.png", "predictions.jsonl"]
 
@@ -105,6 +106,7 @@ def _progress(console: Any) -> Any:
     )
 
 
+@holds_out("retrieve")
 def run_retrieve(
     config: RetrieveConfig,
     *,

@@ -14,7 +14,9 @@ and transformers (seconds) and are imported when the command runs, so ``lostmid
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -32,6 +34,8 @@ from lostmid.cli import (
     train,
 )
 from lostmid.errors import UserError
+from lostmid.runs.lock import HELP as LOCK_HELP
+from lostmid.runs.lock import WAIT_ENV, LockConfig
 
 app = typer.Typer(
     add_completion=False,
@@ -39,6 +43,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="lostmid: compute, measure and compare the position bias of transformers.",
 )
+
+
+@app.callback()
+def _root(
+    wait: Annotated[float, typer.Option("--wait", help=LOCK_HELP["wait"])] = 0.0,
+) -> None:
+    """lostmid: compute, measure and compare the position bias of transformers."""
+    if wait:  # read by every run's lock (lostmid.runs.lock), Ray workers included
+        os.environ[WAIT_ENV] = str(LockConfig(wait).wait)
+
+
 # one module per command, each defining COMMAND; registered in the order of --help
 COMMANDS = (theory, measure, train, compare, reproduce, ablate, sweep, retrieve, remedies)
 for _module in COMMANDS:

@@ -25,6 +25,7 @@ from lostmid.compare.plot import plot_overlay
 from lostmid.files import schema_of
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runs.lock import holds_out
 
 OUTPUT_FILES = ["compare.json", "compare.png"]
 
@@ -134,6 +135,7 @@ class CompareResult:
         }
 
 
+@holds_out("compare")
 def run_compare(
     config: CompareConfig,
     *,

@@ -43,6 +43,7 @@ from lostmid.influence.profile import InfluenceProfile
 from lostmid.influence.residual import forward_ratio
 from lostmid.models import LoadedModel, load_model
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runs.lock import holds_out
 from lostmid.theory import ProfileSummary, summarize_profile
 from lostmid.typing import Float
 
@@ -173,6 +174,7 @@ def summary_table(result: MeasureResult) -> Table:
     return table
 
 
+@holds_out("measure")
 def run_measure(
     config: MeasureConfig,
     *,

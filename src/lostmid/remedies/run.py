@@ -58,6 +58,7 @@ from lostmid.remedies.training import (
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import Job, Resources
+from lostmid.runs.lock import holds_out
 
 __all__ = [  # the names of the summary and training modules were imported from here
     "FIGURE",
@@ -162,6 +163,7 @@ def plan_remedy_stages(config: RemediesConfig, out: Path, backend: Backend) -> l
 # -- the job ---------------------------------------------------------------------------------
 
 
+@holds_out("remedies")
 def run_remedies(
     config: RemediesConfig,
     *,

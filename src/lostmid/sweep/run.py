@@ -27,6 +27,7 @@ from lostmid.errors import UserError
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import STATUSES, Job, UnitOutcome, dispatch, open_backend
+from lostmid.runs.lock import holds_out
 from lostmid.runs.store import StageStore
 from lostmid.sweep.execute import UNITS_DIR, saved_outcome, unit_job
 from lostmid.sweep.grid import Grid, Unit, expand
@@ -151,6 +152,7 @@ def plan_sweep(grids: Sequence[Grid]) -> list[tuple[Unit, TaskSpec]]:
     return plan
 
 
+@holds_out("sweep")
 def run_sweep(
     config: SweepConfig,
     *,

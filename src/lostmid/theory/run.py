@@ -21,6 +21,7 @@ from rich.table import Table
 from lostmid.checks import check_choice, check_position, check_positive
 from lostmid.files import schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
+from lostmid.runs.lock import holds_out
 from lostmid.theory._ops import LinearOps, LogOps
 from lostmid.theory.exact import KERNELS, _influence, _path_weights
 from lostmid.theory.masks import MASK_HELP, Causal, Mask, MaskLike, parse_mask
@@ -200,6 +201,7 @@ def compute_theory(config: TheoryConfig) -> TheoryResult:
     )
 
 
+@holds_out("theory")
 def run_theory(
     config: TheoryConfig,
     *,

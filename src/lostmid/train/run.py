@@ -31,6 +31,7 @@ from rich.table import Table
 from lostmid.errors import UserError
 from lostmid.files import read_result, schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runs.lock import holds_out
 from lostmid.train.config import TrainConfig, checkpoint_steps
 from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
 from lostmid.train.dynamics import Checkpoint, measure_checkpoint
@@ -134,6 +135,7 @@ def _prepare_out(out: Path, overwrite: bool, resume: bool) -> None:
         (out / RESUME).unlink(missing_ok=True)
 
 
+@holds_out("train")
 def run_training(
     config: TrainConfig,
     *,

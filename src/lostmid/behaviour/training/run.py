@@ -37,6 +37,7 @@ from lostmid.behaviour.training.evaluate import HeldOut, RetrievalCheckpoint, ev
 from lostmid.behaviour.training.task import sequence_length
 from lostmid.files import schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runs.lock import holds_out
 from lostmid.train.model import ModelVariant
 
 SCHEMA = schema_of("retrieval training")
@@ -107,6 +108,7 @@ class RetrievalTrainResult:
         }
 
 
+@holds_out("train")
 def run_retrieval_training(
     config: RetrievalTrainConfig,
     *,
