@@ -104,6 +104,13 @@ class RetrieveConfig:
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         if self.positions is not None:
             check_positive("--positions", self.positions)
+        for name, given in (("--gold-index", self.gold_index), ("--depth", self.depth)):
+            repeated = sorted({v for v in given or () if list(given or ()).count(v) > 1})
+            if repeated:
+                raise UserError(
+                    f"{name} gives {repeated[0]} more than once; give each position once "
+                    "(--examples sets how many examples each one gets)"
+                )
         if self.gold_index is not None and self.positions is not None:
             raise UserError("give at most one of --gold-index and --positions")
         if self.depth is not None and self.positions is not None:

@@ -34,6 +34,7 @@ from lostmid.cli import (
     train,
 )
 from lostmid.errors import UserError
+from lostmid.files import disk_full_error, is_disk_full
 from lostmid.runs.lock import HELP as LOCK_HELP
 from lostmid.runs.lock import WAIT_ENV, LockConfig
 
@@ -65,16 +66,33 @@ err_console = Console(stderr=True)
 def main() -> None:
     """Entry point: run the app; a :class:`UserError` becomes one line and exit code 2.
 
-    Usage errors (unknown option, bad type) are click's own: also exit code 2.
+    So do the accidents of the machine rather than of the code: a full disk or quota
+    anywhere (:func:`lostmid.files.is_disk_full`; the atomic writers leave nothing
+    half-written) and an allocation larger than the memory left (after the size checks
+    of :mod:`lostmid.runs.budget` let a run start). Usage errors (unknown option, bad
+    type) are click's own: also exit code 2.
     """
     try:
         app()
     except UserError as err:
-        # escaped: a message may hold brackets (``pip install lostmid[cluster]``)
-        err_console.print(
-            f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True
+        _fail(str(err))
+    except MemoryError as err:
+        _fail(
+            f"out of memory ({type(err).__name__}: {' '.join(str(err).split())[:160]}); "
+            "make the run smaller (--length, --samples, --batch-size...); finished stages "
+            "are kept, rerun the same command to resume"
         )
-        sys.exit(2)
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        _fail(str(disk_full_error(getattr(err, "filename", None), err)))
+
+
+def _fail(message: str) -> None:
+    """One line on stderr (escaped: a message may hold brackets, ``lostmid[cluster]``),
+    then exit code 2."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for
 from lostmid.checks import check_choice, check_position, check_positive
 from lostmid.errors import UserError
 from lostmid.influence.profile import OUTPUTS, STRATEGIES
+from lostmid.runs.budget import SIZE_CHECK_HELP
 
 ATTENTION_CHOICES = ("auto", "eager", "sdpa")
 STRENGTHS = ("jacobian", "forward")
@@ -68,6 +69,8 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     f"(H x L each; auto: on when H x L <= {PER_POSITION_MAX_CELLS}).",
     "gain_directions": "Random directions per sample for the branch gains.",
     "trust_remote_code": TRUST_REMOTE_CODE_HELP,
+    "no_size_check": SIZE_CHECK_HELP.replace(" (and time)", "")
+    + " Checked on cpu only (a GPU's memory is not estimated).",
     "compile": "torch.compile the blocks (inductor; needs a C compiler): about 2x faster "
     "on CPU after a compile of about a minute; not with --checkpointing or --device-map.",
 }
@@ -106,6 +109,7 @@ class MeasureConfig:
     gain_directions: int = 4
     compile: bool = False
     trust_remote_code: bool = False
+    no_size_check: bool = False
 
     def __post_init__(self) -> None:
         for name in ("length", "samples", "probes", "batch_size", "gain_directions"):

@@ -130,6 +130,21 @@ def _apply_overrides(config: Any, overrides: dict[str, Any] | None) -> Any:
     return type(config).from_dict(fields)
 
 
+def resolve_config(
+    spec: str,
+    *,
+    trust_remote_code: bool = False,
+    config_overrides: dict[str, Any] | None = None,
+) -> Any:
+    """The transformers config :func:`load_model` would build ``spec`` from (nothing is
+    built or loaded; for size checks before a model exists).
+
+    >>> resolve_config("tiny-gpt2").n_layer
+    2
+    """
+    return _apply_overrides(_resolve(spec, trust_remote_code)[1], config_overrides)
+
+
 def load_model(
     spec: str,
     *,

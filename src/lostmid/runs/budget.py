@@ -57,11 +57,13 @@ def available_memory() -> float:
 
 
 def gib(nbytes: float) -> str:
-    """``745 GiB``, ``18.6 GiB``, ``0.004 GiB``: three significant digits.
+    """``745 GiB``, ``18.6 GiB``, ``0.00373 GiB``, ``41.6 TiB``: three significant digits.
 
-    >>> gib(8e11), gib(2e10), gib(4e6)
-    ('745 GiB', '18.6 GiB', '0.00373 GiB')
+    >>> gib(8e11), gib(2e10), gib(4e6), gib(4.57e13)
+    ('745 GiB', '18.6 GiB', '0.00373 GiB', '41.6 TiB')
     """
+    if nbytes >= 2**40:
+        return f"{nbytes / 2**40:.3g} TiB"
     return f"{nbytes / 2**30:.3g} GiB"
 
 

@@ -127,8 +127,15 @@ def _prepare_out(out: Path, overwrite: bool, resume: bool) -> None:
         raise UserError("--resume and --overwrite contradict each other; pass one")
     if resume:
         if not (out / RESUME).is_file():
-            raise UserError(f"cannot resume: {out / RESUME} does not exist; run without --resume")
+            started = (out / CHECKPOINTS).is_dir() or (out / DYNAMICS).is_file()
+            why = "; the run stopped before its first saved state" if started else ""
+            fix = "start again with --overwrite" if started else "run without --resume"
+            raise UserError(f"cannot resume: {out / RESUME} does not exist{why}; {fix}")
         return
+    try:  # a run that stopped before writing anything into it (a full disk) left it empty
+        (out / CHECKPOINTS).rmdir()
+    except OSError:
+        pass
     prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite)
     if overwrite:  # only what this command writes
         shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
