@@ -140,9 +140,13 @@ def _one_line(err: BaseException) -> str:
     """An exception as one short line; torch's long ``weights_only`` refusal as what it
     refused (``Unsupported global: GLOBAL posix.system``)."""
     text = " ".join(str(err).split())
-    refused = re.search(r"WeightsUnpickler error: (.*?)(?: Check the documentation|$)", text)
-    if refused:
-        return f"weights_only refused it: {refused.group(1)[:160]}; nothing in it was run"
+    if "Weights only load failed" in text:
+        end = r"(.*?)(?: Check the documentation|$)"
+        refused = re.search("WeightsUnpickler error: " + end, text) or re.search(
+            r"trusted source\. " + end, text
+        )
+        what = refused.group(1)[:160] if refused else "it holds more than weights"
+        return f"weights_only refused it: {what}; nothing in it was run"
     return f"{type(err).__name__}: {text[:200]}" if text else type(err).__name__
 
 

@@ -72,6 +72,7 @@ def main() -> None:
     of :mod:`lostmid.runs.budget` let a run start). Usage errors (unknown option, bad
     type) are click's own: also exit code 2.
     """
+    wait = os.environ.get(WAIT_ENV)
     try:
         app()
     except UserError as err:
@@ -86,6 +87,11 @@ def main() -> None:
         if not is_disk_full(err):
             raise
         _fail(str(disk_full_error(getattr(err, "filename", None), err)))
+    finally:  # --wait is this invocation's (main may run again in one process)
+        if wait is None:
+            os.environ.pop(WAIT_ENV, None)
+        else:
+            os.environ[WAIT_ENV] = wait
 
 
 def _fail(message: str) -> None:

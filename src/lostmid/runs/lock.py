@@ -27,6 +27,8 @@ import errno
 import functools
 import json
 import os
+import re
+import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -135,18 +137,23 @@ def _pid_lock_free(fd: int) -> bool:
     return not (isinstance(pid, int) and pid != os.getpid() and _pid_alive(pid))
 
 
+def _still_there(fd: int, path: Path) -> bool:
+    """Whether ``fd`` is still the file at ``path`` (its last holder may have removed
+    it between our open and our lock: then we locked a file nobody else will see)."""
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
 def _acquire(out: Path, command: str, wait: float) -> int:
     """Open and lock ``out/.lostmid.lock``; write who holds it. Returns the descriptor."""
     path = out / LOCK_FILE
     deadline = time.monotonic() + wait
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        if _try_flock(fd):
-            try:  # the file may have been removed by its last holder meanwhile
-                same = os.fstat(fd).st_ino == os.stat(path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
+        try:
+            if _try_flock(fd) and _still_there(fd, path):
                 info = {
                     "pid": os.getpid(),
                     "host": socket.gethostname(),
@@ -156,6 +163,9 @@ def _acquire(out: Path, command: str, wait: float) -> int:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
                 return fd
+        except BaseException:  # e.g. a full disk while writing who holds it
+            os.close(fd)
+            raise
         holder = owner(out)
         os.close(fd)
         if time.monotonic() >= deadline:
@@ -184,7 +194,16 @@ def lock_out(out: Path, command: str, wait: float | None = None) -> Iterator[Pat
         else:
             fd = _acquire(out, command, wait_seconds() if wait is None else wait)
             _HELD[key] = [fd, 1]
-    except OSError as err:
+            try:
+                remove_stale_temporaries(out)
+            except BaseException:
+                _release(key)
+                raise
+    except BaseException as err:
+        if created is not None:
+            _remove_empty(out, created)
+        if not isinstance(err, OSError):
+            raise
         if is_disk_full(err):
             raise disk_full_error(out / LOCK_FILE, err) from None
         raise UserError(
@@ -196,6 +215,30 @@ def lock_out(out: Path, command: str, wait: float | None = None) -> Iterator[Pat
         _release(key)
         if created is not None:
             _remove_empty(out, created)
+
+
+_TEMPORARY = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.(?:tmp|old)$")
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """Remove the temporary files and folders that writers killed mid-write left under
+    ``out`` (:mod:`lostmid.files` names them ``.NAME.PID.RANDOM.tmp``; nothing ever
+    reads them): those whose PID is no longer alive. Called with the lock held, so no
+    other run is writing here. Returns what was removed."""
+    removed = []
+    for root, dirs, files in os.walk(out):
+        for name in [*files, *dirs]:
+            match = _TEMPORARY.match(name)
+            if match is None or _pid_alive(int(match.group(1))):
+                continue
+            path = Path(root) / name
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                dirs.remove(name)
+            else:
+                path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 def _first_missing(path: Path) -> Path | None:
