@@ -7,16 +7,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lostmid.behaviour.tasks import (
-    HAYSTACKS,
-    KV_STYLES,
+from lostmid.behaviour.example import (
     TASKS,
-    UUID_CHARS,
     check_depths,
     check_gold_indices,
     default_depths,
     default_gold_indices,
 )
+from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
+from lostmid.behaviour.niah import HAYSTACKS
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
@@ -133,7 +132,7 @@ class RetrieveConfig:
             if self.gold_index is not None:
                 check_gold_indices(self.gold_index, self.pairs)
         if self.device_map is not None:  # the map's form here; its modules at load time
-            from lostmid.models.load import parse_device_map
+            from lostmid.models.placement import parse_device_map
 
             parse_device_map(self.device_map)
         if self.query_aware and (self.task != "kv" or self.style != "liu"):
@@ -156,7 +155,7 @@ class RetrieveConfig:
             return check_gold_indices(self.gold_index, self.pairs)
         return default_gold_indices(self.pairs, self.positions)
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         data = asdict(self)
         data["export"] = None if self.export is None else str(self.export)
         data["resolved_positions"] = list(self.resolved_positions())

@@ -30,10 +30,7 @@ from lostmid.behaviour.score import (
     score_positions,
     summarise_positions,
 )
-from lostmid.behaviour.tasks import (
-    export_jsonl,
-    make_examples,
-)
+from lostmid.behaviour.tasks import export_jsonl, make_examples
 from lostmid.errors import UserError
 from lostmid.files import schema_of, write_text
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
@@ -88,7 +85,7 @@ class RetrieveResult:
             "tokenizer": self.tokenizer,
             "examples": self.examples,
             "seconds": self.seconds,
-            "config": self.config.to_dict(),
+            "config": self.config.record(),
         }
 
 
@@ -225,7 +222,7 @@ def run_retrieve(
         seconds=timer.seconds["total"],
     )
     record = {"schema": schema_of("retrieval"), **result.record()}
-    record["metadata"] = run_metadata("retrieve", config.to_dict(), config.seed, timer.seconds)
+    record["metadata"] = run_metadata("retrieve", config.record(), config.seed, timer.seconds)
     write_json(out / "retrieve.json", record)
     _write_predictions(out / "predictions.jsonl", examples, answers, gen_correct, teacher)
     chance = 2.0 / config.vocab if config.task == "mqar" else None

@@ -19,10 +19,11 @@ from rich.table import Table
 
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
 from lostmid.compare.config import CompareConfig
-from lostmid.compare.inputs import check_one_setting, load_measured, load_theory
+from lostmid.compare.inputs import check_one_setting, load_theory
 from lostmid.compare.metrics import AGREEMENT_METRICS
 from lostmid.compare.plot import plot_overlay
 from lostmid.files import schema_of
+from lostmid.influence.record import read_measure
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.lock import holds_out
@@ -152,7 +153,7 @@ def run_compare(
     """
     timer = Timer()
     with timer("read"):
-        measurements = [load_measured(path) for path in config.measured]
+        measurements = [read_measure(path, option="--measured") for path in config.measured]
         theory = None if config.theory is None else load_theory(config.theory)
     pooled = check_one_setting(measurements, config.pool)
     prepare_out(out, OUTPUT_FILES, overwrite)

@@ -41,10 +41,7 @@ from lostmid.models.devices import resolve_device
 from lostmid.remedies.config import RemediesConfig
 from lostmid.remedies.registry import get_remedy
 from lostmid.remedies.summary import (
-    METRICS,
-    SCHEMA,
     RemediesResult,
-    RemedyRecord,
     remedies_table,
     summarise_runs,
     verdict_lines,
@@ -59,26 +56,6 @@ from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import Job, Resources
 from lostmid.runs.lock import holds_out
-
-__all__ = [  # the names of the summary and training modules were imported from here
-    "FIGURE",
-    "METRICS",
-    "RESULT",
-    "RUNS",
-    "SCHEMA",
-    "RemediesResult",
-    "RemedyRecord",
-    "RemedyStage",
-    "plan_remedy_stages",
-    "remedies_table",
-    "run_remedies",
-    "summarise_runs",
-    "theory_prediction",
-    "train_config",
-    "train_remedy",
-    "training_setting",
-    "verdict_lines",
-]
 
 RESULT = "remedies.json"
 FIGURE = "remedies.png"
@@ -134,7 +111,7 @@ def plan_remedy_stages(config: RemediesConfig, out: Path, backend: Backend) -> l
                 "knobs": remedy.parameters(),
                 "alpha": config.alpha,
                 "law": config.law,
-                "train": rconfig.to_dict(),
+                "train": rconfig.record(),
             }
             slug = spec.replace(":", "_")
             folder = out / RUNS / slug / f"seed_{seed}"
@@ -226,7 +203,7 @@ def run_remedies(
     stage_seconds = dict(store.seconds)
     document["metadata"] = run_metadata(
         "remedies",
-        config.to_dict(),
+        config.record(),
         config.seed,
         {**timer.seconds, **{f"stage {k}": v for k, v in stage_seconds.items()}},
     )

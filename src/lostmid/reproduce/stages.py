@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from lostmid.attention_choice import attention_for
 from lostmid.errors import UserError
 from lostmid.influence import forward_ratio, influence_profile, random_token_ids
-from lostmid.influence.config import attention_for
-from lostmid.influence.estimator import InfluenceProfile
 from lostmid.influence.gains import BranchGains, branch_gains
+from lostmid.influence.profile import InfluenceProfile
 from lostmid.models import LoadedModel, load_model
 from lostmid.reproduce.config import ReproduceConfig, Scale
 from lostmid.train.model import resolve_device
@@ -161,28 +161,6 @@ class ProfileRun:
         )
 
 
-def gains_from_record(record: Mapping[str, Any]) -> BranchGains:
-    """A :class:`~lostmid.influence.gains.BranchGains` back from its ``record()``."""
-
-    def rows(key: str) -> np.ndarray | None:
-        return None if record.get(key) is None else _array(record[key])
-
-    return BranchGains(
-        gain=_array(record["branch_gain"]),
-        per_position=rows("gain_per_position"),
-        residual_strength=_array(record["residual_strength"]),
-        mlp_gain=_array(record["mlp_gain"]),
-        mlp_gain_per_position=rows("mlp_gain_per_position"),
-        mlp_coherence=_array(record["mlp_coherence"]),
-        mlp_coherence_per_position=rows("mlp_coherence_per_position"),
-        samples=int(record["samples"]),
-        length=int(record["length"]),
-        directions=int(record["directions"]),
-        exact=bool(record["exact"]),
-        seed=int(record["seed"]),
-    )
-
-
 @dataclass(frozen=True, eq=False)
 class SeedMeasurement:
     """The result of one measure stage.
@@ -241,7 +219,7 @@ class SeedMeasurement:
             switch=str(record["switch"]),
             on=ProfileRun.from_record(record["on"]),
             off=ProfileRun.from_record(record["off"]),
-            gains=gains_from_record(record["gains"]),
+            gains=BranchGains.from_record(record["gains"]),
             residual_strength_forward=_array(record["residual_strength_forward"]),
             seconds=float(record["seconds"]),
             gain_seconds=float(record["gain_seconds"]),

@@ -144,13 +144,13 @@ def _run_theory(config: Any, folder: Path) -> dict[str, Any]:
 
 @functools.cache
 def _measure_defaults() -> dict[str, Any]:
-    from lostmid.influence.run import MeasureConfig
+    from lostmid.influence.config import MeasureConfig
 
     return _fields(MeasureConfig)
 
 
 def _build_measure(params: Params) -> Any:
-    from lostmid.influence.run import MeasureConfig
+    from lostmid.influence.config import MeasureConfig
 
     return MeasureConfig(**params)  # validates on construction
 

@@ -39,6 +39,8 @@ _TINY = 1e-290
 _CONTINUUM_MAX_LENGTH = 2_000_000
 
 
+SCHEMA = schema_of("theory")  # the kind of theory.json (lostmid.files.RESULT_KINDS)
+
 HELP = {  # the CLI's help for each option, and the meaning of each TheoryConfig field
     "layers": "Depth H (layers).",
     "length": "Sequence length L.",
@@ -172,7 +174,7 @@ class TheoryResult:
         c = self.config
         return to_jsonable(
             {
-                "schema": schema_of("theory"),
+                "schema": SCHEMA,
                 "influence": self.influence,
                 "log10_influence": self.log10_influence,
                 "peak_to_valley": self.summary.peak_to_valley,

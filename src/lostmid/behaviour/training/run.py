@@ -86,7 +86,7 @@ class RetrievalTrainResult:
     def record(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
-            "config": self.config.to_dict(),
+            "config": self.config.record(),
             "parameters": self.parameters,
             "sequence_length": sequence_length(self.config.task),
             "checkpoints": [c.record() for c in self.checkpoints],
@@ -236,7 +236,7 @@ def run_retrieval_training(
     timer.seconds["total"] = time.perf_counter() - wall
     document = result.record()
     document["metadata"] = run_metadata(
-        "train-retrieval", config.to_dict(), train.seed, timer.seconds
+        "train-retrieval", config.record(), train.seed, timer.seconds
     )
     write_json(out / RESULT, document)
     if console is not None:
