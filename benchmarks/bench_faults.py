@@ -397,14 +397,15 @@ def main() -> None:
         reports = kills(root / "kills", commands, args.kills, args.mode)
         print(
             f"{'command':<10} {'kills':>5} {'missed':>6} {'reruns':>6} {'ref s':>7} "
-            f"{'identical':>9} {'partial JSON':>12} {'temps left':>10}"
+            f"{'identical':>9} {'partial JSON':>12} {'temps left':>10}  JSON files at kills"
         )
         for r in reports:
             row = r.row()
             print(
                 f"{r.name:<10} {row['kills']:>5} {row['missed']:>6} {row['reruns']:>6} "
                 f"{row['reference s']:>7} {str(row['identical']):>9} "
-                f"{row['partial JSON seen']:>12} {row['temporaries left']:>10}"
+                f"{row['partial JSON seen']:>12} {row['temporaries left']:>10}  "
+                f"{row['JSON files at each kill']}"
             )
             for line in r.differences[:5]:
                 print(f"    differs: {line}")

@@ -255,6 +255,7 @@ class KillReport:
     unreadable: list[str] = field(default_factory=list)  # JSON that did not parse, ever
     stale_temporaries: list[str] = field(default_factory=list)  # left after the last run
     differences: list[str] = field(default_factory=list)
+    saved_at_kill: list[int] = field(default_factory=list)  # JSON files there at each kill
 
     @property
     def identical(self) -> bool:
@@ -270,6 +271,7 @@ class KillReport:
             "identical": self.identical,
             "partial JSON seen": len(self.unreadable),
             "temporaries left": len(self.stale_temporaries),
+            "JSON files at each kill": self.saved_at_kill,
         }
 
 
@@ -306,7 +308,9 @@ def survive_kills(
             report.reruns += 1
         low, high = within
         time.sleep(rng.uniform(low, high) * report.reference_seconds)
+        saved = len(list(killed.rglob("*.json"))) if killed.exists() else 0
         if run.kill():
+            report.saved_at_kill.append(saved)
             report.kills += 1
         else:
             report.missed += 1

@@ -203,3 +203,12 @@ def test_a_damaged_stage_file_is_recomputed_not_trusted(run_cli: RunCli, tmp_pat
     again = json.loads((tmp_path / "sweep.json").read_text())["units"]
     assert sorted(u["status"] for u in again) == ["done", "reused"]
     assert [u["summary"] for u in again] == [u["summary"] for u in first]
+
+
+def test_retrieve_says_only_its_own_line(trained: Path, run_cli: RunCli, tmp_path: Path) -> None:
+    """Loading a model prints no transformers chatter (progress bars, config warnings)
+    before lostmid's own one-line error."""
+    step = trained / "checkpoints" / "step_000012"
+    code, out, err = run_cli("retrieve", "--model", step, "--pairs", "40", "--out", tmp_path)
+    assert_one_line(code, out, err, "tokens but the model takes at most")
+    assert "Loading" not in out + err and "warn" not in (out + err).lower()

@@ -21,7 +21,7 @@ from typing import Any
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
-from lostmid.files import load_weights, model_config, weight_files
+from lostmid.files import load_weights, model_config, quiet_transformers, weight_files
 from lostmid.models.build import ATTENTION, DTYPES, build_causal_lm, supports_sdpa
 from lostmid.models.devices import resolve_device
 from lostmid.models.loaded import LoadedModel
@@ -86,9 +86,10 @@ def _resolve(spec: str, trust_remote_code: bool = False) -> tuple[str, Any, str 
         )
     offline = _offline()
     try:
-        config = AutoConfig.from_pretrained(
-            spec, local_files_only=True, trust_remote_code=trust_remote_code
-        )
+        with quiet_transformers():  # a cached hub id: its files, read like a directory's
+            config = AutoConfig.from_pretrained(
+                spec, local_files_only=True, trust_remote_code=trust_remote_code
+            )
     except (OSError, ValueError):
         config = None
     if config is None:
@@ -98,7 +99,8 @@ def _resolve(spec: str, trust_remote_code: bool = False) -> tuple[str, Any, str 
                 f"(HF_HUB_OFFLINE); download it first or use a preset ({presets})"
             )
         try:
-            config = AutoConfig.from_pretrained(spec, trust_remote_code=trust_remote_code)
+            with quiet_transformers():
+                config = AutoConfig.from_pretrained(spec, trust_remote_code=trust_remote_code)
         except (OSError, ValueError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise UserError(

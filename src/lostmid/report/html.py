@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.errors import UserError
-from lostmid.files import write_text
+from lostmid.files import read_bytes, write_text
 from lostmid.report.plots import figure_to_png
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -240,7 +240,7 @@ def _figure_entry(item: FigureLike | tuple[FigureLike, str]) -> tuple[bytes, str
         path = Path(item)
         if not path.is_file():
             raise UserError(f"figure {path}: no such file")
-        png = path.read_bytes()
+        png = read_bytes(path, what="a PNG figure")
     elif isinstance(item, bytes | bytearray):
         png = bytes(item)
     elif hasattr(item, "savefig"):
