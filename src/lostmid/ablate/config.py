@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lostmid.checks import check_choice, check_positive
+from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP
 from lostmid.influence.profile import OUTPUTS
@@ -92,6 +92,7 @@ class AblationConfig:
     trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         for name in ("length", "seeds", "samples", "probes", "gain_directions", "batch_size"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         if self.layers is not None:

@@ -16,7 +16,7 @@ from lostmid.behaviour.example import (
 )
 from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
 from lostmid.behaviour.niah import HAYSTACKS
-from lostmid.checks import check_choice, check_positive
+from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
 
@@ -94,6 +94,7 @@ class RetrieveConfig:
     trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         check_choice("--task", self.task, TASKS)
         check_choice("--scoring", self.scoring, SCORINGS)
         check_choice("--style", self.style, KV_STYLES)

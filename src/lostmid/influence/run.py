@@ -205,11 +205,7 @@ def run_measure(
                 device_map=config.device_map,
                 trust_remote_code=config.trust_remote_code,
             )
-        if config.length > loaded.max_length:
-            raise UserError(
-                f"--length {config.length} exceeds the maximum {loaded.max_length} of "
-                f"{config.model}; use --length {loaded.max_length} or less"
-            )
+        loaded.check_length(config.length)  # before the inputs are drawn
         with timer("inputs"):
             if config.corpus is None:
                 ids = random_token_ids(

@@ -44,7 +44,7 @@ VERDICT_NOTE = (
 
 
 def _stage_seconds(meta: Mapping[str, Any]) -> float:
-    return sum(v for k, v in meta["timings_s"].items() if k.startswith("stage:"))
+    return sum(meta["stages"]["seconds"].values())
 
 
 def _score(c: Candidate, metric: str, digits: int = 4) -> str:
@@ -259,7 +259,7 @@ def build_report(result: ReproduceResult) -> Report:
             f"lostmid reproduce, scale '{scale.name}' (L = {scale.length}, "
             f"{scale.seeds} seeds x {scale.samples} samples x {scale.probes} probes), "
             f"finished {meta['finished_utc']}; stages took {_stage_seconds(meta):.0f} s of "
-            f"compute ({len(meta['stages_reused'])} reused from an earlier run), this "
+            f"compute ({len(meta['stages']['reused'])} reused from an earlier run), this "
             f"invocation {meta['timings_s']['total']:.0f} s"
         ),
     )
@@ -386,8 +386,8 @@ def build_report(result: ReproduceResult) -> Report:
     report.add_section(
         "Provenance",
         paragraphs=[
-            f"Stages computed in this run: {', '.join(meta['stages_computed']) or 'none'}; "
-            f"reused from an earlier run: {', '.join(meta['stages_reused']) or 'none'}.",
+            f"Stages computed in this run: {', '.join(meta['stages']['computed']) or 'none'}; "
+            f"reused from an earlier run: {', '.join(meta['stages']['reused']) or 'none'}.",
             "Every number here is in reproduce.json and claims.json next to this file; each "
             "stage's inputs and outputs are in stages/; MODEL/seed-S/measure.json are the "
             "per-seed measurements (lostmid compare --predict --measured ... scores them "

@@ -254,11 +254,10 @@ def run_reproduce(
         "reproduce",
         config.record(),
         config.seed,
-        {"total": seconds, **{f"stage:{k}": v for k, v in store.seconds.items()}},
+        {"total": seconds},
     )
     metadata["backend"] = backend.record()
-    metadata["stages_reused"] = store.reused
-    metadata["stages_computed"] = store.computed
+    metadata["stages"] = store.record()
     result = ReproduceResult(
         config=config,
         models=analyses,

@@ -18,7 +18,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from lostmid.checks import check_choice, check_position, check_positive
+from lostmid.checks import check_choice, check_position, check_positive, check_seed
 from lostmid.files import schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
 from lostmid.runs.budget import SIZE_CHECK_HELP, check_budget
@@ -108,6 +108,7 @@ class TheoryConfig:
     target_position: int = field(init=False)
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         check_positive("length", self.length)
         if not self.no_size_check and isinstance(self.layers, int) and self.layers >= 0:
             need, seconds = theory_budget(

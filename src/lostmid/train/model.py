@@ -16,13 +16,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
 from lostmid.files import atomic_directory
 from lostmid.models import LoadedModel, ModelShape, build_causal_lm, build_config
-from lostmid.models import resolve_device as resolve_device_name
 from lostmid.train.config import ModelSpec
 
 
@@ -74,11 +72,6 @@ def build_model(spec: ModelSpec, seed: int, variant: ModelVariant | None = None)
 def parameter_count(model: nn.Module) -> int:
     """Number of distinct parameters (tied weights counted once)."""
     return sum(p.numel() for p in model.parameters())
-
-
-def resolve_device(device: str) -> torch.device:
-    """:func:`lostmid.models.resolve_device` as a ``torch.device`` for the training loop."""
-    return torch.device(resolve_device_name(device))
 
 
 def as_loaded(model: PreTrainedModel, seed: int = 0) -> LoadedModel:
