@@ -69,22 +69,15 @@ def main() -> None:
     So do the accidents of the machine rather than of the code: a full disk or quota
     anywhere (:func:`lostmid.files.is_disk_full`; the atomic writers leave nothing
     half-written) and an allocation larger than the memory left (after the size checks
-    of :mod:`lostmid.runs.budget` let a run start). Ctrl-C is one line and exit code
-    130. Usage errors (unknown option, bad type) are click's own: also exit code 2.
+    of :mod:`lostmid.runs.budget` let a run start). Ctrl-C is exit code 130 (typer's;
+    the long runs say first what they saved and how to resume). Usage errors (unknown
+    option, bad type) are click's own: also exit code 2.
     """
     wait = os.environ.get(WAIT_ENV)
     try:
         app()
     except UserError as err:
         _fail(str(err))
-    except KeyboardInterrupt:
-        err_console.print(
-            "interrupted; finished stages and results are kept: run the same command again "
-            "to resume",
-            highlight=False,
-            soft_wrap=True,
-        )
-        sys.exit(130)
     except MemoryError as err:
         _fail(
             f"out of memory ({type(err).__name__}: {' '.join(str(err).split())[:160]}); "
