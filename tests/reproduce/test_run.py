@@ -104,9 +104,12 @@ def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     )
     figures = sorted(p.name for p in (quick_run / "figures").iterdir())
     assert figures == sorted(
-        f"{kind}-{m}.png"
-        for kind in ("overlay", "positional", "depth")
-        for m in ("tiny-qwen2", "tiny-gpt2")
+        ["summary.png"]
+        + [
+            f"{kind}-{m}.png"
+            for kind in ("overlay", "positional", "depth")
+            for m in ("tiny-qwen2", "tiny-gpt2")
+        ]
     )
     assert len(checker.images) == len(figures)
     assert sorted(p.name for p in (quick_run / "stages").iterdir()) == [
