@@ -70,6 +70,7 @@ HELP: dict[str, str] = {
     "(YAML + data + scoring rule) into this directory.",
     "margin": "Shape class: a contrast counts as zero when its 95% interval is inside "
     "+-margin (accuracy units).",
+    "trust_remote_code": MEASURE_HELP["trust_remote_code"],
 }
 
 
@@ -83,6 +84,8 @@ class RetrieveConfig:
     3/4 and the last. ``lengths``: a grid of context lengths crossed with the positions
     (:mod:`lostmid.behaviour.grid`); without it one length (``pairs``, or ``length``
     for niah). ``data``: examples from a file (:mod:`lostmid.behaviour.data`).
+    ``trust_remote_code``: run custom code that the model's or tokenizer's config names
+    (``auto_map``); off: such a model is refused.
     """
 
     model: str
@@ -118,6 +121,7 @@ class RetrieveConfig:
     export: Path | None = None
     export_lm_eval: Path | None = None
     margin: float = 0.05
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
@@ -141,6 +145,13 @@ class RetrieveConfig:
                 check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         if not self.margin >= 0:
             raise UserError(f"--margin must be >= 0, got {self.margin}")
+        for name, given in (("--gold-index", self.gold_index), ("--depth", self.depth)):
+            repeated = sorted({v for v in given or () if list(given or ()).count(v) > 1})
+            if repeated:
+                raise UserError(
+                    f"{name} gives {repeated[0]} more than once; give each position once "
+                    "(--examples sets how many examples each one gets)"
+                )
         if self.gold_index is not None and self.positions is not None:
             raise UserError("give at most one of --gold-index and --positions")
         if self.depth is not None and self.positions is not None:

@@ -49,7 +49,9 @@ from lostmid.behaviour.score import (
 )
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.errors import UserError
+from lostmid.files import schema_of, write_text
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
+from lostmid.runs.lock import holds_out
 from lostmid.stats.shape import Curve, ShapeIndices, shape_indices
 
 FILES = ["retrieve.json", "retrieve.png", "heatmap.png", "predictions.jsonl"]
@@ -190,6 +192,7 @@ def _file_digest(path: Path | None) -> str | None:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
+@holds_out("retrieve")
 def run_retrieve(
     config: RetrieveConfig,
     *,
@@ -216,7 +219,7 @@ def run_retrieve(
         tokenizer = (
             None
             if config.task == "mqar" and config.tokenizer is None and config.data is None
-            else tokenizer_for_model(config.model, config.tokenizer)
+            else tokenizer_for_model(config.model, config.tokenizer, config.trust_remote_code)
         )
         loaded = load_model(
             config.model,
@@ -225,6 +228,7 @@ def run_retrieve(
             dtype=config.dtype,
             device=config.device,
             device_map=config.device_map,
+            trust_remote_code=config.trust_remote_code,
         )
     fmt = prompt_format(config.chat_template, tokenizer)
     shared = config.design == "shared"
@@ -253,8 +257,9 @@ def run_retrieve(
             chat_template=fmt.applied,
         )
     first_text = fmt.text(examples[0], tokenizer) if examples[0].prompt_ids is None else None
-    (out / "prompt.txt").write_text(
-        first_text if first_text is not None else examples[0].prompt, encoding="utf-8"
+    write_text(
+        out / "prompt.txt",
+        first_text if first_text is not None else examples[0].prompt,
     )
     store = StageStore(out, fresh=overwrite)
     base = {k: v for k, v in config.record().items() if k not in _NOT_IN_CELLS}
@@ -288,7 +293,7 @@ def run_retrieve(
         },
         data=data,
     )
-    record = result.record()
+    record = {"schema": schema_of("retrieval"), **result.record()}
     record["metadata"] = run_metadata("retrieve", config.record(), config.seed, timer.seconds)
     record["metadata"]["stages"] = store.record()
     write_json(out / "retrieve.json", record)
@@ -590,10 +595,11 @@ def _write_outputs(out: Path, result: RetrieveResult, rows: list[dict[str, Any]]
     from lostmid.report.plots import save_figure
     from lostmid.report.tables import write_table
 
-    with (out / "predictions.jsonl").open("w", encoding="utf-8") as f:
-        for row in rows:
-            clean = {k: v for k, v in row.items() if k != "row" and v is not None}
-            f.write(json.dumps(clean, ensure_ascii=False) + "\n")
+    lines = []
+    for row in rows:
+        clean = {k: v for k, v in row.items() if k != "row" and v is not None}
+        lines.append(json.dumps(clean, ensure_ascii=False) + "\n")
+    write_text(out / "predictions.jsonl", "".join(lines))
     write_table(out / "retrieve.cells", list(result.cells))
     config = result.config
     chance = 2.0 / config.vocab if result.task == "mqar" else None

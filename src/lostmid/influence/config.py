@@ -20,6 +20,7 @@ from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for
 from lostmid.checks import check_choice, check_position, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.profile import OUTPUTS, STRATEGIES
+from lostmid.runs.budget import SIZE_CHECK_HELP
 
 ATTENTION_CHOICES = ("auto", "eager", "sdpa")
 STRENGTHS = ("jacobian", "forward")
@@ -33,6 +34,11 @@ this (131072: e.g. 24 layers at L = 4096). Measuring them costs nothing extra (t
 branch gains are measured per position anyway); what grows is measure.json (three
 H x L arrays) and the jacobian kernel of ``predicted:positional`` (O(L^2 H) time,
 O(L^2) memory: seconds at L = 2048, H = 24)."""
+
+TRUST_REMOTE_CODE_HELP = (
+    "Run custom code that a model directory's config names (auto_map); off by default, "
+    "and such a model is refused. Only for code you have read."
+)
 
 HELP = {  # the CLI's help for each option, and the meaning of each field below
     "model": "Preset name, local directory or cached hub id.",
@@ -62,6 +68,9 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "per_position_gains": "auto | on | off: write the per-position branch and MLP gains "
     f"(H x L each; auto: on when H x L <= {PER_POSITION_MAX_CELLS}).",
     "gain_directions": "Random directions per sample for the branch gains.",
+    "trust_remote_code": TRUST_REMOTE_CODE_HELP,
+    "no_size_check": SIZE_CHECK_HELP.replace(" (and time)", "")
+    + " Checked on cpu only (a GPU's memory is not estimated).",
     "compile": "torch.compile the blocks (inductor; needs a C compiler): about 2x faster "
     "on CPU after a compile of about a minute; not with --checkpointing or --device-map.",
 }
@@ -99,6 +108,8 @@ class MeasureConfig:
     per_position_gains: str = "auto"
     gain_directions: int = 4
     compile: bool = False
+    trust_remote_code: bool = False
+    no_size_check: bool = False
 
     def __post_init__(self) -> None:
         check_seed(self.seed)

@@ -47,15 +47,16 @@ from typing import Any
 import numpy as np
 
 from lostmid.errors import UserError
+from lostmid.files import read_result, schema_of
 from lostmid.influence.gains import BranchGains
 from lostmid.records import json_array, json_floats, json_object, json_profile, json_target
-from lostmid.runinfo import read_json, to_jsonable, write_json
+from lostmid.runinfo import to_jsonable, write_json
 from lostmid.stats.shape import ShapeIndices, profile_shape
 from lostmid.theory import summarize_profile
 from lostmid.theory.masks import layer_masks as parse_layer_masks
 from lostmid.typing import Float
 
-SCHEMA = "lostmid.measure/1"
+SCHEMA = schema_of("measure")  # lostmid.measure/1 (lostmid.files.RESULT_KINDS)
 FILE = "measure.json"
 PER_LAYER = ("residual_strength", "branch_gain", "residual_strength_forward", "mlp_gain")
 PER_LAYER_SIGNED = ("mlp_coherence",)  # NaN where the MLP is zero
@@ -327,9 +328,12 @@ def write_measure(path: Path, record: MeasureRecord) -> Path:
     return write_json(Path(path), record.record())
 
 
-def read_measure(path: Path) -> MeasureRecord:
-    """Read and check the measure.json at ``path``: the one reader of the file."""
-    return MeasureRecord.from_record(read_json(Path(path)), source=str(path))
+def read_measure(path: Path, option: str | None = None) -> MeasureRecord:
+    """Read and check the measure.json at ``path``: the one reader of the file, through
+    :func:`lostmid.files.read_result` (a file of another kind, by its schema tag, is
+    one line; ``option`` names the flag that gave it)."""
+    data = read_result(Path(path), "measure", option=option)
+    return MeasureRecord.from_record(data, source=str(path))
 
 
 def _finite_or_none(values: np.ndarray | None) -> np.ndarray | None:

@@ -29,7 +29,11 @@ from lostmid.influence.profile import InfluenceProfile
 from lostmid.influence.record import MeasureRecord, write_measure
 from lostmid.influence.residual import forward_ratio
 from lostmid.models import LoadedModel, load_model
+from lostmid.models.budget import activation_bytes, dtype_bytes, parameter_count
+from lostmid.models.load import resolve_config
 from lostmid.runinfo import Timer, prepare_out, run_metadata
+from lostmid.runs.budget import check_budget
+from lostmid.runs.lock import holds_out
 from lostmid.theory import ProfileSummary, summarize_profile
 from lostmid.typing import Float
 
@@ -164,6 +168,22 @@ def summary_table(result: MeasureResult) -> Table:
     return table
 
 
+def check_measure_size(config: MeasureConfig, attention: str) -> None:
+    """Refuse a measurement whose model and activations cannot fit this machine's free
+    memory (:func:`lostmid.runs.budget.check_budget`), before the model is built: its
+    weights (:func:`lostmid.models.budget.parameter_count`) and the activations of one
+    batch of ``batch_size`` sequences kept for the backward passes."""
+    hf = resolve_config(config.model, trust_remote_code=config.trust_remote_code)
+    weights = parameter_count(hf) * dtype_bytes(config.dtype)
+    tokens = config.batch_size * config.length
+    acts = activation_bytes(
+        hf, tokens=tokens, length=config.length, dtype=config.dtype, eager=attention == "eager"
+    )
+    what = f"measure --model {config.model} --length {config.length}"
+    check_budget(what, need_bytes=weights + acts + 200e6)
+
+
+@holds_out("measure")
 def run_measure(
     config: MeasureConfig,
     *,
@@ -174,6 +194,8 @@ def run_measure(
     """Measure, write ``measure.json`` and ``measure.png`` into ``out``, print a summary."""
     out = prepare_out(Path(out), FILES, overwrite)
     attention = config.attention_implementation
+    if not config.no_size_check and config.device == "cpu" and config.device_map is None:
+        check_measure_size(config, attention)
     timer = Timer()
     with timer("total"):
         with timer("load"):
@@ -188,6 +210,7 @@ def run_measure(
                 device=config.device,
                 attn_implementation=attention,
                 device_map=config.device_map,
+                trust_remote_code=config.trust_remote_code,
             )
         loaded.check_length(config.length)  # before the inputs are drawn
         with timer("inputs"):

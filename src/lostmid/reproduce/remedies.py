@@ -22,7 +22,6 @@ difference estimate >= 0); ``not reproduced`` otherwise.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 
 from lostmid.compare.claims import BELOW_RESOLUTION, NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
 from lostmid.errors import UserError
+from lostmid.files import read_result
 from lostmid.stats import Interval
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -155,11 +155,7 @@ class RemediesSection:
             raise UserError(
                 f"--remedies {folder}: no {RESULT} there; give a lostmid remedies --out"
             )
-        try:
-            document = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise UserError(f"{path} is not valid JSON ({err}); rerun lostmid remedies") from err
-        return cls(document, str(path))
+        return cls(read_result(path, "remedies", option="--remedies"), str(path))
 
     def has_valley(self) -> bool:
         """Both ends of the baseline above its middle, with their t intervals."""

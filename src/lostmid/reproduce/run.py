@@ -32,6 +32,7 @@ from lostmid.reproduce.training import Training, TrainingSummary, training_stage
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import Job, Resources
+from lostmid.runs.lock import holds_out
 from lostmid.runs.stages import run_stages as run_backend_stages
 from lostmid.runs.store import StageStore
 
@@ -203,6 +204,7 @@ def write_measure_json(
     write_measure(folder / "measure.json", pooled)
 
 
+@holds_out("reproduce")
 def run_reproduce(
     config: ReproduceConfig,
     *,
