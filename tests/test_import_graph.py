@@ -17,8 +17,8 @@ ROOT = Path(lostmid.__file__).parent
 # backends, plotting helpers) that knows no capability.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "typing", "lazy"),
-    ("checks", "stats", "runinfo", "attention_choice"),
-    ("records",),
+    ("checks", "stats", "files", "attention_choice"),
+    ("runinfo", "records"),
     ("runs", "report"),
     ("theory",),
     ("models",),

@@ -1,4 +1,8 @@
-"""Provenance for every run: resolved config, seed, versions, timings; safe JSON writes."""
+"""Provenance for every run: resolved config, seed, versions, timings; the JSON writer.
+
+Reading files is :mod:`lostmid.files`' job (:func:`lostmid.files.read_json`,
+:func:`lostmid.files.read_result`).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.errors import UserError
+from lostmid.files import write_text
 
 _PACKAGES = ("lostmid", "numpy", "scipy", "torch", "transformers", "matplotlib")
 
@@ -96,22 +101,10 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def write_json(path: Path, obj: Any) -> Path:
-    """Write ``obj`` as JSON atomically (temp file, then rename): never a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(to_jsonable(obj), indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-    return path
-
-
-def read_json(path: Path) -> Any:
-    """Read a result file, with a one-line error if it is missing or not JSON."""
-    if not path.is_file():
-        raise UserError(f"{path}: no such file; pass the path of a result JSON written by lostmid")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise UserError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    """Write ``obj`` as JSON atomically (:func:`lostmid.files.write_text`: a temporary
+    file, then a rename): never a half-written file; a full disk is one line. The one
+    JSON writer of the package."""
+    return write_text(path, json.dumps(to_jsonable(obj), indent=1, allow_nan=False) + "\n")
 
 
 def prepare_out(out: Path, files: list[str], overwrite: bool) -> Path:

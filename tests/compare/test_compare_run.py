@@ -454,5 +454,7 @@ def test_a_measurement_passed_as_theory_is_refused(tmp_path: Path) -> None:
         load_theory(measured)
     tagged = tmp_path / "t.json"
     tagged.write_text(json.dumps({"schema": "lostmid.measure/1", "influence": [1.0, 2.0]}))
-    with pytest.raises(UserError, match="lostmid.measure/1 file, not a theory"):
+    with pytest.raises(
+        UserError, match=r"a measure result \(schema lostmid.measure/1\), not a theory"
+    ):
         load_theory(tagged)

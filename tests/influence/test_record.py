@@ -110,7 +110,9 @@ def test_pooling_averages_every_array_and_keeps_undefined_nan() -> None:
 def test_files_of_another_kind_are_one_line(tmp_path: Path) -> None:
     theory = tmp_path / "theory.json"
     theory.write_text(json.dumps({"schema": "lostmid.theory/1", "influence": [1, 2]}))
-    with pytest.raises(UserError, match=r"a lostmid.theory/1 file, not a measurement"):
+    with pytest.raises(
+        UserError, match=r"a theory result \(schema lostmid.theory/1\), not a measure"
+    ):
         read_measure(theory)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"influence": [1.0, -1.0], "config": {"layers": 1}}))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -112,6 +113,11 @@ def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
         ]
     )
     assert len(checker.images) == len(figures)
+    html = (quick_run / "report.html").read_text()
+    sections = re.findall(r'<section id="([^"]+)">', html)
+    assert sections[:2] == ["summary", "claims"]  # the figure first, then the verdicts
+    summary = html[html.index('<section id="summary">') : html.index('<section id="claims">')]
+    assert "<img" in summary and "<table" not in summary
     assert sorted(p.name for p in (quick_run / "stages").iterdir()) == [
         "measure-tiny-gpt2-seed0.json",
         "measure-tiny-gpt2-seed1.json",

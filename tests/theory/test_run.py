@@ -142,3 +142,34 @@ def test_log_domain_on_agrees_with_float64() -> None:
     assert logged.summary.log10_peak_to_valley == pytest.approx(
         linear.summary.log10_peak_to_valley, rel=1e-12
     )
+
+
+@pytest.mark.parametrize(
+    ("length", "layers", "kernel", "mask"),
+    [
+        (5000, 200, "rollout", "causal"),
+        (20000, 8, "jacobian", "causal"),
+        (50000, 4, "rollout", "sliding:64"),
+    ],
+)
+def test_the_size_estimate_bounds_the_measured_peak(
+    length: int, layers: int, kernel: str, mask: str, tmp_path: Path
+) -> None:
+    """theory_budget is an upper bound on what the computation allocates (tracemalloc
+    sees numpy's arrays), and not a wild one (within 4x plus the figure's 400 bytes per
+    position and its fixed 50 MB)."""
+    import tracemalloc
+
+    from lostmid.theory.run import theory_budget
+
+    config = TheoryConfig(layers=layers, length=length, kernel=kernel, mask=mask)
+    tracemalloc.start()
+    try:
+        compute_theory(config)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    need, _ = theory_budget(
+        layers, length, kernel=kernel, causal=mask == "causal", log=False, target=None
+    )
+    assert peak <= need <= 4 * peak + 400 * length + 50e6, (peak, need)

@@ -44,6 +44,7 @@ ABLATE_HELP = {  # the help of each ``lostmid ablate`` option, and each Ablation
     "batch_size": "Samples per forward pass.",
     "device_map": HELP["device_map"] + " Every rung but real edits weights: they must "
     "stay on a device (no cpu/disk offload).",
+    "trust_remote_code": HELP["trust_remote_code"],
 }
 
 
@@ -88,6 +89,7 @@ class AblationConfig:
     device: str = "cpu"
     batch_size: int = 1
     device_map: str | None = None
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         check_seed(self.seed)

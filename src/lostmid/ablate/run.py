@@ -68,11 +68,13 @@ from lostmid.errors import UserError
 from lostmid.influence.passes import NonFiniteError
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import run_metadata, write_json
+from lostmid.runs.lock import holds_out
 from lostmid.runs.store import StageStore
 
 FILES = ["ablation.json", "ablation.png"]
 
 
+@holds_out("ablate")
 def run_ablate(
     config: AblationConfig,
     *,

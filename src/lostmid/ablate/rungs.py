@@ -107,6 +107,7 @@ def build_rung(
         config_overrides=overrides or None,
         attn_implementation=attention_for(config.length),
         device_map=config.device_map,
+        trust_remote_code=config.trust_remote_code,
     )
     loaded.check_length(config.length)
     switched = not (spec.positions and spec.logits and spec.mlp) or spec.scaled_embeddings

@@ -15,12 +15,12 @@ tokenizer files, so a checkpoint is recognised as a byte model when it holds
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from lostmid.errors import UserError
+from lostmid.files import load_auto_tokenizer, write_text
 
 BYTES = "bytes"
 MARKER = "lostmid_tokenizer.json"
@@ -36,14 +36,40 @@ _TOKENIZER_FILES = (
 class Tokenizer(Protocol):
     """What retrieval needs from a tokenizer."""
 
-    name: str
-    vocab_size: int
+    @property
+    def name(self) -> str:
+        """What the tokenizer is (``bytes``, a directory, a hub id)."""
+        ...
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of token ids."""
+        ...
 
     def encode(self, text: str, *, special: bool = False) -> list[int]:
         """Token ids of ``text``; ``special`` adds the model's prefix tokens (BOS)."""
         ...
 
     def decode(self, ids: list[int]) -> str: ...
+
+    @property
+    def eos_id(self) -> int | None:
+        """The end-of-sequence id (greedy answers are cut there), or None."""
+        ...
+
+    @property
+    def bos_id(self) -> int | None:
+        """The beginning-of-sequence id, or None."""
+        ...
+
+    @property
+    def chat_template(self) -> str | None:
+        """The chat template (Jinja), or None when the tokenizer has none."""
+        ...
+
+    def render_chat(self, user: str) -> str:
+        """``user`` as one user turn with the generation prompt, as text."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -61,6 +87,21 @@ class ByteTokenizer:
     def decode(self, ids: list[int]) -> str:
         return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
 
+    @property
+    def eos_id(self) -> int | None:
+        return None
+
+    @property
+    def bos_id(self) -> int | None:
+        return None
+
+    @property
+    def chat_template(self) -> str | None:
+        return None
+
+    def render_chat(self, user: str) -> str:
+        raise UserError("the byte tokenizer has no chat template; use --chat-template off")
+
 
 class HFTokenizer:
     """A Hugging Face tokenizer (``AutoTokenizer``) behind the :class:`Tokenizer` calls."""
@@ -76,12 +117,33 @@ class HFTokenizer:
     def decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
 
+    @property
+    def eos_id(self) -> int | None:
+        value = getattr(self.tokenizer, "eos_token_id", None)
+        return None if value is None else int(value)
+
+    @property
+    def bos_id(self) -> int | None:
+        value = getattr(self.tokenizer, "bos_token_id", None)
+        return None if value is None else int(value)
+
+    @property
+    def chat_template(self) -> str | None:
+        template = getattr(self.tokenizer, "chat_template", None)
+        return template if isinstance(template, str) and template.strip() else None
+
+    def render_chat(self, user: str) -> str:
+        rendered = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+        )
+        return str(rendered)
+
 
 def write_byte_marker(directory: Path, **facts: Any) -> Path:
     """Mark a checkpoint directory as a byte-tokenizer model (``lostmid_tokenizer.json``)."""
-    path = Path(directory) / MARKER
-    path.write_text(json.dumps({"kind": BYTES, **facts}, indent=1) + "\n")
-    return path
+    return write_text(
+        Path(directory) / MARKER, json.dumps({"kind": BYTES, **facts}, indent=1) + "\n"
+    )
 
 
 def is_byte_checkpoint(directory: Path) -> bool:
@@ -97,30 +159,26 @@ def has_tokenizer_files(directory: Path) -> bool:
     return any((Path(directory) / name).is_file() for name in _TOKENIZER_FILES)
 
 
-def _auto_tokenizer(source: str, what: str) -> HFTokenizer:
-    from transformers import AutoTokenizer
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tok = AutoTokenizer.from_pretrained(source, local_files_only=True)
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UserError(f"{what}: cannot load a tokenizer ({first[:160]})") from None
+def _auto_tokenizer(source: str, what: str, trust_remote_code: bool = False) -> HFTokenizer:
+    """A Hugging Face tokenizer from local files (:func:`lostmid.files.load_auto_tokenizer`:
+    custom code refused unless trusted)."""
+    tok = load_auto_tokenizer(source, what=what, trust_remote_code=trust_remote_code)
     return HFTokenizer(tok, source)
 
 
-def _directory_tokenizer(path: Path, what: str) -> Tokenizer | None:
+def _directory_tokenizer(
+    path: Path, what: str, trust_remote_code: bool = False
+) -> Tokenizer | None:
     """A directory's own tokenizer files, else the byte tokenizer of a lostmid checkpoint
     there, else None; ``what`` names the option in error messages."""
     if has_tokenizer_files(path):
-        return _auto_tokenizer(str(path), what)
+        return _auto_tokenizer(str(path), what, trust_remote_code)
     if is_byte_checkpoint(path):
         return ByteTokenizer()
     return None
 
 
-def load_tokenizer(spec: str) -> Tokenizer:
+def load_tokenizer(spec: str, trust_remote_code: bool = False) -> Tokenizer:
     """``bytes``, a local directory with tokenizer files, a lostmid byte checkpoint, or
     a hub id whose tokenizer is in the local cache (nothing is downloaded).
 
@@ -131,7 +189,7 @@ def load_tokenizer(spec: str) -> Tokenizer:
         return ByteTokenizer()
     path = Path(spec).expanduser()
     if path.is_dir():
-        found = _directory_tokenizer(path, f"--tokenizer {spec}")
+        found = _directory_tokenizer(path, f"--tokenizer {spec}", trust_remote_code)
         if found is not None:
             return found
         raise UserError(
@@ -140,10 +198,12 @@ def load_tokenizer(spec: str) -> Tokenizer:
         )
     if path.exists():
         raise UserError(f"--tokenizer {spec}: a file; give a directory or a cached hub id")
-    return _auto_tokenizer(spec, f"--tokenizer {spec}")
+    return _auto_tokenizer(spec, f"--tokenizer {spec}", trust_remote_code)
 
 
-def tokenizer_for_model(model: str, tokenizer: str | None = None) -> Tokenizer:
+def tokenizer_for_model(
+    model: str, tokenizer: str | None = None, trust_remote_code: bool = False
+) -> Tokenizer:
     """The tokenizer of ``--model``: ``tokenizer`` if given, else the model directory's
     own files, the byte tokenizer of a lostmid checkpoint, or a cached hub tokenizer.
 
@@ -151,10 +211,10 @@ def tokenizer_for_model(model: str, tokenizer: str | None = None) -> Tokenizer:
         UserError: one line when the model has none (a preset, a bare config directory).
     """
     if tokenizer is not None:
-        return load_tokenizer(tokenizer)
+        return load_tokenizer(tokenizer, trust_remote_code)
     path = Path(model).expanduser()
     if path.is_dir():
-        found = _directory_tokenizer(path, f"--model {model}")
+        found = _directory_tokenizer(path, f"--model {model}", trust_remote_code)
         if found is not None:
             return found
     else:
@@ -162,7 +222,7 @@ def tokenizer_for_model(model: str, tokenizer: str | None = None) -> Tokenizer:
 
         if model not in MODEL_PRESETS:
             try:
-                return _auto_tokenizer(model, f"--model {model}")
+                return _auto_tokenizer(model, f"--model {model}", trust_remote_code)
             except UserError:
                 pass
     raise UserError(

@@ -14,7 +14,9 @@ and transformers (seconds) and are imported when the command runs, so ``lostmid
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -32,6 +34,9 @@ from lostmid.cli import (
     train,
 )
 from lostmid.errors import UserError
+from lostmid.files import disk_full_error, is_disk_full
+from lostmid.runs.lock import HELP as LOCK_HELP
+from lostmid.runs.lock import WAIT_ENV, LockConfig
 
 app = typer.Typer(
     add_completion=False,
@@ -39,6 +44,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="lostmid: compute, measure and compare the position bias of transformers.",
 )
+
+
+@app.callback()
+def _root(
+    wait: Annotated[float, typer.Option("--wait", help=LOCK_HELP["wait"])] = 0.0,
+) -> None:
+    """lostmid: compute, measure and compare the position bias of transformers."""
+    if wait:  # read by every run's lock (lostmid.runs.lock), Ray workers included
+        os.environ[WAIT_ENV] = str(LockConfig(wait).wait)
+
+
 # one module per command, each defining COMMAND; registered in the order of --help
 COMMANDS = (theory, measure, train, compare, reproduce, ablate, sweep, retrieve, remedies)
 for _module in COMMANDS:
@@ -50,16 +66,40 @@ err_console = Console(stderr=True)
 def main() -> None:
     """Entry point: run the app; a :class:`UserError` becomes one line and exit code 2.
 
-    Usage errors (unknown option, bad type) are click's own: also exit code 2.
+    So do the accidents of the machine rather than of the code: a full disk or quota
+    anywhere (:func:`lostmid.files.is_disk_full`; the atomic writers leave nothing
+    half-written) and an allocation larger than the memory left (after the size checks
+    of :mod:`lostmid.runs.budget` let a run start). Ctrl-C is exit code 130 (typer's;
+    the long runs say first what they saved and how to resume). Usage errors (unknown
+    option, bad type) are click's own: also exit code 2.
     """
+    wait = os.environ.get(WAIT_ENV)
     try:
         app()
     except UserError as err:
-        # escaped: a message may hold brackets (``pip install lostmid[cluster]``)
-        err_console.print(
-            f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True
+        _fail(str(err))
+    except MemoryError as err:
+        _fail(
+            f"out of memory ({type(err).__name__}: {' '.join(str(err).split())[:160]}); "
+            "make the run smaller (--length, --samples, --batch-size...); finished stages "
+            "are kept, rerun the same command to resume"
         )
-        sys.exit(2)
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        _fail(str(disk_full_error(getattr(err, "filename", None), err)))
+    finally:  # --wait is this invocation's (main may run again in one process)
+        if wait is None:
+            os.environ.pop(WAIT_ENV, None)
+        else:
+            os.environ[WAIT_ENV] = wait
+
+
+def _fail(message: str) -> None:
+    """One line on stderr (escaped: a message may hold brackets, ``lostmid[cluster]``),
+    then exit code 2."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

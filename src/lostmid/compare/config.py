@@ -36,6 +36,8 @@ HELP = {  # the CLI's help for each option, and the meaning of each CompareConfi
     "(free), or set to the measured share for every candidate (pinned).",
     "bins": "Log-position bins for the binned Spearman and W1.",
     "seed": "Random seed (recorded; the comparison draws nothing).",
+    "pool": "Pool measurements of different models or settings (default: refuse them; "
+    "lengths and targets must agree either way).",
 }
 
 
@@ -64,6 +66,8 @@ class CompareConfig:
         fit_metric: ``w1`` or ``log-lsq`` (:mod:`lostmid.compare.fitting`).
         spike: ``free`` or ``pinned`` (:mod:`lostmid.compare.fitting`).
         bins: log-position bins of the binned metrics.
+        pool: accept measurements of different models or settings and pool them
+            (default: refuse them; lengths and targets must agree either way).
         seed: recorded for provenance (the comparison itself is deterministic).
 
     >>> CompareConfig(measured="m.json", kernels="both").kernels
@@ -78,6 +82,7 @@ class CompareConfig:
     spike: str = "free"
     bins: int = LOG_BINS
     seed: int = 0
+    pool: bool = False
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
@@ -110,4 +115,5 @@ class CompareConfig:
             "spike": self.spike,
             "bins": self.bins,
             "seed": self.seed,
+            "pool": self.pool,
         }

@@ -18,10 +18,9 @@ import numpy as np
 
 from lostmid.compare.metrics import validate_profile
 from lostmid.errors import UserError
+from lostmid.files import read_result
 from lostmid.influence.record import MeasureRecord
 from lostmid.records import json_floats, json_object, json_target
-from lostmid.runinfo import read_json
-from lostmid.theory.run import SCHEMA as THEORY_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -39,15 +38,11 @@ class TheoryProfile:
         return int(self.influence.size)
 
 
-def load_theory(path: Path) -> TheoryProfile:
-    """Read and check a theory.json (see the module docstring)."""
+def load_theory(path: Path, option: str | None = "--theory") -> TheoryProfile:
+    """Read and check a theory.json (see the module docstring); its kind by its schema
+    tag (:func:`lostmid.files.read_result`: a measure.json here is one line)."""
     where = str(path)
-    data = json_object(read_json(path), where)
-    if data.get("schema") not in (None, THEORY_SCHEMA):
-        raise UserError(
-            f"{path}: a {data['schema']} file, not a theory ({THEORY_SCHEMA}); pass the "
-            "theory.json that lostmid theory wrote"
-        )
+    data = json_object(read_result(path, "theory", option=option), where)
     if "params" not in data and "config" in data:
         raise UserError(
             f"{path}: a measurement (it has config, not params), not a theory; pass it as "
@@ -111,3 +106,42 @@ def check_theory_matches(theory: TheoryProfile, measured: MeasureRecord) -> None
             f"theory targets position {theory.target} but the measurement targets "
             f"{measured.target}; compute the theory with --target {measured.target}"
         )
+
+
+SETTING_KEYS = (
+    "model",
+    "family",
+    "hidden",
+    "vocab",
+    "init",
+    "no_rope",
+    "no_pos_emb",
+    "no_alibi",
+    "output",
+)
+"""The ``config`` entries of a measure.json (:attr:`MeasureRecord.facts`) that say which
+model and which quantity were measured: seeds of one model agree on all of them."""
+
+
+def check_one_setting(measurements: Sequence[MeasureRecord], pool: bool = False) -> list[str]:
+    """Refuse measurements of different models or quantities (:data:`SETTING_KEYS`), in
+    one line naming both files, unless ``pool``; with ``pool`` return one note per
+    difference (empty when they agree). Lengths, targets and depths must agree either
+    way (:func:`check_same_model`)."""
+    check_same_model(measurements)
+    first = measurements[0]
+    notes = []
+    for m in measurements[1:]:
+        for key in SETTING_KEYS:
+            if key in m.facts and key in first.facts and m.facts[key] != first.facts[key]:
+                if not pool:
+                    raise UserError(
+                        f"{m.source} measured {key} {m.facts[key]!r} but {first.source} "
+                        f"{first.facts[key]!r}; give seeds of one model and setting, or "
+                        "pass --pool to pool them anyway"
+                    )
+                notes.append(
+                    f"pooled across {key}: {m.facts[key]!r} ({m.source}) and "
+                    f"{first.facts[key]!r} ({first.source})"
+                )
+    return notes

@@ -19,12 +19,14 @@ from rich.table import Table
 
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
 from lostmid.compare.config import CompareConfig
-from lostmid.compare.inputs import load_theory
+from lostmid.compare.inputs import check_one_setting, load_theory
 from lostmid.compare.metrics import AGREEMENT_METRICS
 from lostmid.compare.plot import plot_overlay
+from lostmid.files import schema_of
 from lostmid.influence.record import read_measure
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runs.lock import holds_out
 
 OUTPUT_FILES = ["compare.json", "compare.png"]
 
@@ -134,6 +136,7 @@ class CompareResult:
         }
 
 
+@holds_out("compare")
 def run_compare(
     config: CompareConfig,
     *,
@@ -150,8 +153,9 @@ def run_compare(
     """
     timer = Timer()
     with timer("read"):
-        measurements = [read_measure(path) for path in config.measured]
+        measurements = [read_measure(path, option="--measured") for path in config.measured]
         theory = None if config.theory is None else load_theory(config.theory)
+    pooled = check_one_setting(measurements, config.pool)
     prepare_out(out, OUTPUT_FILES, overwrite)
     with timer("compare"):
         card = compare_measurements(
@@ -177,14 +181,17 @@ def run_compare(
         )
         save_figure(fig, out / "compare.png")
     metadata = run_metadata(
-        "compare", {**config.record(), "out": str(out)}, config.seed, timer.seconds
+        "compare",
+        {**config.record(), "out": str(out), "pooled_across": pooled},
+        config.seed,
+        timer.seconds,
     )
     result = CompareResult(config, card, metadata)
-    write_json(out / "compare.json", result.record())
+    write_json(out / "compare.json", {"schema": schema_of("compare"), **result.record()})
     if console is not None:
         console.print(comparison_table(card))
         console.print(claims_table(card))
-        for note in card.notes:
+        for note in [*pooled, *card.notes]:
             console.print(f"note: {note}")
         console.print(f"wrote {out / 'compare.json'} and {out / 'compare.png'}")
     return result

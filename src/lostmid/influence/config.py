@@ -20,9 +20,11 @@ from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for
 from lostmid.checks import check_choice, check_position, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.profile import OUTPUTS, STRATEGIES
+from lostmid.runs.budget import SIZE_CHECK_HELP
 
 ATTENTION_CHOICES = ("auto", "eager", "sdpa")
 STRENGTHS = ("jacobian", "forward")
+COMPILE_CHOICES = ("auto", "on", "off")
 """How the residual strength a_l that predictions use is measured
 (:mod:`lostmid.influence.residual`): s_l/(1+s_l) from the branch's Jacobian gain, or the
 peer project's forward ratio."""
@@ -33,6 +35,11 @@ this (131072: e.g. 24 layers at L = 4096). Measuring them costs nothing extra (t
 branch gains are measured per position anyway); what grows is measure.json (three
 H x L arrays) and the jacobian kernel of ``predicted:positional`` (O(L^2 H) time,
 O(L^2) memory: seconds at L = 2048, H = 24)."""
+
+TRUST_REMOTE_CODE_HELP = (
+    "Run custom code that a model directory's config names (auto_map); off by default, "
+    "and such a model is refused. Only for code you have read."
+)
 
 HELP = {  # the CLI's help for each option, and the meaning of each field below
     "model": "Preset name, local directory or cached hub id.",
@@ -62,8 +69,13 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "per_position_gains": "auto | on | off: write the per-position branch and MLP gains "
     f"(H x L each; auto: on when H x L <= {PER_POSITION_MAX_CELLS}).",
     "gain_directions": "Random directions per sample for the branch gains.",
-    "compile": "torch.compile the blocks (inductor; needs a C compiler): about 2x faster "
-    "on CPU after a compile of about a minute; not with --checkpointing or --device-map.",
+    "trust_remote_code": TRUST_REMOTE_CODE_HELP,
+    "no_size_check": SIZE_CHECK_HELP.replace(" (and time)", "")
+    + " Checked on cpu only (a GPU's memory is not estimated).",
+    "compile": "auto | on | off: torch.compile the blocks (inductor; needs a C compiler), "
+    "about 2x faster on CPU after a compile of about a minute; auto compiles on CPU when "
+    "the run is long enough to repay it (influence.compile_choice), not with "
+    "--checkpointing or --device-map.",
 }
 
 
@@ -98,7 +110,9 @@ class MeasureConfig:
     strength: str = "jacobian"
     per_position_gains: str = "auto"
     gain_directions: int = 4
-    compile: bool = False
+    compile: str = "auto"
+    trust_remote_code: bool = False
+    no_size_check: bool = False
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
@@ -116,10 +130,13 @@ class MeasureConfig:
             parse_device_map(self.device_map)
         if self.corpus is not None and not Path(self.corpus).expanduser().exists():
             raise UserError(f"--corpus {self.corpus}: no such file or directory")
-        if self.compile and self.checkpointing:
-            raise UserError("--compile and --checkpointing cannot be combined; choose one")
-        if self.compile and self.device_map is not None:
-            raise UserError("--compile is not supported with --device-map; drop one of them")
+        if isinstance(self.compile, bool):  # the form before auto: True / False
+            object.__setattr__(self, "compile", "on" if self.compile else "off")
+        check_choice("--compile", self.compile, COMPILE_CHOICES)
+        if self.compile == "on" and self.checkpointing:
+            raise UserError("--compile on and --checkpointing cannot be combined; choose one")
+        if self.compile == "on" and self.device_map is not None:
+            raise UserError("--compile on is not supported with --device-map; drop one of them")
 
     @property
     def target_position(self) -> int:

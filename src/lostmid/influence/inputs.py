@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from lostmid.errors import UserError
+from lostmid.files import read_bytes
 
 if TYPE_CHECKING:
     from lostmid.models import LoadedModel
@@ -39,9 +40,9 @@ def read_corpus_bytes(path: Path) -> bytes:
         files = sorted(p for p in path.rglob("*.txt") if p.is_file())
         if not files:
             raise UserError(f"--corpus {path}: the directory holds no .txt files")
-        data = b"\n".join(p.read_bytes() for p in files)
+        data = b"\n".join(read_bytes(p, option="--corpus") for p in files)
     else:
-        data = path.read_bytes()
+        data = read_bytes(path, option="--corpus")
     if not data:
         raise UserError(f"--corpus {path}: empty")
     return data

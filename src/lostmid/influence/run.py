@@ -22,6 +22,7 @@ from rich.table import Table
 from lostmid.errors import UserError
 from lostmid.influence.config import MeasureConfig
 from lostmid.influence.estimator import influence_profile
+from lostmid.influence.flops import compile_choice, measurement_flops
 from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.influence.inputs import corpus_token_ids, random_token_ids
 from lostmid.influence.plot import plot_influence
@@ -29,7 +30,11 @@ from lostmid.influence.profile import InfluenceProfile
 from lostmid.influence.record import MeasureRecord, write_measure
 from lostmid.influence.residual import forward_ratio
 from lostmid.models import LoadedModel, load_model
+from lostmid.models.budget import activation_bytes, dtype_bytes, parameter_count
+from lostmid.models.load import resolve_config
 from lostmid.runinfo import Timer, prepare_out, run_metadata
+from lostmid.runs.budget import check_budget
+from lostmid.runs.lock import holds_out
 from lostmid.theory import ProfileSummary, summarize_profile
 from lostmid.typing import Float
 
@@ -138,6 +143,13 @@ def summary_table(result: MeasureResult) -> Table:
     table.add_row("dead-zone level (middle half)", fmt(s.dead_zone_level))
     table.add_row(f"recency (j = {s.target})", fmt(s.recency))
     table.add_row("peak-to-valley", fmt(s.peak_to_valley))
+    shape = result.measure_record().shape
+    if shape is not None:
+        table.add_row(
+            "shape (95% intervals)",
+            f"{shape.shape}; bias index {shape.bias.estimate:+.3g} "
+            f"[{shape.bias.ci_low:+.3g}, {shape.bias.ci_high:+.3g}] of the mean",
+        )
     table.add_row(f"a_l used ({result.config.strength})", layers(result.residual_strength))
     table.add_row("branch gain s_l", layers(None if g is None else g.gain))
     table.add_row("a_l = s/(1+s) (jacobian)", layers(None if g is None else g.residual_strength))
@@ -157,6 +169,22 @@ def summary_table(result: MeasureResult) -> Table:
     return table
 
 
+def check_measure_size(config: MeasureConfig, attention: str) -> None:
+    """Refuse a measurement whose model and activations cannot fit this machine's free
+    memory (:func:`lostmid.runs.budget.check_budget`), before the model is built: its
+    weights (:func:`lostmid.models.budget.parameter_count`) and the activations of one
+    batch of ``batch_size`` sequences kept for the backward passes."""
+    hf = resolve_config(config.model, trust_remote_code=config.trust_remote_code)
+    weights = parameter_count(hf) * dtype_bytes(config.dtype)
+    tokens = config.batch_size * config.length
+    acts = activation_bytes(
+        hf, tokens=tokens, length=config.length, dtype=config.dtype, eager=attention == "eager"
+    )
+    what = f"measure --model {config.model} --length {config.length}"
+    check_budget(what, need_bytes=weights + acts + 200e6)
+
+
+@holds_out("measure")
 def run_measure(
     config: MeasureConfig,
     *,
@@ -167,6 +195,8 @@ def run_measure(
     """Measure, write ``measure.json`` and ``measure.png`` into ``out``, print a summary."""
     out = prepare_out(Path(out), FILES, overwrite)
     attention = config.attention_implementation
+    if not config.no_size_check and config.device == "cpu" and config.device_map is None:
+        check_measure_size(config, attention)
     timer = Timer()
     with timer("total"):
         with timer("load"):
@@ -181,6 +211,7 @@ def run_measure(
                 device=config.device,
                 attn_implementation=attention,
                 device_map=config.device_map,
+                trust_remote_code=config.trust_remote_code,
             )
         loaded.check_length(config.length)  # before the inputs are drawn
         with timer("inputs"):
@@ -196,6 +227,7 @@ def run_measure(
                     config.length,
                     config.seed,
                 )
+        compile_used, compile_why = resolve_compile(loaded, config)
         with timer("influence"):
             profile = influence_profile(
                 loaded,
@@ -210,7 +242,7 @@ def run_measure(
                 progress=console is not None,
                 batch_size=config.batch_size,
                 strategy=config.strategy,
-                compile=config.compile,
+                compile=compile_used,
                 console=console,
             )
         with timer("residual_strength"):
@@ -233,7 +265,7 @@ def run_measure(
         "inputs": "random token ids" if config.corpus is None else "byte-level corpus windows",
         "batch_size": config.batch_size,
         "strategy": config.strategy,
-        "compile": config.compile,
+        "compile": {"requested": config.compile, "used": compile_used, "why": compile_why},
         "attention": attention,
         "probe_kind": profile.probe_kind,
         "strength": config.strength,
@@ -266,6 +298,22 @@ def run_measure(
         console.print(summary_table(result))
         console.print(f"wrote {out / 'measure.json'} and {out / 'measure.png'}")
     return result
+
+
+def resolve_compile(loaded: LoadedModel, config: MeasureConfig) -> tuple[bool, str]:
+    """``--compile``: on, off, or auto by :func:`~lostmid.influence.flops.compile_choice`
+    on this measurement's FLOPs; (used, why), recorded in the resolved config."""
+    if config.compile != "auto":
+        return config.compile == "on", f"--compile {config.compile}"
+    flops = measurement_flops(
+        loaded, config.length, samples=config.samples, probes=config.probes, output=config.output
+    )
+    return compile_choice(
+        flops,
+        device=config.device,
+        checkpointing=config.checkpointing,
+        device_map=config.device_map is not None,
+    )
 
 
 def measure_strengths(

@@ -21,6 +21,7 @@ from typing import Any
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
+from lostmid.files import load_weights, model_config, quiet_transformers, weight_files
 from lostmid.models.build import ATTENTION, DTYPES, build_causal_lm, supports_sdpa
 from lostmid.models.devices import resolve_device
 from lostmid.models.loaded import LoadedModel
@@ -36,12 +37,11 @@ from lostmid.models.placement import (
 from lostmid.models.presets import MODEL_PRESETS
 
 INITS = ("random", "pretrained", "auto")
-_WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.bin")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
 def _has_weights(folder: Path) -> bool:
-    return any(any(folder.glob(pattern)) for pattern in _WEIGHT_PATTERNS)
+    return bool(weight_files(folder))
 
 
 def _offline() -> bool:
@@ -62,21 +62,16 @@ def _preset_config(name: str) -> Any:
     return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
 
 
-def _resolve(spec: str) -> tuple[str, Any, str | None]:
-    """(source, config, weights_location or None) for a model spec."""
+def _resolve(spec: str, trust_remote_code: bool = False) -> tuple[str, Any, str | None]:
+    """(source, config, weights_location or None) for a model spec; the config is read
+    without running code from the model (:func:`lostmid.files.model_config`)."""
     from transformers import AutoConfig
 
     path = Path(spec).expanduser()
     if path.exists():
         if not path.is_dir():
             raise UserError(f"--model {spec}: a file; give a directory holding config.json")
-        if not (path / "config.json").is_file():
-            raise UserError(f"--model {spec}: no config.json in that directory")
-        try:
-            config = AutoConfig.from_pretrained(path)
-        except (OSError, ValueError, KeyError) as err:
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise UserError(f"--model {spec}: cannot read config.json ({first})") from None
+        config = model_config(path, trust_remote_code=trust_remote_code)
         return "directory", config, str(path) if _has_weights(path) else None
     if spec in MODEL_PRESETS:
         return "preset", _preset_config(spec), None
@@ -91,7 +86,10 @@ def _resolve(spec: str) -> tuple[str, Any, str | None]:
         )
     offline = _offline()
     try:
-        config = AutoConfig.from_pretrained(spec, local_files_only=True)
+        with quiet_transformers():  # a cached hub id: its files, read like a directory's
+            config = AutoConfig.from_pretrained(
+                spec, local_files_only=True, trust_remote_code=trust_remote_code
+            )
     except (OSError, ValueError):
         config = None
     if config is None:
@@ -101,13 +99,20 @@ def _resolve(spec: str) -> tuple[str, Any, str | None]:
                 f"(HF_HUB_OFFLINE); download it first or use a preset ({presets})"
             )
         try:
-            config = AutoConfig.from_pretrained(spec)
+            with quiet_transformers():
+                config = AutoConfig.from_pretrained(spec, trust_remote_code=trust_remote_code)
         except (OSError, ValueError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise UserError(
                 f"--model {spec}: not cached and could not be fetched ({first[:160]}); "
                 f"use a preset ({presets}) or a local directory"
             ) from None
+    if getattr(config, "auto_map", None) and not trust_remote_code:
+        raise UserError(
+            f"--model {spec}: its config names custom code ({config.auto_map}); lostmid runs "
+            "no code from a model unless you pass --trust-remote-code (only for code you "
+            "have read)"
+        )
     return "hub", config, spec
 
 
@@ -127,6 +132,21 @@ def _apply_overrides(config: Any, overrides: dict[str, Any] | None) -> Any:
     return type(config).from_dict(fields)
 
 
+def resolve_config(
+    spec: str,
+    *,
+    trust_remote_code: bool = False,
+    config_overrides: dict[str, Any] | None = None,
+) -> Any:
+    """The transformers config :func:`load_model` would build ``spec`` from (nothing is
+    built or loaded; for size checks before a model exists).
+
+    >>> resolve_config("tiny-gpt2").n_layer
+    2
+    """
+    return _apply_overrides(_resolve(spec, trust_remote_code)[1], config_overrides)
+
+
 def load_model(
     spec: str,
     *,
@@ -142,6 +162,7 @@ def load_model(
     device_map: str | Mapping[str, int | str] | None = None,
     max_memory: Mapping[int | str, int | str] | None = None,
     offload_folder: str | Path | None = None,
+    trust_remote_code: bool = False,
 ) -> LoadedModel:
     """A causal LM ready for measurement: eval mode, parameters frozen.
 
@@ -170,6 +191,9 @@ def load_model(
         max_memory: the most each device may hold, e.g. ``{0: "70GiB", "cpu": "200GiB"}``
             (accelerate's format); with ``auto``/``balanced`` what does not fit goes to
             the next device, then to disk.
+        trust_remote_code: run custom code that the model's config names
+            (``auto_map``); off unless the user asked (``--trust-remote-code``): a
+            directory or hub id naming custom code is refused otherwise.
 
     >>> m = load_model("tiny-qwen2", seed=1)
     >>> (m.family, m.num_layers, m.hidden_size, m.max_length)
@@ -182,7 +206,7 @@ def load_model(
     plan = None if device_map is None else parse_device_map(device_map)
     if plan is not None:
         require_accelerate()
-    source, config, weights = _resolve(spec)
+    source, config, weights = _resolve(spec, trust_remote_code)
     config = _apply_overrides(config, config_overrides)
     if init == "pretrained" and weights is None:
         what = "a preset holds only the architecture" if source == "preset" else "no weights found"
@@ -200,7 +224,10 @@ def load_model(
 
             with init_empty_weights():
                 skeleton = AutoModelForCausalLM.from_config(
-                    config, dtype=DTYPES[dtype], attn_implementation=attn_implementation
+                    config,
+                    dtype=DTYPES[dtype],
+                    attn_implementation=attn_implementation,
+                    trust_remote_code=trust_remote_code,
                 )
             resolved = resolve_device_map(skeleton, plan, max_memory, spec)
             folder = offload_folder_for(resolved, offload_folder)
@@ -208,18 +235,15 @@ def load_model(
         with warnings.catch_warnings():
             # transformers warns about unused/generation config keys while loading; not ours.
             warnings.simplefilter("ignore", UserWarning)
-            try:
-                model = AutoModelForCausalLM.from_pretrained(
-                    weights,
-                    config=config,
-                    dtype=DTYPES[dtype],
-                    attn_implementation=attn_implementation,
-                    local_files_only=_offline() or source == "directory",
-                    **placement,
-                )
-            except OSError as err:
-                first = str(err).strip().splitlines()[0]
-                raise UserError(f"--model {spec}: cannot load weights ({first[:160]})") from None
+            model = load_weights(
+                weights,
+                config=config,
+                trust_remote_code=trust_remote_code,
+                dtype=DTYPES[dtype],
+                attn_implementation=attn_implementation,
+                local_files_only=_offline() or source == "directory",
+                **placement,
+            )
         if placement.get("offload_folder") and offload_folder is None:
             weakref.finalize(model, shutil.rmtree, placement["offload_folder"], True)
     else:

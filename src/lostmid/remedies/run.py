@@ -55,6 +55,7 @@ from lostmid.remedies.training import (
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import Job, Resources
+from lostmid.runs.lock import holds_out
 
 RESULT = "remedies.json"
 FIGURE = "remedies.png"
@@ -152,6 +153,7 @@ def plan_remedy_stages(config: RemediesConfig, out: Path, backend: Backend) -> l
 # -- the job ---------------------------------------------------------------------------------
 
 
+@holds_out("remedies")
 def run_remedies(
     config: RemediesConfig,
     *,

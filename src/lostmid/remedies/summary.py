@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 
 from lostmid.errors import UserError
+from lostmid.files import schema_of
 from lostmid.remedies.base import Remedy
 from lostmid.remedies.config import RemediesConfig
 from lostmid.remedies.stats import RULE, gap_margin, halves_gap, verdict
 from lostmid.remedies.training import unit_sum
 from lostmid.stats import Interval, paired_difference, seed_interval
 
-SCHEMA = "lostmid.remedies/1"
+SCHEMA = schema_of("remedies")
 METRICS = ("mean_accuracy", "gap", "primacy", "recency", "log10_peak_to_valley")
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.errors import UserError
+from lostmid.files import read_bytes, write_text
 from lostmid.report.plots import figure_to_png
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -149,12 +150,7 @@ class Report:
 
     def write(self, path: Path) -> Path:
         """Write the rendered document to ``path`` (atomically: temp file, then rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.render(), encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return write_text(Path(path), self.render())
 
 
 def png_data_uri(png: bytes) -> str:
@@ -266,7 +262,7 @@ def _figure_entry(item: FigureLike | tuple[FigureLike, str]) -> tuple[bytes, str
         path = Path(item)
         if not path.is_file():
             raise UserError(f"figure {path}: no such file")
-        png = path.read_bytes()
+        png = read_bytes(path, what="a PNG figure")
     elif isinstance(item, bytes | bytearray):
         png = bytes(item)
     elif hasattr(item, "savefig"):

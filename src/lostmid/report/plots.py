@@ -21,6 +21,8 @@ from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from lostmid.files import write_bytes
+
 DPI = 120  # every PNG lostmid writes: files and figures embedded in reports
 
 
@@ -32,10 +34,9 @@ def new_figure(figsize: tuple[float, float]) -> Figure:
 
 
 def save_figure(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as a PNG file at :data:`DPI`; returns ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=DPI, bbox_inches="tight")
-    return path
+    """Write ``fig`` as a PNG file at :data:`DPI`, atomically
+    (:func:`lostmid.files.write_bytes`); returns ``path``."""
+    return write_bytes(Path(path), figure_to_png(fig))
 
 
 def figure_to_png(fig: Figure) -> bytes:

@@ -252,7 +252,13 @@ def link_claim(seeds: Sequence[BehaviourSeed]) -> Claim:
         if law == {"uniform"}
         else f"the training data's gold law ({', '.join(sorted(law))}) asks about some "
         "records more often, which can make a valley by itself: this setting cannot show "
-        "that the structure causes it. "
+        "that the structure causes it; "
+    )
+    claim = (
+        LINK_CLAIM
+        if not caveat
+        else f"{LINK_CLAIM} (gold law {', '.join(sorted(law))} in training: a valley the "
+        "data can make; this setting cannot show the structure causes it)"
     )
     numbers = (
         f"step {step}: structure at step 0, primacy {interval_text([p for p, _ in structure])}, "
@@ -262,7 +268,7 @@ def link_claim(seeds: Sequence[BehaviourSeed]) -> Claim:
         f"S_end (the trained model's own influence) {interval_text(end, 2)}"
     )
     if len(seeds) < 2:
-        return Claim(LINK_CLAIM, paper, caveat + numbers, BELOW_RESOLUTION, LINK_RULE)
+        return Claim(claim, paper, caveat + numbers, BELOW_RESOLUTION, LINK_RULE)
     s_primacy = seed_interval([p for p, _ in structure])
     s_recency = seed_interval([r for _, r in structure])
     b_primacy = seed_interval([p for p, _ in behaviour])
@@ -285,7 +291,7 @@ def link_claim(seeds: Sequence[BehaviourSeed]) -> Claim:
             f"predicted primacy {predictions[0]} ({results[0]}), recency "
             f"{'+' if valley else 'none: no structural valley'} ({results[1]})"
         )
-    return Claim(LINK_CLAIM, paper, f"{caveat}{said}; {numbers}", verdict, LINK_RULE)
+    return Claim(claim, paper, f"{said}; {caveat}{numbers}", verdict, LINK_RULE)
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ def theory_claims(a: ModelAnalysis) -> list[Claim]:
     claims = []
     judged = (
         (FAITHFUL, "wasserstein1", PAPER_WASSERSTEIN1, SHOWN_BESIDE, "measured per-position gains"),
-        (WITH_MLP, "wasserstein1", PAPER_WASSERSTEIN1, (), "and the MLP's, per position"),
+        (WITH_MLP, "wasserstein1", PAPER_WASSERSTEIN1, (), "per-position gains and the MLP's"),
         (FAITHFUL, "spearman", PAPER_SPEARMAN, (WITH_MLP, *SHOWN_BESIDE), "per-position gains"),
     )
     for name, metric, paper, beside, what in judged:

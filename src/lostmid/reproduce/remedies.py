@@ -34,7 +34,6 @@ reproduced`` when each does not work or is worse.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from lostmid.compare.claims import (
     Claim,
 )
 from lostmid.errors import UserError
+from lostmid.files import read_result
 from lostmid.remedies.config import LAWS
 from lostmid.remedies.stats import RULE as REMEDY_RULE
 from lostmid.remedies.stats import gap_margin, verdict
@@ -256,11 +256,7 @@ class RemediesRun:
     @classmethod
     def read(cls, folder: Path) -> RemediesRun:
         path = Path(folder) / RESULT
-        try:
-            document = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise UserError(f"{path} is not valid JSON ({err}); rerun lostmid remedies") from err
-        return cls(document, str(path))
+        return cls(read_result(path, "remedies", option="--remedies"), str(path))
 
 
 def run_folders(folder: Path) -> list[tuple[str | None, Path]]:

@@ -271,15 +271,7 @@ def build_report(result: ReproduceResult) -> Report:
     summary = result.figures.get("summary")
     report.add_section(
         "Summary",
-        paragraphs=[
-            ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]) + ".",
-            UNCERTAINTY,
-            VERDICT_NOTE,
-            f"Scale matters: the paper measured at L of about 2048, this run at L = "
-            f"{scale.length}. Peak-to-valley ratios grow with L, and the noise floor "
-            "shrinks with the samples per seed; lostmid reproduce --full runs at the "
-            "paper's length with a larger budget.",
-        ],
+        paragraphs=[", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]) + "."],
         figures=[]
         if summary is None
         else [
@@ -292,7 +284,21 @@ def build_report(result: ReproduceResult) -> Report:
                 "influence at initialisation (green).",
             )
         ],
+    )
+    report.add_section(
+        "Claims",
+        paragraphs=[UNCERTAINTY],
         verdicts=result.claims,
+    )
+    report.add_section(
+        "How to read the claims",
+        paragraphs=[
+            VERDICT_NOTE,
+            f"Scale matters: the paper measured at L of about 2048, this run at L = "
+            f"{scale.length}. Peak-to-valley ratios grow with L, and the noise floor "
+            "shrinks with the samples per seed; lostmid reproduce --full runs at the "
+            "paper's length with a larger budget.",
+        ],
     )
     report.add_section(
         "What the numbers say",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from lostmid.reproduce.training import Training, TrainingSummary, training_stage
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import Job, Resources
+from lostmid.runs.lock import holds_out
 from lostmid.runs.stages import run_stages as run_backend_stages
 from lostmid.runs.store import StageStore
 
@@ -44,6 +46,13 @@ class PlannedStage:
     config: Mapping[str, Any]
     compute: Callable[[], Any]
     read: Callable[[Mapping[str, Any]], Any]
+    threads: int | None = None  # what the stage is worth (Job.threads); None: its share
+
+
+SMALL_MODEL_THREADS = 1
+"""The training and retrieval stages train models of well under a million parameters
+(presets tiny, retrieval-valley): one thread runs them as fast as two
+(:func:`lostmid.runs.jobs.threads_for`), the other core goes to another stage."""
 
 
 def measure_stage_name(model: str, seed: int) -> str:
@@ -76,7 +85,7 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                         "batch_size": scale.batch_size,
                         "device": device,
                     },
-                    lambda m=model, s=seed, f=first: measure_stage(m, s, scale, f, device),
+                    partial(measure_stage, model, seed, scale, first, device),
                     SeedMeasurement.from_record,
                 )
             )
@@ -86,8 +95,9 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                 PlannedStage(
                     f"train-seed{seed}",
                     {"preset": scale.train_preset, "steps": scale.train_steps, "seed": seed},
-                    lambda s=seed: training_stage(config, s, out / "train" / f"seed-{s}"),
+                    partial(training_stage, config, seed, out / "train" / f"seed-{seed}"),
                     TrainingSummary.from_record,
+                    threads=SMALL_MODEL_THREADS,
                 )
             )
     if scale.behaviour_steps != 0:
@@ -101,13 +111,15 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                         "steps": scale.behaviour_steps,
                         "seed": seed,
                     },
-                    lambda s=seed: behaviour_stage(
+                    partial(
+                        behaviour_stage,
                         scale.behaviour_preset,
                         scale.behaviour_steps,
-                        s,
-                        out / "behaviour" / f"seed-{s}",
+                        seed,
+                        out / "behaviour" / f"seed-{seed}",
                     ),
                     BehaviourSeed.from_record,
+                    threads=SMALL_MODEL_THREADS,
                 )
             )
     if config.remedies in ("quick", "default"):
@@ -115,7 +127,7 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
             PlannedStage(
                 "remedies",
                 {"scale": config.remedies, "seed": config.seed},
-                lambda: remedies_stage(str(config.remedies), config.seed, out / "remedies"),
+                partial(remedies_stage, str(config.remedies), config.seed, out / "remedies"),
                 RemediesSection.from_record,
             )
         )
@@ -138,7 +150,7 @@ def run_stages(
     """
     backend = backend or Backend()
     resources = Resources(cpus=backend.cpus, gpus=backend.stage_gpus(device))
-    jobs = [Job(s.name, s.config, s.compute, resources) for s in plan]
+    jobs = [Job(s.name, s.config, s.compute, resources, s.threads) for s in plan]
     records = run_backend_stages(jobs, store, backend, label="reproduce", console=console)
     return {stage.name: stage.read(records[stage.name]) for stage in plan}
 
@@ -192,6 +204,7 @@ def write_measure_json(
     write_measure(folder / "measure.json", pooled)
 
 
+@holds_out("reproduce")
 def run_reproduce(
     config: ReproduceConfig,
     *,

@@ -9,12 +9,13 @@ otherwise it is recomputed and replaced.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lostmid.errors import UserError
+from lostmid.files import read_json
 from lostmid.runinfo import to_jsonable, write_json
 
 
@@ -46,20 +47,28 @@ class StageStore:
         path = self.path(name)
         if self.fresh or not path.is_file():
             return None
-        try:
-            saved = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            return None  # a damaged file is recomputed, never trusted
-        if saved.get("config") != to_jsonable(config):
+        saved = self._read(path)
+        if saved is None or saved.get("config") != to_jsonable(config) or "result" not in saved:
             return None
         self._saved_seconds[name] = saved.get("seconds", 0.0)
         return saved.get("result")
 
+    @staticmethod
+    def _read(path: Path) -> dict[str, Any] | None:
+        """A stage file as saved, or None when it is damaged (recomputed, never trusted;
+        :meth:`run` writes atomically, so only a hand-edited or foreign file is)."""
+        try:
+            saved = read_json(path)
+        except UserError:
+            return None
+        return saved if isinstance(saved, dict) else None
+
     def saved_seconds(self, name: str) -> float | None:
         """What the saved result of ``name`` cost when it was computed, if it is saved."""
+        saved = self._read(self.path(name)) if self.path(name).is_file() else None
         try:
-            return float(json.loads(self.path(name).read_text()).get("seconds"))
-        except (OSError, ValueError, TypeError):
+            return None if saved is None else float(saved.get("seconds"))
+        except (ValueError, TypeError):
             return None
 
     def reuse(self, name: str, config: dict[str, Any]) -> Any | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +27,7 @@ from typing import Any
 
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
+from lostmid.files import read_bytes
 from lostmid.runs.jobs import Resources
 from lostmid.sweep.units import task_spec
 
@@ -58,6 +60,7 @@ def parse_seeds(
         count = int(text)
         if count < 1:
             raise UserError(f"{flag} {text!r}: a count of seeds must be >= 1; {_SEEDS_HELP}")
+        _check_seed_count(flag, text, count)
         return tuple(range(first, first + count))
     if not isinstance(text, str):  # a TOML list
         if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in text):
@@ -72,8 +75,21 @@ def parse_seeds(
         last = int(match.group(2)) if match.group(2) is not None else start
         if last < start:
             raise UserError(f"{flag} {text!r} is not a seed list; {_SEEDS_HELP}")
+        _check_seed_count(flag, text, len(seeds) + last - start + 1)
         seeds.extend(range(start, last + 1))
     return tuple(dict.fromkeys(seeds))
+
+
+MAX_SEEDS = 1_000_000
+"""More seeds than any sweep plans (see ``--max-units``): refused before they are listed."""
+
+
+def _check_seed_count(flag: str, text: object, count: int) -> None:
+    if count > MAX_SEEDS:
+        raise UserError(
+            f"{flag} {text!r} is {count:,} seeds, more than a sweep can plan "
+            f"({MAX_SEEDS:,}); give fewer"
+        )
 
 
 def parse_value(text: str) -> Scalar:
@@ -204,6 +220,15 @@ class Grid:
             if not values:
                 raise UserError(f"parameter {name!r} has no values; give at least one")
 
+    @property
+    def size(self) -> int:
+        """How many units the grid has (the product of its axes), before listing them.
+
+        >>> grid_from_flags("theory", lengths="64,128", params=["alpha=0.1,0.3"]).size
+        4
+        """
+        return math.prod(len(values) for _, values in self.axes)
+
     def units(self) -> list[Unit]:
         """The product of the axes, each unit's parameters coerced to the task's types."""
         spec = task_spec(self.task)
@@ -328,11 +353,10 @@ def load_sweep_file(path: Path) -> list[Grid]:
         gpus = 0
         memory_gb = 2
     """
-    if not path.is_file():
-        raise UserError(f"--config {path}: no such file")
+    raw = read_bytes(path, option="--config", what="a TOML sweep file")
     try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise UserError(f"--config {path}: not valid TOML ({err})") from None
     if "grid" in data:
         if set(data) != {"grid"} or not isinstance(data["grid"], list):

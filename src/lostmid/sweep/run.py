@@ -23,10 +23,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import STATUSES, Job, UnitOutcome, dispatch, open_backend
+from lostmid.runs.lock import holds_out
 from lostmid.runs.store import StageStore
 from lostmid.sweep.execute import UNITS_DIR, saved_outcome, unit_job
 from lostmid.sweep.grid import Grid, Unit, expand
@@ -48,9 +50,14 @@ HELP = {  # the help of each ``lostmid sweep`` option
     "backend": "local (in-process) | ray",
     "address": "Ray cluster: auto | HOST:PORT (default: a local Ray instance).",
     "retries": "Extra tries for a unit that fails.",
+    "jobs": "local: units run at once, each in a worker process with its share of the "
+    "cores (default: the cores this process may use; 1: in this process, one after the "
+    "other).",
     "cpus": "Ray: CPUs per unit (default 1).",
     "gpus": "Ray: GPUs per unit (default 1 on cuda, else 0).",
     "memory_gb": "Ray: GiB reserved per unit.",
+    "max_units": "Refuse a sweep that plans more units than this (shown before it starts); "
+    "raise it to run a bigger one.",
 }
 _TABLE_ROWS = 40  # longer sweeps list their failed units only
 
@@ -68,15 +75,22 @@ class SweepConfig:
     backend: str = "local"
     address: str | None = None
     retries: int = 1
+    jobs: int | None = None
+    max_units: int = 1000
 
     def __post_init__(self) -> None:
+        check_positive("--max-units", self.max_units)
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
             raise UserError(f"--retries must be a whole number >= 0, got {self.retries!r}")
         if self.retries < 0:
             raise UserError(f"--retries must be >= 0, got {self.retries}")
         if not self.grids:
             raise UserError("the sweep has no grid; give --task or --config")
-        Backend(self.backend, self.address)  # checks both; one line now if Ray is missing
+        self.where()  # checks backend, address and jobs; one line now if Ray is missing
+
+    def where(self) -> Backend:
+        """The :class:`~lostmid.runs.backend.Backend` the units run on."""
+        return Backend(self.backend, self.address, jobs=self.jobs)
 
     def record(self) -> dict[str, Any]:
         return {
@@ -84,6 +98,7 @@ class SweepConfig:
             "backend": self.backend,
             "address": self.address,
             "retries": self.retries,
+            "jobs": self.where().record()["jobs"],
         }
 
 
@@ -137,9 +152,19 @@ class SweepResult:
         }
 
 
-def plan_sweep(grids: Sequence[Grid]) -> list[tuple[Unit, TaskSpec]]:
+def plan_sweep(grids: Sequence[Grid], max_units: int = 1000) -> list[tuple[Unit, TaskSpec]]:
     """Every unit with its task, each unit's config built once here so that a bad
-    parameter fails in seconds with one line, before any unit runs."""
+    parameter fails in seconds with one line, before any unit runs; more than
+    ``max_units`` units (counted before they are listed) is refused in one line."""
+    total = sum(grid.size for grid in grids)
+    if total > max_units:
+        axes = " + ".join(
+            " x ".join(f"{len(v)} {name}" for name, v in g.axes if len(v) > 1) or "1" for g in grids
+        )
+        raise UserError(
+            f"the sweep plans {total:,} units ({axes}), more than --max-units {max_units:,}; "
+            "make the grid smaller, or raise --max-units to run them all"
+        )
     plan = []
     for unit in expand(grids):
         spec = task_spec(unit.task)
@@ -151,6 +176,7 @@ def plan_sweep(grids: Sequence[Grid]) -> list[tuple[Unit, TaskSpec]]:
     return plan
 
 
+@holds_out("sweep")
 def run_sweep(
     config: SweepConfig,
     *,
@@ -168,7 +194,7 @@ def run_sweep(
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a directory")
     start = time.perf_counter()
-    plan = plan_sweep(config.grids)
+    plan = plan_sweep(config.grids, config.max_units)
     out.mkdir(parents=True, exist_ok=True)
     store = StageStore(out, fresh=overwrite)
     outcomes: dict[str, UnitOutcome] = {}
@@ -180,6 +206,11 @@ def run_sweep(
         else:
             outcomes[unit.key] = saved
     planned = time.perf_counter()
+    if console is not None:
+        console.print(
+            f"sweep: {len(plan)} units planned, {len(todo)} to run, {len(outcomes)} already "
+            f"done (--max-units {config.max_units})"
+        )
 
     progress = Progress(
         TextColumn("[bold]sweep[/]"),
@@ -207,7 +238,7 @@ def run_sweep(
             console.print(f"[yellow]warning:[/] {escape(why)}")
 
     jobs = [unit_job(unit, spec, out) for unit, spec in todo]
-    backend = Backend(config.backend, config.address)
+    backend = config.where()
     with open_backend(jobs, backend, warn=warn):
         complete = False
         try:

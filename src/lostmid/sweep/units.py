@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
+from lostmid.files import read_json
 
 Params = Mapping[str, Any]
 
@@ -104,8 +104,8 @@ def _fields(cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     return out
 
 
-def _read(folder: Path, name: str) -> dict[str, Any]:
-    return json.loads((folder / name).read_text())
+def _read(folder: Path, name: str) -> Any:
+    return read_json(folder / name)
 
 
 def _on_cuda(params: Params) -> bool:

@@ -19,7 +19,10 @@ from rich.console import Console
 from rich.table import Table
 
 from lostmid.checks import check_choice, check_position, check_positive, check_seed
+from lostmid.files import schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
+from lostmid.runs.budget import SIZE_CHECK_HELP, check_budget
+from lostmid.runs.lock import holds_out
 from lostmid.theory._ops import LinearOps, LogOps
 from lostmid.theory.exact import KERNELS, _influence, _path_weights
 from lostmid.theory.masks import MASK_HELP, Causal, Mask, MaskLike, parse_mask
@@ -36,7 +39,7 @@ _TINY = 1e-290
 _CONTINUUM_MAX_LENGTH = 2_000_000
 
 
-SCHEMA = "lostmid.theory/1"  # the kind of theory.json
+SCHEMA = schema_of("theory")  # the kind of theory.json (lostmid.files.RESULT_KINDS)
 
 HELP = {  # the CLI's help for each option, and the meaning of each TheoryConfig field
     "layers": "Depth H (layers).",
@@ -48,7 +51,33 @@ HELP = {  # the CLI's help for each option, and the meaning of each TheoryConfig
     "target": "Target position t, 1-indexed (default L).",
     "log_domain": " | ".join(LOG_DOMAINS) + ": compute in the log domain.",
     "seed": "Random seed (recorded; the theory itself draws nothing).",
+    "no_size_check": SIZE_CHECK_HELP,
 }
+
+
+def theory_budget(
+    layers: int, length: int, *, kernel: str, causal: bool, log: bool, target: int | None
+) -> tuple[float, float]:
+    """(bytes, seconds): a rough upper bound on the peak memory and the one-core time of
+    ``lostmid theory`` (compute, continuum, figure), from its sizes alone.
+
+    Calibrated on the development box (tracemalloc peaks, 2026-12-01): the rows hold
+    about 7 float64 vectors of L; the continuum (causal, L <= 2e6) 8 float64 arrays of
+    H x t; the figure about 400 bytes and 60 us per position; the path weights take
+    O(H^2) time. Rows cost about 20 ns per layer and position (200 ns in the log domain
+    or with the jacobian kernel), the continuum 500 ns per H x t cell.
+
+    >>> need, seconds = theory_budget(24, 2048, kernel="rollout", causal=True, log=False,
+    ...                               target=None)
+    >>> 1e6 < need < 2e8 and seconds < 10
+    True
+    """
+    t = length if target is None else target
+    cells = layers * t if causal and length <= _CONTINUUM_MAX_LENGTH else 0
+    need = 8.0 * (7 * length + 8 * cells + 4 * layers) + 400.0 * length + 50e6
+    per_cell = 200e-9 if log or kernel == "jacobian" else 20e-9
+    seconds = per_cell * layers * length + 500e-9 * cells + 20e-9 * layers**2 + 60e-6 * length
+    return need, seconds
 
 
 @dataclass(frozen=True)
@@ -74,12 +103,24 @@ class TheoryConfig:
     target: int | None = None
     log_domain: str = "auto"  # auto | on | off
     seed: int = 0  # recorded with the results; the theory itself draws nothing
+    no_size_check: bool = False
     alphas: Float[np.ndarray, " H"] = field(init=False, repr=False, compare=False)
     target_position: int = field(init=False)
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
         check_positive("length", self.length)
+        if not self.no_size_check and isinstance(self.layers, int) and self.layers >= 0:
+            need, seconds = theory_budget(
+                self.layers,
+                self.length,
+                kernel=self.kernel,
+                causal=self.mask == "causal" or isinstance(self.mask, Causal),
+                log=self.log_domain == "on",
+                target=self.target,
+            )
+            what = f"theory --length {self.length} --layers {self.layers}"
+            check_budget(what, need_bytes=need, seconds=seconds)
         alphas = parse_schedule(self.alpha_schedule, self.alpha, self.layers)
         check_choice("kernel", self.kernel, KERNELS)
         check_choice("log_domain", self.log_domain, LOG_DOMAINS)
@@ -202,6 +243,7 @@ def compute_theory(config: TheoryConfig) -> TheoryResult:
     )
 
 
+@holds_out("theory")
 def run_theory(
     config: TheoryConfig,
     *,

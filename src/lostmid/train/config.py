@@ -10,13 +10,13 @@ never silently falls back to a default. This module stays light (no torch):
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from lostmid.checks import check_choice, check_positive, check_seed, check_unit_interval
-from lostmid.errors import UserError, require
+from lostmid.errors import require
+from lostmid.files import read_json
 
 FAMILIES = ("qwen2", "gpt2")
 BYTE_VOCAB = 256
@@ -231,14 +231,7 @@ def from_dict(data: dict[str, Any], base: TrainConfig | None = None) -> TrainCon
 
 def load_config_file(path: Path, base: TrainConfig | None = None) -> TrainConfig:
     """Read a JSON training config (see :func:`from_dict`), with one-line errors."""
-    if not path.is_file():
-        raise UserError(f"--config {path}: no such file")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise UserError(
-            f"--config {path}: not valid JSON ({err.msg} at line {err.lineno})"
-        ) from None
+    data = read_json(path, option="--config", what="a JSON training config")
     return from_dict(data, base)
 
 

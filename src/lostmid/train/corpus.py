@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from lostmid.errors import UserError
+from lostmid.files import read_bytes
 
 STDLIB = "stdlib"
 _SKIP_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test"})
@@ -88,13 +89,13 @@ def path_documents(path: Path) -> list[tuple[str, bytes]]:
     if not path.exists():
         raise UserError(f"--corpus {path}: no such file or directory")
     if path.is_file():
-        return [(path.name, path.read_bytes())]
+        return [(path.name, read_bytes(path, option="--corpus"))]
     docs = []
     for file in sorted(path.rglob("*")):
         rel = file.relative_to(path)
         if not file.is_file() or any(part.startswith(".") for part in rel.parts):
             continue
-        data = file.read_bytes()
+        data = read_bytes(file, option="--corpus")
         if b"\0" not in data:
             docs.append((rel.as_posix(), data))
     return docs

@@ -16,7 +16,6 @@ uninterrupted run bit for bit on the same machine.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -28,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lostmid.errors import UserError
+from lostmid.files import load_torch, save_torch
 from lostmid.models.devices import resolve_device
 from lostmid.train.config import TrainConfig
 from lostmid.train.corpus import BatchSampler
@@ -196,7 +196,7 @@ class Trainer:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state["config"] != self.config.record():
+        if state.get("config") != self.config.record():
             changed = sorted(
                 k for k in state["config"] if state["config"][k] != self.config.record().get(k)
             )
@@ -211,13 +211,26 @@ class Trainer:
         self.recent_losses = list(state["recent_losses"])
 
     def save(self, path: Path) -> None:
-        """Write :meth:`state_dict` atomically (temp file, then rename)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(self.state_dict(), tmp)
-        os.replace(tmp, path)
+        """Write :meth:`state_dict` atomically (:func:`lostmid.files.save_torch`): a
+        crash or a full disk leaves the previous state, never half of one."""
+        save_torch(self.state_dict(), path)
 
     def load(self, path: Path) -> None:
+        """Continue from a state :meth:`save` wrote; a missing, damaged or foreign file
+        is one line (read with ``weights_only``: nothing in it is executed)."""
         if not path.is_file():
             raise UserError(f"cannot resume: {path} does not exist; run without --resume")
-        self.load_state_dict(torch.load(path, map_location=self.device, weights_only=True))
+        fix = "start again with --overwrite (the checkpoints and dynamics.json stay readable)"
+        state = load_torch(path, map_location=self.device, fix=fix)
+        keys = ("step", "tokens_seen", "recent_losses", "model", "optimizer", "config")
+        if not isinstance(state, dict) or any(k not in state for k in keys):
+            raise UserError(f"cannot resume: {path} is not a lostmid training state; {fix}")
+        try:
+            self.load_state_dict(state)
+        except (RuntimeError, KeyError, ValueError, TypeError) as err:
+            if isinstance(err, UserError):
+                raise
+            first = " ".join(str(err).split())[:160]
+            raise UserError(
+                f"cannot resume: {path} does not fit this model ({first}); {fix}"
+            ) from None

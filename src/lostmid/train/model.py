@@ -19,6 +19,7 @@ from pathlib import Path
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
+from lostmid.files import atomic_directory
 from lostmid.models import LoadedModel, ModelShape, build_causal_lm, build_config
 from lostmid.train.config import ModelSpec
 
@@ -103,14 +104,24 @@ def frozen(model: nn.Module) -> Iterator[nn.Module]:
         model.train(was_training)
 
 
-def save_checkpoint(model: PreTrainedModel, directory: Path) -> Path:
-    """``model.save_pretrained(directory)`` (config.json + model.safetensors), quietly."""
+def save_checkpoint(
+    model: PreTrainedModel,
+    directory: Path,
+    also: Callable[[Path], object] | None = None,
+) -> Path:
+    """``model.save_pretrained(directory)`` (config.json + model.safetensors), quietly
+    and atomically (:func:`lostmid.files.atomic_directory`): the folder appears whole
+    or not at all, also after a crash or on a full disk. ``also(folder)`` writes more
+    files into it before it appears (e.g. the byte-tokenizer marker)."""
     from transformers.utils import logging as hf_logging
 
     enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
-        model.save_pretrained(directory)
+        with atomic_directory(directory) as tmp:
+            model.save_pretrained(tmp)
+            if also is not None:
+                also(tmp)
     finally:
         if enabled:
             hf_logging.enable_progress_bar()

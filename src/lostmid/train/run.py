@@ -29,7 +29,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from lostmid.errors import UserError
-from lostmid.runinfo import Timer, prepare_out, read_json, run_metadata, write_json
+from lostmid.files import read_result, schema_of
+from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runs.lock import holds_out
 from lostmid.train.config import TrainConfig, checkpoint_steps
 from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
 from lostmid.train.dynamics import Checkpoint, measure_checkpoint
@@ -37,7 +39,7 @@ from lostmid.train.loop import Interventions, Trainer, learning_rate
 from lostmid.train.model import build_model, parameter_count, save_checkpoint
 from lostmid.train.plot import plot_dynamics
 
-SCHEMA = "lostmid.train.dynamics/2"
+SCHEMA = schema_of("training")
 DYNAMICS = "dynamics.json"
 RESUME = "resume.pt"
 CHECKPOINTS = "checkpoints"
@@ -104,13 +106,20 @@ def saved_checkpoints(out: Path, until: int) -> tuple[Checkpoint, ...]:
     """The checkpoints of ``out/dynamics.json`` up to step ``until`` (none if no file)."""
     if not (out / DYNAMICS).is_file():
         return ()
-    saved = read_json(out / DYNAMICS)
+    saved = read_result(out / DYNAMICS, "training")
     if saved.get("schema") != SCHEMA:
         raise UserError(
             f"cannot resume: {out / DYNAMICS} has schema {saved.get('schema')!r}, "
             f"this lostmid writes {SCHEMA!r}; start again with --overwrite"
         )
-    return tuple(c for c in map(Checkpoint.from_record, saved["records"]) if c.step <= until)
+    try:
+        checkpoints = tuple(map(Checkpoint.from_record, saved["records"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise UserError(
+            f"cannot resume: {out / DYNAMICS} has a damaged checkpoint record ({err!r}); "
+            "start again with --overwrite"
+        ) from None
+    return tuple(c for c in checkpoints if c.step <= until)
 
 
 def _prepare_out(out: Path, overwrite: bool, resume: bool) -> None:
@@ -118,14 +127,22 @@ def _prepare_out(out: Path, overwrite: bool, resume: bool) -> None:
         raise UserError("--resume and --overwrite contradict each other; pass one")
     if resume:
         if not (out / RESUME).is_file():
-            raise UserError(f"cannot resume: {out / RESUME} does not exist; run without --resume")
+            started = (out / CHECKPOINTS).is_dir() or (out / DYNAMICS).is_file()
+            why = "; the run stopped before its first saved state" if started else ""
+            fix = "start again with --overwrite" if started else "run without --resume"
+            raise UserError(f"cannot resume: {out / RESUME} does not exist{why}; {fix}")
         return
+    try:  # a run that stopped before writing anything into it (a full disk) left it empty
+        (out / CHECKPOINTS).rmdir()
+    except OSError:
+        pass
     prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite)
     if overwrite:  # only what this command writes
         shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
         (out / RESUME).unlink(missing_ok=True)
 
 
+@holds_out("train")
 def run_training(
     config: TrainConfig,
     *,

@@ -25,6 +25,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,12 @@ from lostmid.behaviour.training.config import RetrievalTrainConfig
 from lostmid.behaviour.training.data import MaskedTrainer, RetrievalBatches
 from lostmid.behaviour.training.evaluate import HeldOut, RetrievalCheckpoint, evaluate_checkpoint
 from lostmid.behaviour.training.task import sequence_length
+from lostmid.files import schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runs.lock import holds_out
 from lostmid.train.model import ModelVariant
 
-SCHEMA = "lostmid.behaviour.retrieval_train/1"
+SCHEMA = schema_of("retrieval training")
 RESULT = "retrieval.json"
 FIGURE = "retrieval.png"
 CHECKPOINTS = "checkpoints"
@@ -109,6 +112,7 @@ class RetrievalTrainResult:
         }
 
 
+@holds_out("train")
 def run_retrieval_training(
     config: RetrievalTrainConfig,
     *,
@@ -180,10 +184,11 @@ def run_retrieval_training(
             hooks.on_evaluate(trainer.model, trainer.step)
         if config.save_checkpoints:
             with timer("checkpoint_io"):
-                folder = save_checkpoint(
-                    trainer.model, out / CHECKPOINTS / f"step_{trainer.step:06d}"
+                save_checkpoint(
+                    trainer.model,
+                    out / CHECKPOINTS / f"step_{trainer.step:06d}",
+                    also=partial(write_byte_marker, task=asdict(task)),
                 )
-                write_byte_marker(folder, task=asdict(task))
         document.update(
             RetrievalTrainResult(
                 config, parameter_count(model), tuple(checkpoints), train_seconds, 0.0

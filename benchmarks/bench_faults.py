@@ -1,0 +1,425 @@
+"""Benchmark of lostmid's reliability (issue 21): hostile inputs, kills, a full disk,
+concurrent runs, hostile model directories. Prints the tables of docs/RELIABILITY.md.
+
+1. Bad inputs: every damaged, hostile or misplaced file of tests/faults, every request
+   too big to fit, and a battery of bad options over the nine commands, each run as
+   its own process: how many end in one line on stderr and exit 2, how many in a
+   traceback.
+2. Kills: the kill harness (tests/faults/harness.py) on ``reproduce``, ``remedies``,
+   ``sweep`` and ``train --resume``: SIGKILL after a random delay, ``--kills`` times,
+   then a rerun to completion, compared with an uninterrupted run (JSON value for
+   value, bit for bit; weights byte for byte; timings and provenance left out).
+3. Full disk: ``measure``, ``sweep`` and ``train`` with ``--out`` on a small tmpfs
+   (needs root; skipped otherwise): one line, exit 2, nothing half-written left, and
+   the same command completing identically once there is room.
+4. Concurrent runs: a second run on a busy ``--out`` (refused naming the first, or
+   waiting with ``--wait``), and a lock left by a killed run.
+5. Hostile model directories: whether code they name ran, without and with
+   ``--trust-remote-code``.
+
+Scales: ``micro`` (the test suite's: seconds per command), ``quick`` (each command's
+``--quick`` scale, the default) or ``default`` (each command's own defaults: long).
+Processes are real: ``--mode exec`` (default) starts ``python -c "from lostmid.cli
+import main; main()"`` per run, as a shell would; ``--mode fork`` forks this process
+(imports paid once).
+
+Usage: python benchmarks/bench_faults.py [--scale micro|quick|default] [--kills 5]
+           [--mode exec|fork] [--parts inputs,kills,disk,concurrency,hostile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "faults"))
+
+from harness import Run, differences, is_temporary, snapshot, survive_kills, unreadable_json  # noqa: E402
+from hostile import build_hostile, evil_pickle  # noqa: E402
+
+SCALES: dict[str, dict[str, list[str]]] = {
+    "micro": {},  # filled from tests/faults/test_kills.py
+    "quick": {
+        "reproduce": ["reproduce", "--quick", "--models", "tiny-qwen2,tiny-gpt2"],
+        "remedies": ["remedies", "--quick", "--preset", "retrieval-micro"],
+        "sweep": [
+            "sweep",
+            "--task",
+            "measure",
+            "--models",
+            "tiny-qwen2,tiny-gpt2",
+            "--seeds",
+            "0-2",
+            "--lengths",
+            "64,128",
+        ],
+        "train": ["train", "--preset", "micro", "--steps", "300"],
+    },
+    "default": {
+        "reproduce": ["reproduce"],
+        "remedies": ["remedies"],
+        "sweep": [
+            "sweep",
+            "--task",
+            "measure",
+            "--models",
+            "tiny-qwen2,tiny-gpt2",
+            "--seeds",
+            "0-4",
+            "--lengths",
+            "256,512",
+        ],
+        "train": ["train", "--preset", "tiny", "--steps", "2000"],
+    },
+}
+
+BAD_OPTIONS: list[list[str]] = [
+    ["theory", "--layers", "-1"],
+    ["theory", "--alpha", "1.5"],
+    ["theory", "--mask", "sliding:0"],
+    ["theory", "--kernel", "nope"],
+    ["theory", "--target", "99999", "--length", "64"],
+    ["measure", "--model", "no-such-preset"],
+    ["measure", "--model", "/no/such/dir"],
+    ["measure", "--length", "0"],
+    ["measure", "--output", "nope"],
+    ["measure", "--compile", "--checkpointing"],
+    ["train", "--preset", "huge"],
+    ["train", "--steps", "0"],
+    ["train", "--resume", "--overwrite"],
+    ["train", "--pairs", "4"],
+    ["compare", "--measured", "/no/such.json"],
+    ["compare", "--measured", "a.json", "--kernel", "nope"],
+    ["reproduce", "--quick", "--full"],
+    ["reproduce", "--models", "no-such-model"],
+    ["reproduce", "--backend", "slurm"],
+    ["ablate", "--model", "tiny-gpt2", "--rungs", "nope"],
+    ["ablate", "--model", "tiny-gpt2", "--seeds", "0"],
+    ["sweep"],
+    ["sweep", "--task", "nope"],
+    ["sweep", "--task", "theory", "--seeds", "4-1"],
+    ["sweep", "--task", "theory", "--retries", "-1"],
+    ["retrieve", "--model", "tiny-qwen2", "--task", "nope"],
+    ["retrieve", "--model", "tiny-qwen2", "--gold-index", "0,1,1", "--pairs", "4"],
+    ["retrieve", "--model", "tiny-qwen2", "--depth", "50"],
+    ["retrieve", "--model", "tiny-qwen2"],
+    ["remedies", "--remedies", "nope"],
+    ["remedies", "--seeds", "0"],
+    ["--wait", "-5", "theory"],
+]
+
+
+def micro_commands() -> dict[str, list[str]]:
+    from test_kills import MICRO
+
+    return {name: list(args) for name, args in MICRO.items()}
+
+
+# -- one process ------------------------------------------------------------------------
+
+
+def outcome(argv: list[str], root: Path, mode: str) -> dict[str, Any]:
+    """Run ``lostmid ARGV`` once: its exit code and how it ended on stderr."""
+    log = root / f"run-{time.perf_counter_ns()}.log"
+    run = Run(argv, log, mode)
+    code = run.wait(1200)
+    text = log.read_text(errors="replace")
+    lines = [line for line in text.splitlines() if line.startswith("error:")]
+    return {
+        "argv": argv,
+        "code": code,
+        "one_line": code == 2 and len(lines) == 1 and "Traceback" not in text,
+        "traceback": "Traceback" in text,
+        "line": lines[0] if lines else text.strip().splitlines()[-1:] or [""],
+    }
+
+
+def bad_inputs(root: Path, mode: str) -> list[dict[str, Any]]:
+    """Every bad input of the suite, each as its own process."""
+    from test_bad_files import CASES as FILE_CASES
+    from test_sizes import CASES as SIZE_CASES
+
+    hostile = build_hostile(root / "hostile")
+    trained = root / "trained"
+    assert (
+        Run(
+            ["train", "--preset", "micro", "--steps", "12", "--out", str(trained)],
+            root / "trained.log",
+            mode,
+        ).wait()
+        == 0
+    )
+    argvs: list[list[str]] = []
+    for _, argv, _ in FILE_CASES:
+        argvs.append([str(a) for a in argv(hostile)])
+    argvs += [list(argv) for argv, _ in SIZE_CASES]
+    argvs += BAD_OPTIONS
+    for damage in ("evil", "truncated", "garbage", "dynamics"):
+        run = root / f"state-{damage}"
+        subprocess.run(["cp", "-r", str(trained), str(run)], check=True)
+        resume, dynamics = run / "resume.pt", run / "dynamics.json"
+        if damage == "evil":
+            resume.write_bytes(evil_pickle(hostile["marker"]))
+        elif damage == "truncated":
+            resume.write_bytes(resume.read_bytes()[:1000])
+        elif damage == "garbage":
+            resume.write_bytes(b"garbage")
+        else:
+            dynamics.write_text(dynamics.read_text()[:100])
+        argvs.append(["train", "--preset", "micro", "--steps", "12", "--out", str(run), "--resume"])
+    results = []
+    for i, argv in enumerate(argvs):
+        full = argv if "--out" in argv else [*argv, "--out", str(root / f"o{i}")]
+        results.append(outcome(full, root, mode))
+    results.append(
+        {
+            "argv": ["marker"],
+            "code": 0,
+            "one_line": True,
+            "traceback": False,
+            "line": "",
+            "marker_written": hostile["marker"].exists(),
+        }
+    )
+    return results
+
+
+# -- kills, disk, concurrency, hostile --------------------------------------------------
+
+
+def kills(root: Path, commands: dict[str, list[str]], count: int, mode: str) -> list[Any]:
+    reports = []
+    for name, args in commands.items():
+
+        def first(out: Path, args: list[str] = args) -> list[str]:
+            return [*args, "--out", str(out)]
+
+        rerun: Callable[[Path], list[str]] | None = None
+        if name == "train":
+
+            def rerun(out: Path, args: list[str] = args) -> list[str]:
+                flag = "--resume" if (out / "resume.pt").is_file() else "--overwrite"
+                return [*args, "--out", str(out), flag]
+
+        report = survive_kills(
+            name,
+            first,
+            root / name,
+            kills=count,
+            seed=21,
+            mode=mode,
+            rerun_argv=rerun,
+            timeout=7200,
+        )
+        reports.append(report)
+        print(f"  {name}: {report.row()}", flush=True)
+    return reports
+
+
+def full_disk(root: Path, mode: str) -> list[dict[str, Any]] | None:
+    disk = root / "mnt"
+    disk.mkdir(parents=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        return None
+    rows = []
+    cases = {
+        "measure": (
+            [
+                "measure",
+                "--model",
+                "tiny-gpt2",
+                "--length",
+                "16",
+                "--samples",
+                "1",
+                "--probes",
+                "1",
+            ],
+            "8k",
+        ),
+        "sweep": (
+            ["sweep", "--task", "theory", "--lengths", "8,16,32,64,128", "--param", "layers=2"],
+            "160k",
+        ),
+        "train": (["train", "--preset", "micro", "--steps", "12"], "300k"),
+    }
+    try:
+        for name, (args, size) in cases.items():
+            subprocess.run(["mount", "-o", f"remount,size={size}", str(disk)], check=True)
+            out = disk / name
+            first = outcome([*args, "--out", str(out)], root, mode)
+            left = [str(p) for p in disk.rglob("*") if is_temporary(p)] + unreadable_json(disk)
+            subprocess.run(["mount", "-o", "remount,size=100m", str(disk)], check=True)
+            again = [*args, "--out", str(out)]
+            if name == "train":
+                again.append("--resume" if (out / "resume.pt").is_file() else "--overwrite")
+            code = outcome(again, root, mode)["code"]
+            reference = root / f"disk-ref-{name}"
+            outcome([*args, "--out", str(reference)], root, mode)
+            outs = [str(reference), str(out)]
+            same = not differences(snapshot(reference, outs), snapshot(out, outs))
+            rows.append(
+                {
+                    "command": name,
+                    "one line + exit 2": first["one_line"],
+                    "left behind": len(left),
+                    "rerun exit": code,
+                    "identical": same,
+                }
+            )
+            subprocess.run(["rm", "-rf", str(out)], check=True)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+    return rows
+
+
+def concurrency(root: Path, mode: str) -> dict[str, Any]:
+    from lostmid.runs.lock import owner
+
+    args = ["sweep", "--task", "theory", "--lengths", "8,16,32,64,128,256", "--param", "layers=2"]
+    out = root / "busy"
+    first = Run([*args, "--out", str(out)], root / "first.log", mode)
+    while (owner(out) or {}).get("pid") != first.pid:
+        time.sleep(0.01)
+    second = outcome([*args, "--out", str(out)], root, mode)
+    waiting = outcome(["--wait", "600", *args, "--out", str(out)], root, mode)
+    first_code = first.wait()
+    statuses = [u["status"] for u in json.loads((out / "sweep.json").read_text())["units"]]
+    stale = root / "stale"
+    killed = Run([*args, "--out", str(stale)], root / "killed.log", mode)
+    while (owner(stale) or {}).get("pid") != killed.pid:
+        time.sleep(0.01)
+    killed.kill()
+    taken = outcome([*args, "--out", str(stale)], root, mode)
+    return {
+        "second refused in one line naming the pid": second["one_line"]
+        and f"pid {first.pid}" in second["line"],
+        "second with --wait: exit": waiting["code"],
+        "its units reused (nothing computed twice)": statuses == ["reused"] * len(statuses),
+        "first run's exit": first_code,
+        "lock of a killed run taken over: exit": taken["code"],
+    }
+
+
+def hostile_dirs(root: Path, mode: str) -> dict[str, Any]:
+    hostile = build_hostile(root / "hostile-dirs")
+    marker = hostile["marker"]
+    tries = [
+        ["measure", "--model", str(hostile["custom_code"])],
+        ["ablate", "--model", str(hostile["custom_code"])],
+        ["retrieve", "--model", str(hostile["custom_code"]), "--tokenizer", "bytes"],
+        ["retrieve", "--model", "tiny-qwen2", "--tokenizer", str(hostile["custom_tokenizer"])],
+        ["measure", "--model", str(hostile["evil_bin"]), "--init", "pretrained"],
+        ["measure", "--model", str(hostile["evil_bin"]), "--init", "auto"],
+    ]
+    refused = [
+        outcome([*a, "--out", str(root / f"h{i}")], root, mode)["one_line"]
+        for i, a in enumerate(tries)
+    ]
+    without = marker.exists()
+    env = dict(os.environ, HF_MODULES_CACHE=str(root / "modules"))
+    code = "from lostmid.cli import main; main()"
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "measure",
+            "--model",
+            str(hostile["custom_code"]),
+            "--length",
+            "8",
+            "--samples",
+            "1",
+            "--probes",
+            "1",
+            "--trust-remote-code",
+            "--out",
+            str(root / "trusted"),
+        ],
+        env=env,
+        capture_output=True,
+    )
+    return {
+        "tried": len(tries),
+        "refused in one line": sum(refused),
+        "code ran without --trust-remote-code": without,
+        "code ran with --trust-remote-code": marker.exists(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=sorted(SCALES), default="quick")
+    parser.add_argument("--kills", type=int, default=5)
+    parser.add_argument("--mode", choices=("exec", "fork"), default="exec")
+    parser.add_argument("--parts", default="inputs,kills,disk,concurrency,hostile")
+    parser.add_argument("--keep", type=Path, default=None, help="Work folder to keep.")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    parts = set(args.parts.split(","))
+    root = args.keep or Path(tempfile.mkdtemp(prefix="bench-faults-"))
+    root.mkdir(parents=True, exist_ok=True)
+    print(
+        f"bench_faults {date.today()} scale={args.scale} kills={args.kills} mode={args.mode} "
+        f"on {platform.node()} ({os.cpu_count()} CPUs), load {os.getloadavg()[0]:.1f}; {root}"
+    )
+    start = time.perf_counter()
+    if "inputs" in parts:
+        results = bad_inputs(root / "inputs", args.mode)
+        marker = results.pop()["marker_written"]
+        ones = sum(r["one_line"] for r in results)
+        tracebacks = sum(r["traceback"] for r in results)
+        print(
+            f"\nbad inputs: {len(results)} tried, {ones} one line + exit 2, "
+            f"{tracebacks} tracebacks; planted code ran: {marker}"
+        )
+        for r in results:
+            if not r["one_line"]:
+                print(f"  NOT ONE LINE (exit {r['code']}): {' '.join(r['argv'])}: {r['line']}")
+    if "kills" in parts:
+        commands = micro_commands() if args.scale == "micro" else SCALES[args.scale]
+        print(f"\nkills ({args.kills} per command, scale {args.scale}):")
+        reports = kills(root / "kills", commands, args.kills, args.mode)
+        print(
+            f"{'command':<10} {'kills':>5} {'missed':>6} {'reruns':>6} {'ref s':>7} "
+            f"{'identical':>9} {'partial JSON':>12} {'temps left':>10}  JSON files at kills"
+        )
+        for r in reports:
+            row = r.row()
+            print(
+                f"{r.name:<10} {row['kills']:>5} {row['missed']:>6} {row['reruns']:>6} "
+                f"{row['reference s']:>7} {str(row['identical']):>9} "
+                f"{row['partial JSON seen']:>12} {row['temporaries left']:>10}  "
+                f"{row['JSON files at each kill']}"
+            )
+            for line in r.differences[:5]:
+                print(f"    differs: {line}")
+    if "disk" in parts:
+        rows = full_disk(root / "disk", args.mode)
+        print("\nfull disk:" if rows is not None else "\nfull disk: skipped (cannot mount)")
+        for row in rows or []:
+            print(f"  {row}")
+    if "concurrency" in parts:
+        print(f"\nconcurrent runs: {concurrency(root / 'concurrency', args.mode)}")
+    if "hostile" in parts:
+        print(f"\nhostile model directories: {hostile_dirs(root / 'hostile', args.mode)}")
+    print(f"\ntotal {time.perf_counter() - start:.0f} s, load {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Requests that cannot fit: refused in one line before any work, with the number and the
+override, in about a second and with nothing written (they used to crash after minutes
+or run until killed)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hostile import assert_one_line
+
+RunCli = Callable[..., tuple[int, str, str]]
+
+CASES = [
+    (["theory", "--length", "100000000000"], ("TiB of memory", "--no-size-check")),
+    (["theory", "--layers", "100000000", "--length", "64"], ("GiB of memory", "--no-size-check")),
+    (
+        ["theory", "--layers", "100000000", "--length", "3000000", "--mask", "sliding:8"],
+        ("would take about", "days", "--no-size-check"),
+    ),
+    (["measure", "--length", "1000000"], ("measure --model qwen2-0.5b", "TiB of memory")),
+    (["sweep", "--task", "theory", "--seeds", "0-100000000000"], ("100,000,000,001 seeds",)),
+    (["sweep", "--task", "measure", "--seeds", "5000"], ("5,000 units", "--max-units 1,000")),
+    (
+        ["sweep", "--task", "theory", "--lengths", "8,16", "--max-units", "1"],
+        ("plans 2 units (2 length)", "raise --max-units"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_a_request_too_big_is_refused_at_once(
+    argv: list[str], words: tuple[str, ...], run_cli: RunCli, tmp_path: Path
+) -> None:
+    start = time.perf_counter()
+    code, out, err = run_cli(*argv, "--out", tmp_path / "out")
+    assert time.perf_counter() - start < 10
+    assert_one_line(code, out, err, *words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_override_skips_the_check(run_cli: RunCli, tmp_path: Path) -> None:
+    """--no-size-check lets a request the estimate refuses through to the computation
+    (here one that fits after all: a tight available memory, not a big request)."""
+    import lostmid.runs.budget as budget
+    from lostmid.theory.run import TheoryConfig
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(budget, "available_memory", lambda: 1e6)  # 1 MB "free"
+        code, out, err = run_cli("theory", "--length", "64", "--layers", "2", "--out", tmp_path)
+        assert_one_line(code, out, err, "needs about", "0.000931 GiB available")
+        assert TheoryConfig(length=64, layers=2, no_size_check=True).length == 64
+        code, _, err = run_cli(
+            "theory", "--length", "64", "--layers", "2", "--no-size-check", "--out", tmp_path
+        )
+        assert code == 0, err
