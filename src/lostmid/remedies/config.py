@@ -94,7 +94,7 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "preset": "Retrieval training preset: " + " | ".join(PRESETS) + ".",
     "steps": "Optimiser steps per run (default: the scale's).",
     "seeds": "Seeds per remedy, >= 1 (default: the scale's, 3).",
-    "quick": "The short scale (about 15 min on 2 CPU cores).",
+    "quick": "The short scale (about 15-20 min on 2 quiet CPU cores).",
     "model": "Model for inference-time remedies (anything lostmid retrieve accepts).",
     "tokenizer": "Tokenizer for --model: a directory, cached hub id, or 'bytes' (default: "
     "the model's own).",
