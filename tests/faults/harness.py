@@ -156,6 +156,15 @@ class Run:
         if pid == 0:  # the child: the CLI, then _exit (never back into the caller)
             code = 1
             try:
+                # A forked child inherits the parent's OpenMP state but not its worker
+                # threads: once the parent has run a parallel region (any earlier test's
+                # matmul on 2 threads), the child's first one waits forever for threads
+                # that do not exist (libgomp is not fork-safe; CI hung 600 s per run).
+                # One thread never starts a team. Micro runs are small-model stages,
+                # which run on one thread anyway (runs.jobs.threads_for).
+                import torch
+
+                torch.set_num_threads(1)
                 fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)

@@ -82,6 +82,21 @@ def check(report: KillReport) -> None:
     assert report.differences == [], "\n".join(report.differences[:20])
 
 
+@pytest.fixture(autouse=True)
+def parallel_region_run_before_fork() -> None:
+    """The state CI's full suite leaves: this process has run torch on two threads (an
+    OpenMP team exists) before the harness forks; a child that then ran on two threads
+    hung, whatever the test order (tests/faults/harness.py, Run)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    x = torch.randn(256, 256)
+    for _ in range(3):
+        x = torch.tanh(x @ x)
+    torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("name", sorted(MICRO))
 def test_killed_runs_resume_to_the_uninterrupted_result(name: str, tmp_path: Path) -> None:
     first, rerun = command(name)
