@@ -13,7 +13,7 @@ import lostmid
 MODULES = sorted(
     m.name
     for m in pkgutil.walk_packages(lostmid.__path__, prefix="lostmid.")
-    if m.name != "lostmid.cli"
+    if m.name != "lostmid.cli.__main__"  # running it is running the CLI
 )
 
 

@@ -38,20 +38,31 @@ def json_floats(data: Mapping[str, Any], key: str, where: str) -> np.ndarray:
         raise UserError(f"{where}: '{key}' has an entry that is not a number") from None
 
 
+def check_profile(values: Any, name: str) -> np.ndarray:
+    """An influence profile as a 1-D float64 array, checked (one line naming ``name``):
+    at least 2 positions, finite, non-negative, not all zero.
+
+    >>> check_profile([1, 2, 3], "p").tolist()
+    [1.0, 2.0, 3.0]
+    """
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1 or array.size < 2:
+        raise UserError(
+            f"{name} must be a 1-D array of at least 2 positions, got shape {array.shape}"
+        )
+    if not np.all(np.isfinite(array)):
+        raise UserError(f"{name} has non-finite values (nan or inf); check the input file")
+    if np.any(array < 0):
+        j = int(np.flatnonzero(array < 0)[0]) + 1
+        raise UserError(f"{name} has a negative value at position {j}; influence is >= 0")
+    if not np.any(array > 0):
+        raise UserError(f"{name} is all zeros; there is no profile to compare")
+    return array
+
+
 def json_profile(data: Mapping[str, Any], key: str, where: str) -> np.ndarray:
-    """``data[key]`` as an influence profile: at least 2 positions, finite, non-negative,
-    not all zero."""
-    values = json_floats(data, key, where)
-    if values.size < 2:
-        raise UserError(f"{where}: {key} must have at least 2 positions, got {values.size}")
-    if not np.all(np.isfinite(values)):
-        raise UserError(f"{where}: {key} has non-finite values (nan or inf); check the input file")
-    if np.any(values < 0):
-        j = int(np.flatnonzero(values < 0)[0]) + 1
-        raise UserError(f"{where}: {key} has a negative value at position {j}; influence is >= 0")
-    if not np.any(values > 0):
-        raise UserError(f"{where}: {key} is all zeros; there is no profile to compare")
-    return values
+    """``data[key]`` as an influence profile (:func:`check_profile`)."""
+    return check_profile(json_floats(data, key, where), f"{where}: {key}")
 
 
 def json_array(

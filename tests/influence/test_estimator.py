@@ -262,3 +262,19 @@ def test_compiled_blocks_give_the_same_profile(qwen, ids) -> None:
     compiled = influence_profile(qwen, ids, probes=2, seed=1, compile=True)
     # inductor may reorder sums (module docstring of compiled_blocks)
     np.testing.assert_allclose(compiled.mean_sq, plain.mean_sq, rtol=1e-6)
+
+
+def test_compile_auto_rule_pays_back_twice_its_cost() -> None:
+    from lostmid.influence.flops import (
+        COMPILE_SECONDS,
+        COMPILED_FLOPS_PER_S,
+        EAGER_FLOPS_PER_S,
+        compile_choice,
+    )
+
+    per_flop = 1 / EAGER_FLOPS_PER_S - 1 / COMPILED_FLOPS_PER_S
+    edge = 2 * COMPILE_SECONDS / per_flop  # FLOPs whose saving is exactly twice the cost
+    cpu = {"device": "cpu", "checkpointing": False, "device_map": False}
+    assert compile_choice(edge * 1.001, **cpu)[0] and not compile_choice(edge * 0.999, **cpu)[0]
+    assert not compile_choice(edge * 100, **{**cpu, "checkpointing": True})[0]
+    assert not compile_choice(edge * 100, **{**cpu, "device": "cuda:0"})[0]

@@ -93,8 +93,9 @@ def test_cli_measure_runs_and_is_deterministic(tmp_path, monkeypatch, capsys) ->
         (["--model", "tiny-gpt2", "--attention", "flash"], "--attention 'flash' unknown"),
         (["--model", "tiny-gpt2", "--strategy", "magic"], "--strategy 'magic' unknown"),
         (["--model", "tiny-gpt2", "--target", "9"], "--target must be a position in 1..8"),
-        (["--compile", "--checkpointing"], "--compile and --checkpointing cannot be combined"),
-        (["--compile", "--device-map", "auto"], "--compile is not supported with --device-map"),
+        (["--compile", "on", "--checkpointing"], "--compile on and --checkpointing cannot be"),
+        (["--compile", "on", "--device-map", "auto"], "--compile on is not supported with"),
+        (["--compile", "maybe"], "--compile 'maybe' unknown; choose one of auto, on, off"),
     ],
 )
 def test_cli_errors_are_one_line_exit_2(tmp_path, monkeypatch, capsys, args, message) -> None:
@@ -203,11 +204,25 @@ def _inductor_missing() -> str | None:
 def test_compiled_measure_agrees_with_eager(tmp_path, monkeypatch, capsys) -> None:
     args = ["--model", "tiny-qwen2", "--length", "12", "--samples", "2", "--probes", "2"]
     assert _cli(monkeypatch, capsys, *args, "--out", str(tmp_path / "eager"))[0] == 0
-    code, err = _cli(monkeypatch, capsys, *args, "--compile", "--out", str(tmp_path / "c"))
+    code, err = _cli(monkeypatch, capsys, *args, "--compile", "on", "--out", str(tmp_path / "c"))
     assert code == 0, err
     eager = json.loads((tmp_path / "eager" / "measure.json").read_text())
     compiled = json.loads((tmp_path / "c" / "measure.json").read_text())
-    assert compiled["config"]["compile"] is True and eager["config"]["compile"] is False
+    assert compiled["config"]["compile"]["used"] is True
+    assert eager["config"]["compile"] == {  # auto: this tiny run does not repay a compile
+        "requested": "auto",
+        "used": False,
+        "why": eager["config"]["compile"]["why"],
+    }
+    assert eager["config"]["compile"]["why"].startswith("not compiled: about")
     # inductor may reorder sums (lostmid.influence.estimator.compiled_blocks): 1e-6 relative
     np.testing.assert_allclose(compiled["influence"], eager["influence"], rtol=1e-6)
     np.testing.assert_allclose(compiled["stderr"], eager["stderr"], rtol=1e-5)
+
+
+def test_compile_auto_is_recorded_with_its_reason(tmp_path, monkeypatch, capsys) -> None:
+    args = ["--model", "tiny-gpt2", "--length", "8", "--samples", "1", "--probes", "1"]
+    assert _cli(monkeypatch, capsys, *args, "--out", str(tmp_path / "a"))[0] == 0
+    choice = json.loads((tmp_path / "a" / "measure.json").read_text())["config"]["compile"]
+    assert choice["requested"] == "auto" and choice["used"] is False
+    assert "saved by compiling" in choice["why"]

@@ -165,28 +165,7 @@ def verdict_at_least(
     >>> verdict_at_least((0.91, 0.93), 0.99, 0.01, floor=(0.92, 0.94)).verdict
     'below resolution'
     """
-    low, high, tolerance, partial = _check(ours, tolerance, partial)
-    threshold, margin = paper_value - tolerance, paper_value - partial
-    rule = (
-        f"95% intervals; reproduced if ours lies wholly >= {threshold:.3g} "
-        f"({paper_value:g} - {tolerance:g}); "
-        + _floor_clause(floor, f"< {threshold:.3g}", f"its low - {tolerance:g}", -tolerance)
-        + f"partly if wholly in [{margin:.3g}, {threshold:.3g}); not reproduced if wholly "
-        f"< {margin:.3g}; inconclusive if it spans these zones; ours {_interval_text((low, high))}"
-    )
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
-    edges = (threshold, margin)
-    if _zone(low, edges, True) == 0:
-        return Verdict(REPRODUCED, rule)
-    if (
-        floor is not None
-        and floor[1] < threshold - _SLACK
-        and high >= floor[0] - tolerance - _SLACK
-    ):
-        return Verdict(BELOW_RESOLUTION, rule)
-    found = _by_zones(_zone(low, edges, True), _zone(high, edges, True))
-    return Verdict(found or INCONCLUSIVE, rule)
+    return _bounded(ours, paper_value, tolerance, partial, floor, higher_is_better=True)
 
 
 def verdict_at_most(
@@ -218,23 +197,59 @@ def verdict_at_most(
     >>> verdict_at_most((0.04, 0.05), 0.02, 0.005, floor=(0.045, 0.05)).verdict
     'below resolution'
     """
+    return _bounded(ours, paper_value, tolerance, partial, floor, higher_is_better=False)
+
+
+def _bounded(
+    ours: Span,
+    paper_value: float,
+    tolerance: float,
+    partial: float | None,
+    floor: Span | None,
+    *,
+    higher_is_better: bool,
+) -> Verdict:
+    """The rule of :func:`verdict_at_least` (``higher_is_better``) and of its mirror
+    :func:`verdict_at_most`, written once."""
     low, high, tolerance, partial = _check(ours, tolerance, partial)
-    threshold, margin = paper_value + tolerance, paper_value + partial
+    sign = -1.0 if higher_is_better else 1.0  # the side of the paper's number we may be on
+    threshold, margin = paper_value + sign * tolerance, paper_value + sign * partial
+    word, near = (
+        (">=", f"[{margin:.3g}, {threshold:.3g})")
+        if higher_is_better
+        else ("<=", f"({threshold:.3g}, {margin:.3g}]")
+    )
+    beyond = ("<" if higher_is_better else ">") + f" {margin:.3g}"
+    fails, reach = (
+        (f"< {threshold:.3g}", f"its low - {tolerance:g}")
+        if higher_is_better
+        else (f"> {threshold:.3g}", f"its high + {tolerance:g}")
+    )
     rule = (
-        f"95% intervals; reproduced if ours lies wholly <= {threshold:.3g} "
-        f"({paper_value:g} + {tolerance:g}); "
-        + _floor_clause(floor, f"> {threshold:.3g}", f"its high + {tolerance:g}", tolerance)
-        + f"partly if wholly in ({threshold:.3g}, {margin:.3g}]; not reproduced if wholly "
-        f"> {margin:.3g}; inconclusive if it spans these zones; ours {_interval_text((low, high))}"
+        f"95% intervals; reproduced if ours lies wholly {word} {threshold:.3g} "
+        f"({paper_value:g} {'-' if higher_is_better else '+'} {tolerance:g}); "
+        + _floor_clause(floor, fails, reach, -tolerance if higher_is_better else tolerance)
+        + f"partly if wholly in {near}; not reproduced if wholly {beyond}; inconclusive if it "
+        f"spans these zones; ours {_interval_text((low, high))}"
     )
     if not (np.isfinite(low) and np.isfinite(high)):
         return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
     edges = (threshold, margin)
-    if _zone(high, edges, False) == 0:
+    weak, strong = (low, high) if higher_is_better else (high, low)  # the weaker end decides
+    if _zone(weak, edges, higher_is_better) == 0:  # even the weaker end passes
         return Verdict(REPRODUCED, rule)
-    if floor is not None and floor[0] > threshold + _SLACK and low <= floor[1] + tolerance + _SLACK:
-        return Verdict(BELOW_RESOLUTION, rule)
-    found = _by_zones(_zone(low, edges, False), _zone(high, edges, False))
+    if floor is not None:
+        floor_fails = (
+            floor[1] < threshold - _SLACK if higher_is_better else floor[0] > threshold + _SLACK
+        )
+        reaches = (
+            high >= floor[0] - tolerance - _SLACK
+            if higher_is_better
+            else low <= floor[1] + tolerance + _SLACK
+        )
+        if floor_fails and reaches:
+            return Verdict(BELOW_RESOLUTION, rule)
+    found = _by_zones(_zone(weak, edges, higher_is_better), _zone(strong, edges, higher_is_better))
     return Verdict(found or INCONCLUSIVE, rule)
 
 

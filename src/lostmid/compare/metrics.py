@@ -25,6 +25,7 @@ import numpy as np
 from lostmid.checks import check_position, check_positive
 from lostmid.compare.config import LOG_BINS
 from lostmid.errors import UserError
+from lostmid.records import check_profile
 from lostmid.stats.ranks import pearson, spearman
 from lostmid.theory import summarize_profile
 from lostmid.typing import Float, Int
@@ -42,24 +43,13 @@ AGREEMENT_METRICS = (
 
 
 def validate_profile(profile: np.ndarray, name: str = "profile") -> np.ndarray:
-    """A profile as a 1-D float64 array, checked: finite, non-negative, not all zero.
+    """A profile as a 1-D float64 array, checked: finite, non-negative, not all zero
+    (:func:`lostmid.records.check_profile`, the one check of a profile).
 
     >>> validate_profile([1, 2, 3]).tolist()
     [1.0, 2.0, 3.0]
     """
-    values = np.asarray(profile, dtype=np.float64)
-    if values.ndim != 1 or values.size < 2:
-        raise UserError(
-            f"{name} must be a 1-D array of at least 2 positions, got shape {values.shape}"
-        )
-    if not np.all(np.isfinite(values)):
-        raise UserError(f"{name} has non-finite values (nan or inf); check the input file")
-    if np.any(values < 0):
-        j = int(np.flatnonzero(values < 0)[0]) + 1
-        raise UserError(f"{name} has a negative value at position {j}; influence is >= 0")
-    if not np.any(values > 0):
-        raise UserError(f"{name} is all zeros; there is no profile to compare")
-    return values
+    return check_profile(profile, name)
 
 
 def _pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

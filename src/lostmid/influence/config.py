@@ -24,6 +24,7 @@ from lostmid.runs.budget import SIZE_CHECK_HELP
 
 ATTENTION_CHOICES = ("auto", "eager", "sdpa")
 STRENGTHS = ("jacobian", "forward")
+COMPILE_CHOICES = ("auto", "on", "off")
 """How the residual strength a_l that predictions use is measured
 (:mod:`lostmid.influence.residual`): s_l/(1+s_l) from the branch's Jacobian gain, or the
 peer project's forward ratio."""
@@ -71,8 +72,10 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "trust_remote_code": TRUST_REMOTE_CODE_HELP,
     "no_size_check": SIZE_CHECK_HELP.replace(" (and time)", "")
     + " Checked on cpu only (a GPU's memory is not estimated).",
-    "compile": "torch.compile the blocks (inductor; needs a C compiler): about 2x faster "
-    "on CPU after a compile of about a minute; not with --checkpointing or --device-map.",
+    "compile": "auto | on | off: torch.compile the blocks (inductor; needs a C compiler), "
+    "about 2x faster on CPU after a compile of about a minute; auto compiles on CPU when "
+    "the run is long enough to repay it (influence.compile_choice), not with "
+    "--checkpointing or --device-map.",
 }
 
 
@@ -107,7 +110,7 @@ class MeasureConfig:
     strength: str = "jacobian"
     per_position_gains: str = "auto"
     gain_directions: int = 4
-    compile: bool = False
+    compile: str = "auto"
     trust_remote_code: bool = False
     no_size_check: bool = False
 
@@ -127,10 +130,13 @@ class MeasureConfig:
             parse_device_map(self.device_map)
         if self.corpus is not None and not Path(self.corpus).expanduser().exists():
             raise UserError(f"--corpus {self.corpus}: no such file or directory")
-        if self.compile and self.checkpointing:
-            raise UserError("--compile and --checkpointing cannot be combined; choose one")
-        if self.compile and self.device_map is not None:
-            raise UserError("--compile is not supported with --device-map; drop one of them")
+        if isinstance(self.compile, bool):  # the form before auto: True / False
+            object.__setattr__(self, "compile", "on" if self.compile else "off")
+        check_choice("--compile", self.compile, COMPILE_CHOICES)
+        if self.compile == "on" and self.checkpointing:
+            raise UserError("--compile on and --checkpointing cannot be combined; choose one")
+        if self.compile == "on" and self.device_map is not None:
+            raise UserError("--compile on is not supported with --device-map; drop one of them")
 
     @property
     def target_position(self) -> int:

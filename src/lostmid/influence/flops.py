@@ -123,3 +123,38 @@ def measurement_flops(
     forward = sum(mm.flops for mm in inventory if mm.pass_ == "forward")
     backward = sum(mm.flops for mm in inventory if mm.pass_ == "input-gradient")
     return samples * (forward + probes * backward)
+
+
+EAGER_FLOPS_PER_S = 17.5e9
+COMPILED_FLOPS_PER_S = 37.7e9
+COMPILE_SECONDS = 44.0
+"""The measurement's throughput on the 2-core reference machine, eager and compiled, and
+what compiling the blocks costs once (docs/BENCHMARKS.md, "measure": qwen2-0.5b shape,
+L = 1024). :func:`compile_choice` decides ``--compile auto`` with them."""
+
+
+def compile_choice(
+    flops: float, *, device: str, checkpointing: bool, device_map: bool
+) -> tuple[bool, str]:
+    """Whether ``--compile auto`` compiles a measurement of ``flops``, and why.
+
+    Rule: on CPU, compile when the time it saves, flops (1/eager - 1/compiled), is at
+    least twice what compiling costs (:data:`COMPILE_SECONDS`), so a wrong rate estimate
+    by 2x still does not lose time; never with checkpointing or a device map (compile does
+    not support them), and not on other devices (their rates are not measured).
+
+    >>> compile_choice(1e12, device="cpu", checkpointing=False, device_map=False)[0]
+    False
+    >>> compile_choice(1e14, device="cpu", checkpointing=False, device_map=False)[0]
+    True
+    """
+    if checkpointing or device_map:
+        return False, "not compiled: compile does not combine with checkpointing or a device map"
+    if not device.startswith("cpu"):
+        return False, f"not compiled: auto compiles on CPU only (rates on {device} not measured)"
+    saved = flops * (1 / EAGER_FLOPS_PER_S - 1 / COMPILED_FLOPS_PER_S)
+    worth = saved >= 2 * COMPILE_SECONDS
+    return worth, (
+        f"{'compiled' if worth else 'not compiled'}: about {saved:.0f} s saved by compiling "
+        f"against {COMPILE_SECONDS:.0f} s to compile (compile when saved >= 2x the cost)"
+    )

@@ -32,11 +32,11 @@ each of norm ~ s ||x||, so ||a_i|| ~ s ||x|| / sqrt(i): the ratio shrinks like
 long inputs. A perturbation of the stream, in contrast, moves every value in the same
 direction, and its average does not shrink.
 
-Measured at depth 1 (L = 512, random init, benchmarks/bench_depth1.py, 8 samples): the
-spike over the mean of the other positions is 26.5 (Qwen2-0.5B shape) and 214 (GPT-2);
-the branch gain predicts 28.8 and 233, the forward ratio 378 and 2764. What is left of
-GPT-2's gap comes from the attention logits (non-uniform weights and the query/key
-path), which the value-path gain leaves out: with W_Q = W_K = 0 it closes.
+At depth 1, where the theory is exact, the branch gain predicts the measured spike and
+the forward ratio overshoots it by an order of magnitude (docs/BENCHMARKS.md, "depth 1",
+``benchmarks/bench_depth1.py``); what is left of GPT-2's gap comes from the attention
+logits (non-uniform weights and the query/key path), which the value-path gain leaves
+out: with W_Q = W_K = 0 it closes.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from rich.table import Table
 from lostmid.errors import UserError
 from lostmid.influence.config import MeasureConfig
 from lostmid.influence.estimator import influence_profile
+from lostmid.influence.flops import compile_choice, measurement_flops
 from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.influence.inputs import corpus_token_ids, random_token_ids
 from lostmid.influence.plot import plot_influence
@@ -226,6 +227,7 @@ def run_measure(
                     config.length,
                     config.seed,
                 )
+        compile_used, compile_why = resolve_compile(loaded, config)
         with timer("influence"):
             profile = influence_profile(
                 loaded,
@@ -240,7 +242,7 @@ def run_measure(
                 progress=console is not None,
                 batch_size=config.batch_size,
                 strategy=config.strategy,
-                compile=config.compile,
+                compile=compile_used,
                 console=console,
             )
         with timer("residual_strength"):
@@ -263,7 +265,7 @@ def run_measure(
         "inputs": "random token ids" if config.corpus is None else "byte-level corpus windows",
         "batch_size": config.batch_size,
         "strategy": config.strategy,
-        "compile": config.compile,
+        "compile": {"requested": config.compile, "used": compile_used, "why": compile_why},
         "attention": attention,
         "probe_kind": profile.probe_kind,
         "strength": config.strength,
@@ -296,6 +298,22 @@ def run_measure(
         console.print(summary_table(result))
         console.print(f"wrote {out / 'measure.json'} and {out / 'measure.png'}")
     return result
+
+
+def resolve_compile(loaded: LoadedModel, config: MeasureConfig) -> tuple[bool, str]:
+    """``--compile``: on, off, or auto by :func:`~lostmid.influence.flops.compile_choice`
+    on this measurement's FLOPs; (used, why), recorded in the resolved config."""
+    if config.compile != "auto":
+        return config.compile == "on", f"--compile {config.compile}"
+    flops = measurement_flops(
+        loaded, config.length, samples=config.samples, probes=config.probes, output=config.output
+    )
+    return compile_choice(
+        flops,
+        device=config.device,
+        checkpointing=config.checkpointing,
+        device_map=config.device_map is not None,
+    )
 
 
 def measure_strengths(

@@ -166,27 +166,23 @@ SCALES = {
         batch_size=8,
     ),
 }
-"""The named scales. Budget notes (issue 9; docs/BENCHMARKS.md has the measurements):
+"""The named scales. Why they are what they are (the timings behind each choice are in
+docs/BENCHMARKS.md, "reproduce"):
 
 * Every input gets ONE probe: a probe's variance is small against the variance between
   inputs (d-dimensional outputs), so inputs, not probes, set the noise floor.
-* ``default`` must stay within 15 min on 2 CPU cores like the run before the branch
-  gains (3 seeds x 2 inputs x 2 probes, depth growth at 8 layers, every input also
-  measured without positional encoding). The gains (one input, one direction: about
-  1.5 profile passes for Qwen2, 1 for GPT-2) were paid for by trading: 2 probes -> 1,
-  4 inputs instead of 2, only the first input measured again without positional
-  encoding, and the depth-growth stage cut from 8 to 4 layers (layer 1 is measured on
-  every seed for the depth-1 check; it costs one block).
+* ``default`` keeps its 10-minute budget on 2 CPU cores by trading: one probe per input,
+  only the first input measured again without positional encoding, the branch gains on
+  one input and one direction, and the depth-growth stage at 4 layers (layer 1 is
+  measured on every seed for the depth-1 check; it costs one block).
 * The W1 floor between seeds does not fall like 1/sqrt(inputs) forever: independently
-  initialised GPT-2s differ by about 0.007 W1 at L = 512 (5 seeds x 20 inputs), so no
-  budget brings GPT-2 to 0.005. Qwen2's floor is mostly sampling noise; about 32 inputs
-  per seed (x 1 probe, >= 3 seeds) reach 0.005 at L = 512, which ``full`` spends.
-* Training (issue 10): every training claim and the behavioural claim pool 3 seeds, so
-  the default trains 3 x 300 steps of ``tiny`` (quick: 3 x 100; peak-to-valley grows
-  x6-8 by step 100-150 and falls back to x3.3 by step 500, seed 0; 3 x 500 steps made
-  the default 15.5 min on one core) and, at every scale, 3 runs of the ``retrieval-valley`` preset
-  (1000 steps, about 50 s each on one core): the smallest setting found whose trained
-  models show a behavioural valley (docs/BENCHMARKS.md).
+  initialised models differ by a model-to-model part that no budget removes (measured
+  per model in the report's noise-floor section); ``full`` spends the inputs that bring
+  Qwen2's sampling part down.
+* Training: every training claim and the behavioural claim pool 3 seeds; the default
+  trains 3 x 300 steps of ``tiny`` (quick: 3 x 100) and, at every scale, 3 runs of the
+  ``retrieval-valley`` preset, the smallest setting found whose trained models show a
+  behavioural valley.
 * ``full``: the paper's L = 2048 on a GPU (8 inputs per forward pass), every layer's
   profile on the first seed, gains on 4 inputs.
 """
