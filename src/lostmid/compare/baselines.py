@@ -88,7 +88,10 @@ class BaselineFamily(Family):
             return out
 
         fit = fit_shape(log_shape, measured, target, fit_metric, spike, bounds, guesses)
-        parameters = {} if self.parameter is None else {self.parameter: fit.theta}
+        parameters: dict[str, float] = {}
+        if self.parameter is not None:
+            assert fit.theta is not None  # a family with a parameter is fitted on bounds
+            parameters[self.parameter] = fit.theta
         parameters["spike_share"] = fit.spike_share
         return FamilyFit(
             profile=fit.profile,
