@@ -70,7 +70,7 @@ class BaselineFamily(Family):
     kernel: str | None = None
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return f"baseline:{self.label}"
 
     def fit(self, measured: np.ndarray, target: int, *, fit_metric: str, spike: str) -> FamilyFit:

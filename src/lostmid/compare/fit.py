@@ -163,7 +163,7 @@ class TheoryFamily(Family):
     kind: str = "fitted"
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return f"fitted:{self.kernel}"
 
     def theory_fit(
