@@ -6,9 +6,12 @@ Runs ``run_remedies`` (``--quick`` by default, every training-time remedy, 3 see
 their saved times), then prints one row per remedy: seconds per seed spent training and
 in total (evaluation, influence, plots included), and the estimate for the default
 scale: training time x (default steps x row length) / (quick ones), the rest x (default
-evaluations x held-out examples) / (quick ones), summed over remedies and seeds.
+evaluations x held-out examples) / (quick ones), summed over remedies and seeds. Then the
+results as a markdown table (docs/BENCHMARKS.md, "remedies"): mean [95% t interval] over
+seeds of the accuracy and the gap, their differences to the baseline (paired by seed),
+accuracy by gold index, and the verdict with the run's margin.
 
-    OMP_NUM_THREADS=2 .venv/bin/python benchmarks/bench_remedies.py --out results/bench-remedies
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_remedies.py --law tilt --out r/bench
     .venv/bin/python benchmarks/bench_remedies.py --from results/bench-remedies/remedies.json
 """
 
@@ -71,18 +74,50 @@ def summarise(document: dict[str, Any], stages: Path) -> None:
     )
 
 
+def _ci(record: dict[str, Any] | None, signed: bool = False) -> str:
+    if record is None:
+        return ""
+    sign = "+" if signed else ""
+    low, high = record["ci_low"], record["ci_high"]
+    if low is None or high is None:
+        return f"{record['estimate']:{sign}.2f}"
+    return f"{record['estimate']:{sign}.2f} [{low:{sign}.2f}, {high:{sign}.2f}]"
+
+
+def results_table(document: dict[str, Any]) -> None:
+    """The markdown table of a finished run: one row per training-time remedy."""
+    records = [r for r in document["remedies"] if r["kind"] == "training"]
+    margin = next((r["margin"] for r in records if r.get("margin") is not None), None)
+    pairs = len(records[0]["accuracy_by_position"])
+    law = document["config"].get("law", "tilt")
+    print(f"\n--law {law}, margin m = {margin if margin is None else round(margin, 3)}\n")
+    print(f"| remedy | acc | Δacc | gap | Δgap | acc by gold index (0..{pairs - 1}) | verdict |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in records:
+        d = r["difference_to_baseline"] or {}
+        by_index = " ".join(f"{a['estimate']:.2f}" for a in r["accuracy_by_position"])
+        print(
+            f"| {r['name']} | {_ci(r['mean_accuracy'])} | {_ci(d.get('mean_accuracy'), True)} "
+            f"| {_ci(r['gap'])} | {_ci(d.get('gap'), True)} | {by_index} "
+            f"| {r['verdict'] or ''} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/bench-remedies"))
     parser.add_argument("--default", action="store_true", help="the default scale, not --quick")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--remedies", default=None, help="comma-separated (default: all)")
+    parser.add_argument("--law", default="tilt", help="tilt | replace (lostmid remedies --law)")
     parser.add_argument(
         "--from", dest="source", type=Path, default=None, help="summarise a finished run"
     )
     args = parser.parse_args()
     if args.source is not None:
-        summarise(json.loads(args.source.read_text()), args.source.parent / "stages")
+        document = json.loads(args.source.read_text())
+        summarise(document, args.source.parent / "stages")
+        results_table(document)
         return
     from rich.console import Console
 
@@ -93,11 +128,14 @@ def main() -> None:
         remedies=TRAINING_DEFAULT if args.remedies is None else tuple(args.remedies.split(",")),
         quick=not args.default,
         seeds=args.seeds,
+        law=args.law,
     )
     begin = time.perf_counter()
     run_remedies(config, out=args.out, console=Console())
     print(f"wall time of this invocation: {time.perf_counter() - begin:.0f} s")
-    summarise(json.loads((args.out / "remedies.json").read_text()), args.out / "stages")
+    document = json.loads((args.out / "remedies.json").read_text())
+    summarise(document, args.out / "stages")
+    results_table(document)
 
 
 if __name__ == "__main__":

@@ -115,16 +115,14 @@ def test_curriculum_draws_only_the_middle_first_then_everything() -> None:
         assert after == set(range(8))
 
 
-def test_adaptive_law_moves_to_the_positions_the_last_evaluation_got_wrong() -> None:
-    from types import SimpleNamespace
-
+def test_adaptive_law_moves_to_the_positions_the_last_validation_got_wrong() -> None:
     task = RetrievalTask(task="kv", pairs=4, key_chars=1, style="compact")
     remedy = get_remedy("oversample:adaptive")
+    assert remedy.uses_validation and not get_remedy("oversample").uses_validation
     law = remedy.gold_probs(_setting(task))
     assert law is not None
     np.testing.assert_allclose(law(0), 0.25)
-    scores = [SimpleNamespace(accuracy=a) for a in (1.0, 0.0, 0.5, 1.0)]
-    remedy.on_checkpoint(SimpleNamespace(positions=scores))
+    remedy.on_validation(np.array([1.0, 0.0, 0.5, 1.0]), 10)
     # e = (0, 1, .5, 0): p = .5 * .25 + .5 * e / 1.5
     np.testing.assert_allclose(law(5), [0.125, 0.125 + 1 / 3, 0.125 + 1 / 6, 0.125])
 

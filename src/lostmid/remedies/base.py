@@ -11,7 +11,16 @@ Training hooks (given the :class:`Setting` of the run):
 * ``gold_weights(setting)``: the loss weight (pairs,) of an answer by its gold index;
 * ``surgery(setting)``: a :class:`~lostmid.train.model.ModelVariant` applied right after
   the model is built (another attention mask, another residual routing);
-* ``on_checkpoint(checkpoint)``: sees each evaluation during training (adaptive laws).
+* ``on_validation(accuracy, step)``: with ``uses_validation``, sees the accuracy by gold
+  index on a validation split at each evaluation step (adaptive laws); the split is
+  disjoint from the held-out examples of the final score
+  (:mod:`lostmid.remedies.validation`), which no remedy sees.
+
+A gold law is written relative to uniform: ``--law tilt`` multiplies the training data's
+law by it, ``--law replace`` uses it alone (:func:`lostmid.remedies.training.combine_laws`).
+A remedy that aims at a coverage (``oversample:middle-cover``, ``oversample:deficit``)
+derives its law from ``Setting.data_law``, the law it meets (the data's under ``tilt``,
+uniform under ``replace``).
 
 Inference hooks (on a model that ``lostmid retrieve`` accepts, no training):
 
@@ -51,7 +60,9 @@ class Setting:
     prefix-LM); prompt_length: tokens up to the query (the last prompt token is the query
     position t); layers: model depth; steps: optimiser steps; alpha: the theory's
     residual strength a for rho_H; queries: gold indices asked per training row (drawn
-    without replacement, so a gold law needs at least this many non-zero entries).
+    without replacement, so a gold law needs at least this many non-zero entries);
+    data_law: the gold law (pairs,) the remedy's law meets: the training data's under
+    ``--law tilt``, None (uniform) under ``--law replace``.
     """
 
     pairs: int
@@ -62,6 +73,14 @@ class Setting:
     steps: int
     alpha: float
     queries: int = 1
+    data_law: tuple[float, ...] | None = None
+
+    @property
+    def met_law(self) -> np.ndarray:
+        """``data_law`` as an array, uniform when None."""
+        if self.data_law is None:
+            return np.full(self.pairs, 1.0 / self.pairs)
+        return np.asarray(self.data_law, dtype=np.float64)
 
     @property
     def centres(self) -> np.ndarray:
@@ -93,6 +112,7 @@ class Remedy:
     description: ClassVar[str] = ""
     arguments: ClassVar[tuple[str, ...]] = ()  # accepted NAME:ARG values; () takes none
     default_argument: ClassVar[str | None] = None
+    argument_descriptions: ClassVar[dict[str, str]] = {}  # one line per argument, if any
     query_aware: ClassVar[bool] = False
     extra_forward_passes: ClassVar[int] = 0  # per example, for inference remedies
 
@@ -110,6 +130,15 @@ class Remedy:
             return self.name
         return f"{self.name}:{self.argument}"
 
+    @property
+    def uses_validation(self) -> bool:
+        """Whether ``on_validation`` is to see the validation split (default: no)."""
+        return False
+
+    def describe(self) -> str:
+        """The one-line description of this spec (its argument's, when it has one)."""
+        return self.argument_descriptions.get(str(self.argument), self.description)
+
     def parameters(self) -> dict[str, Any]:
         """The remedy's knobs, recorded next to its results."""
         return {} if self.argument is None else {"argument": self.argument}
@@ -125,8 +154,9 @@ class Remedy:
         """A :class:`lostmid.train.model.ModelVariant`, or None."""
         return None
 
-    def on_checkpoint(self, checkpoint: Any) -> None:
-        """Sees each :class:`~lostmid.behaviour.training.RetrievalCheckpoint`."""
+    def on_validation(self, accuracy: np.ndarray, step: int) -> None:
+        """Sees the accuracy (pairs,) by gold index on the validation split at ``step``
+        (only when ``uses_validation``; :mod:`lostmid.remedies.validation`)."""
 
     def theory(self, setting: Setting) -> dict[str, Any] | None:
         """The theory's prediction for this remedy's structural profile, when it has one:
@@ -163,5 +193,7 @@ def register(cls: type[Remedy]) -> type[Remedy]:
     check_choice("kind", cls.kind, KINDS)
     if not cls.description:
         raise ValueError(f"remedy {cls.name!r} needs a one-line description")
+    if set(cls.argument_descriptions) - set(cls.arguments):
+        raise ValueError(f"remedy {cls.name!r} describes arguments it does not take")
     REGISTRY[cls.name] = cls
     return cls

@@ -1,7 +1,8 @@
 """The built-in remedies, one class each (see :mod:`lostmid.remedies.base`).
 
 Training-time (applied to a retrieval preset, equal budget):
-``baseline``, ``oversample[:fixed|rho|adaptive]``, ``curriculum``, ``curriculum-reverse``,
+``baseline``, ``oversample[:fixed|rho|adaptive|middle-cover|deficit]``, ``curriculum``,
+``curriculum-reverse``,
 ``loss-weight``, ``prefix``, ``residual[:schedule|gate]``, ``channels``.
 Inference-time (on a model ``lostmid retrieve`` accepts): ``query-aware``, ``calibrate``,
 ``ms-poe``.
@@ -29,27 +30,52 @@ class Baseline(Remedy):
 
 @register
 class Oversample(Remedy):
-    """fixed: :func:`~lostmid.remedies.positions.valley_bump` (middle records 3x as often
-    at the centre); rho: p ∝ 1/rho_H(x_g); adaptive: p from the last evaluation's
-    accuracy by position (:func:`~lostmid.remedies.positions.adaptive`)."""
+    """Gold laws (:mod:`~lostmid.remedies.positions`), each a tilt of the law it meets.
+
+    Theory-derived: ``rho``, p ∝ 1/rho_H(x_g), which is smallest at the last record, so it
+    weights the last record most. Aimed at the valley: ``fixed``, a bump in the middle
+    (:func:`~lostmid.remedies.positions.valley_bump`, a record lifted at most 1 + boost =
+    3x); ``middle-cover``, every middle record raised to at least uniform coverage of the
+    law it meets (:func:`~lostmid.remedies.positions.middle_cover`, factors derived from
+    that law). Measured from the model (on the validation split,
+    :mod:`lostmid.remedies.validation`): ``adaptive``, half uniform, half the errors
+    (:func:`~lostmid.remedies.positions.adaptive`, a tilt of the data's law);
+    ``deficit``, the trained-on law itself proportional to the errors
+    (:func:`~lostmid.remedies.positions.deficit`, the met law divided out)."""
 
     name = "oversample"
     description = "gold positions drawn more often where the valley is"
-    arguments = ("fixed", "rho", "adaptive")
+    arguments = ("fixed", "rho", "adaptive", "middle-cover", "deficit")
     default_argument = "fixed"
+    argument_descriptions = {
+        "fixed": "gold positions drawn more often in the middle (a bump, at most 3x)",
+        "rho": "gold positions drawn ∝ 1/rho_H(x) (theory): the last record weighs most",
+        "adaptive": "gold law half uniform, half the validation errors, tilting the data's",
+        "middle-cover": "middle records raised to at least uniform coverage of the data's law",
+        "deficit": "trained-on law ∝ each record's validation error (data's law divided out)",
+    }
     boost = 2.0
     width = 0.2
     mix = 0.5
+    deficit_mix = 0.95
 
     def __init__(self, argument: str | None = None) -> None:
         super().__init__(argument)
         self._probs: np.ndarray | None = None
+        self._met: np.ndarray | None = None
+
+    @property
+    def uses_validation(self) -> bool:
+        return self.argument in ("adaptive", "deficit")
 
     def parameters(self) -> dict[str, Any]:
+        validation = "accuracy on the validation split at each evaluation"
         knobs = {
             "fixed": {"boost": self.boost, "width": self.width},
             "rho": {"weight": "1/rho_H(x_g)"},
-            "adaptive": {"mix": self.mix, "updated": "at each evaluation"},
+            "adaptive": {"mix": self.mix, "updated": validation},
+            "middle-cover": {"coverage": "middle records >= 1/pairs of the met law"},
+            "deficit": {"mix": self.deficit_mix, "updated": validation},
         }
         return {"law": self.argument, **knobs[str(self.argument)]}
 
@@ -62,13 +88,22 @@ class Oversample(Remedy):
             w = positions.inverse_density(x, setting.layers, setting.alpha)
             law = w / w.sum()
             return lambda step: law
-        self._probs = np.full(setting.pairs, 1.0 / setting.pairs)
+        if self.argument == "middle-cover":
+            cover = positions.middle_cover(setting.met_law)
+            return lambda step: cover
+        self._met = setting.met_law
+        if self.argument == "deficit":  # before the first validation: every record wrong
+            self._probs = positions.deficit(np.zeros(setting.pairs), self._met, self.deficit_mix)
+        else:
+            self._probs = np.full(setting.pairs, 1.0 / setting.pairs)
         return lambda step: self._probs  # type: ignore[return-value]
 
-    def on_checkpoint(self, checkpoint: Any) -> None:
+    def on_validation(self, accuracy: np.ndarray, step: int) -> None:
         if self.argument == "adaptive":
-            accuracy = np.array([p.accuracy for p in checkpoint.positions])
             self._probs = positions.adaptive(accuracy, self.mix)
+        elif self.argument == "deficit":
+            assert self._met is not None, "gold_probs sets the met law first"
+            self._probs = positions.deficit(accuracy, self._met, self.deficit_mix)
 
 
 @register
@@ -101,7 +136,10 @@ class CurriculumReverse(Curriculum):
 @register
 class LossWeight(Remedy):
     name = "loss-weight"
-    description = "answer loss weighted by 1/rho_H(x) of its gold record, mean 1, cap 4"
+    description = (
+        "answer loss x 1/rho_H(x) of its gold record (theory: the last record weighs most), "
+        "mean 1, cap 4"
+    )
     cap = 4.0
 
     def parameters(self) -> dict[str, Any]:

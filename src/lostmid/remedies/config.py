@@ -23,6 +23,8 @@ TRAINING_DEFAULT = (
     "oversample",
     "oversample:rho",
     "oversample:adaptive",
+    "oversample:middle-cover",
+    "oversample:deficit",
     "curriculum",
     "curriculum-reverse",
     "loss-weight",
@@ -38,7 +40,9 @@ PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
 @dataclass(frozen=True)
 class RemediesScale:
     """A run size: the task (pairs, key characters, queries a row), optimiser steps,
-    seeds, held-out examples per gold index, evaluation interval, influence budget."""
+    seeds, held-out examples per gold index, evaluation interval, influence budget, and
+    the validation examples per gold index of the remedies that adapt to accuracy
+    (:mod:`lostmid.remedies.validation`; disjoint from the held-out ones)."""
 
     pairs: int
     key_chars: int
@@ -49,18 +53,16 @@ class RemediesScale:
     eval_every: int
     influence_samples: int
     influence_probes: int
+    validation_examples: int = 64
 
 
 # The preset: ``retrieval-valley`` (compact kv, 2-character keys, 4 queries a row, batch 16,
 # gold indices drawn from beta:0.3 in training, so the first and last records are asked
 # most, as in natural text; evaluated with gold uniform). Its valley comes from that data
 # law, at a budget where the 2-layer model has learnt retrieval only partly (with gold
-# uniform the same runs are flat). The remedies that set the gold law (oversample,
-# curriculum) replace beta:0.3 by their own law; loss-weight and the architecture
-# remedies keep it.
-# quick: 6 pairs, 500 steps: 22-27 s a stage on one core, 33 stages in 13.3 min (load 2-3);
-# baseline gap 0.29 vs noise floor 0.10. default: the preset's 8 pairs, 1200 steps, 256
-# held-out examples: ~37 min extrapolated. Numbers in docs/BENCHMARKS.md (remedies).
+# uniform the same runs are flat). A remedy's gold law reweights beta:0.3 (--law tilt) or
+# replaces it (--law replace); loss-weight and the architecture remedies keep it.
+# Times and results of both scales: docs/BENCHMARKS.md (remedies).
 REMEDIES_SCALES = {
     "quick": RemediesScale(
         pairs=6,
@@ -92,7 +94,7 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "preset": "Retrieval training preset: " + " | ".join(PRESETS) + ".",
     "steps": "Optimiser steps per run (default: the scale's).",
     "seeds": "Seeds per remedy, >= 1 (default: the scale's, 3).",
-    "quick": "The short scale (about 15 min on 2 CPU cores).",
+    "quick": "The short scale (about 15-20 min on 2 quiet CPU cores).",
     "model": "Model for inference-time remedies (anything lostmid retrieve accepts).",
     "tokenizer": "Tokenizer for --model: a directory, cached hub id, or 'bytes' (default: "
     "the model's own).",

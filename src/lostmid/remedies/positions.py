@@ -15,6 +15,12 @@ Laws of the gold index (probabilities over g = 0..pairs-1, summing to 1):
   density (:func:`lostmid.theory.continuum.density`, the learning signal eta ∝ rho_H);
 * ``adaptive``: p = (1 - mix) / pairs + mix * e / sum(e), e_g = 1 - accuracy_g (uniform
   while every position is right);
+* ``middle_cover`` (a tilt of a law d, the data's): the least change of d that gives every
+  middle record at least uniform coverage 1/G: middle records below 1/G are raised to it,
+  the records above 1/G give the mass back in proportion to their excess over 1/G (none
+  falls below it), the others keep d; the tilt is q/d;
+* ``deficit`` (a tilt of d): the tilt under which the trained-on law is
+  q = adaptive(accuracy, mix), mostly the deficit's shape (mix 0.95 by default): q/d;
 * ``curriculum``: the middle half of the records (``pairs // 4 <= g < pairs - pairs // 4``)
   uniformly for the first ``fraction`` of the steps, then uniform over all; ``reverse``
   draws the other records first (``with_support`` when a row asks more queries than
@@ -104,6 +110,74 @@ def adaptive(accuracy: Float[np.ndarray, " G"], mix: float = 0.5) -> Float[np.nd
     if errors.sum() == 0:
         return uniform
     return (1.0 - mix) * uniform + mix * errors / errors.sum()
+
+
+def _check_law(data: np.ndarray) -> np.ndarray:
+    d = np.asarray(data, dtype=np.float64)
+    if d.ndim != 1 or d.size == 0 or np.any(d < 0) or abs(d.sum() - 1.0) > 1e-9:
+        raise UserError("the data's gold law must be probabilities (pairs,) summing to 1")
+    return d
+
+
+def tilt_towards(target: Float[np.ndarray, " G"], data: Float[np.ndarray, " G"]) -> np.ndarray:
+    """The tilt r ∝ q/d under which the data's law d becomes ``target`` q (p ∝ d r = q),
+    normalised to sum 1; records that d never draws must have q = 0 there (r = 0).
+
+    >>> tilt_towards(np.array([0.5, 0.5]), np.array([0.8, 0.2])).tolist()
+    [0.2, 0.8]
+    """
+    q, d = _probabilities(target), _check_law(data)
+    unreachable = (d == 0) & (q > 0)
+    if unreachable.any():
+        g = int(np.flatnonzero(unreachable)[0])
+        raise UserError(
+            f"the data's gold law never draws record {g}, so no tilt of it can train that "
+            "record; use --law replace"
+        )
+    r = np.divide(q, d, out=np.zeros_like(q), where=d > 0)
+    return r / r.sum()
+
+
+def middle_cover(data: Float[np.ndarray, " G"]) -> Float[np.ndarray, " G"]:
+    """The tilt r (sums to 1) of the data's law d under which every middle record
+    (:func:`middle_records`) gets at least uniform coverage u = 1/G, by the least change:
+
+        q_g = u for middle records with d_g < u (raised);
+        q_g = d_g - (d_g - u) * need / excess for records with d_g > u (they give back in
+              proportion to their excess over u, so none falls below u);
+        q_g = d_g otherwise;   need = sum_middle max(u - d_g, 0), excess = sum max(d_g - u, 0),
+
+    and r = q/d (:func:`tilt_towards`). The per-record factor r_g / r_outer is derived from
+    d, so it holds for any law (need <= excess always: sum_g (d_g - u) = 0). On uniform
+    data r is uniform.
+
+    >>> np.round(middle_cover(np.array([0.4, 0.1, 0.1, 0.4])), 4).tolist()  # tilted: 1/4 each
+    [0.1, 0.4, 0.4, 0.1]
+    """
+    d = _check_law(data)
+    u = 1.0 / d.size
+    middle = middle_records(d.size) > 0
+    low = middle & (d < u)
+    need = float(np.sum(u - d[low]))
+    excess = np.maximum(d - u, 0.0)
+    q = d.copy()
+    if need > 0:
+        q[low] = u
+        q = np.where(excess > 0, d - excess * (need / excess.sum()), q)
+    return tilt_towards(q, d)
+
+
+def deficit(
+    accuracy: Float[np.ndarray, " G"], data: Float[np.ndarray, " G"], mix: float = 0.95
+) -> Float[np.ndarray, " G"]:
+    """The tilt r (sums to 1) of the data's law d under which the model trains on
+    q = :func:`adaptive` (accuracy, mix): each record in proportion to its deficit
+    e_g = 1 - accuracy_g, with (1 - mix) of uniform so every record keeps some draws.
+
+    >>> np.round(deficit(np.array([1.0, 0.0]), np.array([0.5, 0.5]), mix=0.9), 3).tolist()
+    [0.05, 0.95]
+    """
+    return tilt_towards(adaptive(accuracy, mix), data)
 
 
 def middle_records(pairs: int) -> Float[np.ndarray, " G"]:

@@ -66,10 +66,15 @@ RUNS = "runs"
 
 
 def train_stage(
-    spec: str, rconfig: Any, alpha: float, folder: Path, law: str = "tilt"
+    spec: str,
+    rconfig: Any,
+    alpha: float,
+    folder: Path,
+    law: str = "tilt",
+    validation_examples: int = 64,
 ) -> dict[str, Any]:
     """A training stage's work: a fresh remedy (adaptive state starts over), one run."""
-    return train_remedy(get_remedy(spec), rconfig, alpha, folder, law)
+    return train_remedy(get_remedy(spec), rconfig, alpha, folder, law, validation_examples)
 
 
 def inference_stage(spec: str, config: RemediesConfig, seed: int) -> dict[str, Any]:
@@ -106,16 +111,24 @@ def plan_remedy_stages(config: RemediesConfig, out: Path, backend: Backend) -> l
         for seed in seeds:
             rconfig = train_config(config, seed)
             remedy = get_remedy(spec)
-            stage_config = {
+            stage_config: dict[str, Any] = {
                 "remedy": spec,
                 "knobs": remedy.parameters(),
                 "alpha": config.alpha,
-                "law": config.law,
                 "train": rconfig.record(),
             }
+            # --law matters only to a remedy with a gold law: the others' stages are the
+            # same under tilt and replace (and a run under one law can reuse them)
+            if remedy.gold_probs(training_setting(rconfig, config.alpha, config.law)) is not None:
+                stage_config["law"] = config.law
+            validation = config.scale.validation_examples
+            if remedy.uses_validation:
+                stage_config["validation_examples"] = validation
             slug = spec.replace(":", "_")
             folder = out / RUNS / slug / f"seed_{seed}"
-            compute = partial(train_stage, spec, rconfig, config.alpha, folder, config.law)
+            compute = partial(
+                train_stage, spec, rconfig, config.alpha, folder, config.law, validation
+            )
             gpus = backend.stage_gpus(resolve_device(rconfig.train.device))
             job = Job(
                 f"train-{slug}-seed{seed}", stage_config, compute, replace(resources, gpus=gpus)
@@ -178,7 +191,7 @@ def run_remedies(
             continue
         baseline_runs = runs.get((group, "baseline"))
         setting = (
-            training_setting(train_config(config, seeds[0]), config.alpha)
+            training_setting(train_config(config, seeds[0]), config.alpha, config.law)
             if group == "training"
             else None
         )

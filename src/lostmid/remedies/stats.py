@@ -11,44 +11,72 @@ same initial weights and is evaluated on the same held-out examples as seed s of
 baseline, so the interval is the t interval of the n per-seed differences
 d_s = remedy_s - baseline_s.
 
-Verdict (the issue's rule, written once here). A remedy **works** when
+Verdict (the rule, written once here: :data:`RULE`). With the 95% intervals of the gap
+difference Δgap and of the mean-accuracy difference Δacc (remedy - baseline, paired by
+seed) and the margin m = half the baseline's mean gap (the smallest reduction that
+counts: closing half the valley, the aim of :func:`halves_gap`), the first that holds:
 
-    upper(gap difference) < 0   and   upper(mean-accuracy difference) >= 0,
+1. **worse**: Δgap lies above 0 (low > 0) or Δacc lies below 0 (high < 0): a resolved
+   harm;
+2. **works**: Δgap lies below 0 (high < 0), and (by 1) Δacc is not resolved below 0;
+3. **does not work**: Δgap rules out a reduction by m (low >= -m): at most a reduction
+   too small to count, or none;
+4. **inconclusive**: otherwise: Δgap spans 0 and reaches below -m, so it allows both a
+   reduction that counts and none (one seed, an infinite interval, is always here).
 
-i.e. its gap (max - min accuracy over gold positions) is lower than the baseline's with
-the 95% interval of the difference below zero, and its mean accuracy is not lower (the
-interval of the difference includes or exceeds zero). It is **worse** when the gap
-difference interval lies above zero or the accuracy difference interval lies below zero;
-otherwise it **does not work** (no resolved change).
+Each verdict can be reached before the data are seen: works and worse by intervals on
+one side of 0, does not work by an interval that stops short of -m, inconclusive by a
+wide one.
 """
 
 from __future__ import annotations
 
 from lostmid.stats import Interval
 
-__all__ = ["RULE", "VERDICTS", "halves_gap", "verdict"]
+__all__ = ["RULE", "VERDICTS", "gap_margin", "halves_gap", "verdict"]
 
-VERDICTS = ("works", "does not work", "worse")
+WORKS, DOES_NOT_WORK, WORSE, INCONCLUSIVE = "works", "does not work", "worse", "inconclusive"
+VERDICTS = (WORKS, DOES_NOT_WORK, WORSE, INCONCLUSIVE)
 RULE = (
-    "works: the 95% interval of the gap difference (remedy - baseline, paired by seed) "
-    "lies below 0 and that of the mean-accuracy difference has its upper end >= 0; worse: "
-    "the gap interval lies above 0 or the accuracy interval below 0; else does not work"
+    "with the 95% intervals (paired by seed) of the gap difference and the mean-accuracy "
+    "difference to the baseline, and the margin m = half the baseline's mean gap: worse "
+    "if the gap interval lies above 0 or the accuracy interval below 0; works if the gap "
+    "interval lies below 0; does not work if the gap interval stops short of -m (no "
+    "reduction that counts); otherwise inconclusive (it spans 0 and reaches below -m)"
 )
 
 
-def verdict(gap_difference: Interval, accuracy_difference: Interval) -> str:
-    """``works``, ``does not work`` or ``worse`` (the rule in the module docstring).
+def gap_margin(baseline_gap: Interval) -> float:
+    """m = half the baseline's mean gap (0 when it has none): the smallest reduction of
+    the gap that counts.
 
-    >>> verdict(Interval(-0.3, -0.5, -0.1, 3), Interval(0.0, -0.1, 0.1, 3))
-    'works'
-    >>> verdict(Interval(-0.3, -0.5, 0.1, 3), Interval(0.0, -0.1, 0.1, 3))
-    'does not work'
+    >>> gap_margin(Interval(0.3, 0.2, 0.4, 3))
+    0.15
     """
+    return max(baseline_gap.estimate, 0.0) / 2
+
+
+def verdict(gap_difference: Interval, accuracy_difference: Interval, margin: float) -> str:
+    """``works``, ``does not work``, ``worse`` or ``inconclusive`` (the rule in the
+    module docstring; ``margin`` is m >= 0, :func:`gap_margin`).
+
+    >>> acc = Interval(0.0, -0.1, 0.1, 3)
+    >>> verdict(Interval(-0.3, -0.5, -0.1, 3), acc, 0.15)
+    'works'
+    >>> verdict(Interval(0.0, -0.1, 0.1, 3), acc, 0.15)
+    'does not work'
+    >>> verdict(Interval(0.45, -0.20, 1.11, 3), acc, 0.155)  # spans -m and 0
+    'inconclusive'
+    """
+    if margin < 0:
+        raise ValueError(f"the margin must be >= 0, got {margin}")
     if gap_difference.ci_low > 0 or accuracy_difference.ci_high < 0:
-        return "worse"
-    if gap_difference.ci_high < 0 and accuracy_difference.ci_high >= 0:
-        return "works"
-    return "does not work"
+        return WORSE
+    if gap_difference.ci_high < 0:
+        return WORKS
+    if gap_difference.ci_low >= -margin:
+        return DOES_NOT_WORK
+    return INCONCLUSIVE
 
 
 def halves_gap(remedy_gap: Interval, baseline_gap: Interval) -> bool:

@@ -13,7 +13,7 @@ from lostmid.errors import UserError
 from lostmid.files import schema_of
 from lostmid.remedies.base import Remedy
 from lostmid.remedies.config import RemediesConfig
-from lostmid.remedies.stats import RULE, halves_gap, verdict
+from lostmid.remedies.stats import RULE, gap_margin, halves_gap, verdict
 from lostmid.remedies.training import unit_sum
 from lostmid.stats import Interval, paired_difference, seed_interval
 
@@ -24,7 +24,9 @@ METRICS = ("mean_accuracy", "gap", "primacy", "recency", "log10_peak_to_valley")
 @dataclass(frozen=True)
 class RemedyRecord:
     """One remedy over seeds: metrics with 95% intervals, differences to its group's
-    baseline (paired by seed), the verdict, the budget and the theory's prediction.
+    baseline (paired by seed), the verdict (with ``margin``, the reduction of the gap
+    that counts, :func:`~lostmid.remedies.stats.gap_margin`), the budget and the
+    theory's prediction.
 
     ``parameters``: trainable parameter count (the model's, once: all seeds are equal);
     ``extra_parameters``: parameters - the baseline's; ``tokens``: training input tokens
@@ -41,6 +43,7 @@ class RemedyRecord:
     metrics: dict[str, Interval]
     differences: dict[str, Interval] | None
     verdict: str | None
+    margin: float | None
     halves_gap: bool | None
     parameters: int | None
     extra_parameters: int | None
@@ -71,6 +74,7 @@ class RemedyRecord:
             else {k: v.record() for k, v in self.differences.items()}
         )
         out["verdict"] = self.verdict
+        out["margin"] = self.margin
         out["halves_gap"] = self.halves_gap
         out["accuracy_by_position"] = [
             {"index": p, **a.record()} for p, a in zip(self.positions, self.accuracy, strict=True)
@@ -103,7 +107,7 @@ def summarise_runs(
         return [float(r[key]) for r in rs if r.get(key) is not None]
 
     metrics = {k: seed_interval(values(runs, k)) for k in METRICS if values(runs, k)}
-    differences = chosen = halves = None
+    differences = chosen = halves = margin = None
     if baseline_runs is not None:
         by_seed = {r["seed"]: r for r in baseline_runs}
         pairs = [(r, by_seed[r["seed"]]) for r in runs if r["seed"] in by_seed]
@@ -117,8 +121,9 @@ def summarise_runs(
             if both:
                 differences[key] = paired_difference([a for a, _ in both], [b for _, b in both])
         if "gap" in differences and "mean_accuracy" in differences:
-            chosen = verdict(differences["gap"], differences["mean_accuracy"])
             base_gap = seed_interval(values(baseline_runs, "gap"))
+            margin = gap_margin(base_gap)
+            chosen = verdict(differences["gap"], differences["mean_accuracy"], margin)
             halves = halves_gap(metrics["gap"], base_gap)
     parameters = runs[0].get("parameters")
     base_parameters = baseline_runs[0].get("parameters") if baseline_runs else parameters
@@ -126,7 +131,7 @@ def summarise_runs(
     return RemedyRecord(
         name=remedy.spec,
         kind=remedy.kind,
-        description=remedy.description,
+        description=remedy.describe(),
         knobs=remedy.parameters(),
         seeds=tuple(int(r["seed"]) for r in runs),
         positions=positions,
@@ -134,6 +139,7 @@ def summarise_runs(
         metrics=metrics,
         differences=differences,
         verdict=chosen,
+        margin=margin,
         halves_gap=halves,
         parameters=parameters,
         extra_parameters=(
@@ -231,16 +237,22 @@ def remedies_table(result: RemediesResult) -> Any:
 
 
 def verdict_lines(result: RemediesResult) -> list[str]:
-    """Plain sentences: which remedies work by the rule, and which halve the gap."""
+    """Plain sentences: which remedies work by the rule, which are inconclusive, which
+    halve the gap, and the margin the rule used."""
     lines = []
     for kind in ("training", "inference"):
         group = [r for r in result.remedies if r.kind == kind and r.verdict is not None]
         if not group:
             continue
-        works = [r.name for r in group if r.verdict == "works"]
-        halves = [r.name for r in group if r.verdict == "works" and r.halves_gap]
+
+        def named(chosen: list[RemedyRecord]) -> str:
+            return ", ".join(r.name for r in chosen) or "none"
+
+        works = [r for r in group if r.verdict == "works"]
         lines.append(
-            f"{kind}: works by the rule: {', '.join(works) or 'none'}; halves the baseline gap "
-            f"without lowering accuracy: {', '.join(halves) or 'none'}"
+            f"{kind} (margin m = {group[0].margin:.3g}): works by the rule: {named(works)}; "
+            f"inconclusive: {named([r for r in group if r.verdict == 'inconclusive'])}; "
+            "halves the baseline gap without lowering accuracy: "
+            f"{named([r for r in works if r.halves_gap])}"
         )
     return lines

@@ -7,12 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lostmid.remedies.base import Remedy, Setting
 from lostmid.remedies.config import RemediesConfig
+
+if TYPE_CHECKING:
+    from lostmid.behaviour.training import RetrievalHooks
 
 
 def train_config(config: RemediesConfig, seed: int) -> Any:
@@ -40,9 +43,11 @@ def train_config(config: RemediesConfig, seed: int) -> Any:
     )
 
 
-def training_setting(rconfig: Any, alpha: float) -> Setting:
+def training_setting(rconfig: Any, alpha: float, law: str = "tilt") -> Setting:
     """What a remedy reads about a retrieval run: record centres, the context length
-    (records end), the query position, depth and steps."""
+    (records end), the query position, depth and steps, and the law its own meets (the
+    data's gold law under ``tilt``, uniform under ``replace``)."""
+    from lostmid.behaviour import gold_distribution
     from lostmid.behaviour.training.task import example_ids
 
     example = rconfig.task.example(0, 0, 0)
@@ -50,6 +55,7 @@ def training_setting(rconfig: Any, alpha: float) -> Setting:
     spans = list(example.spans)
     # the context ends with the records: the closing '}' for kv, the last pair for mqar
     prefix = spans[-1][1] + (1 if rconfig.task.task == "kv" else 0)
+    data = gold_distribution(rconfig.task.gold, rconfig.task.pairs)
     return Setting(
         pairs=rconfig.task.pairs,
         spans=tuple((int(a), int(b)) for a, b in spans),
@@ -59,6 +65,7 @@ def training_setting(rconfig: Any, alpha: float) -> Setting:
         steps=rconfig.train.steps,
         alpha=alpha,
         queries=rconfig.task.queries,
+        data_law=tuple(float(v) for v in data) if law == "tilt" else None,
     )
 
 
@@ -94,25 +101,69 @@ def combine_laws(
     return tilted
 
 
-def train_remedy(
-    remedy: Remedy, rconfig: Any, alpha: float, out: Path, law: str = "tilt"
-) -> dict[str, Any]:
-    """Train one seed with the remedy's hooks (its gold law combined with the data's by
-    ``law``, :func:`combine_laws`); the per-seed record (JSON-ready)."""
+def remedy_hooks(
+    remedy: Remedy,
+    rconfig: Any,
+    alpha: float,
+    law: str = "tilt",
+    validation_examples: int = 64,
+    validation_start: int | None = None,
+    validation_log: list[dict[str, Any]] | None = None,
+) -> RetrievalHooks:
+    """The :class:`~lostmid.behaviour.training.RetrievalHooks` of a remedy on one run: its
+    gold law combined with the data's by ``law`` (:func:`combine_laws`), its loss weights
+    and surgery, and, for a remedy that ``uses_validation``, the accuracy on
+    ``validation_examples`` per gold index of the validation split
+    (:class:`~lostmid.remedies.validation.ValidationSplit`, from ``validation_start``,
+    default :data:`~lostmid.remedies.validation.VALIDATION_INDEX`) at each evaluation
+    (appended to ``validation_log`` as ``{"step", "accuracy"}`` when given)."""
     from lostmid.behaviour import gold_distribution
-    from lostmid.behaviour.training import RetrievalHooks, run_retrieval_training
+    from lostmid.behaviour.training import RetrievalHooks
+    from lostmid.remedies.validation import VALIDATION_INDEX, ValidationSplit, validation_hook
 
-    setting = training_setting(rconfig, alpha)
+    setting = training_setting(rconfig, alpha, law)
     data = gold_distribution(rconfig.task.gold, rconfig.task.pairs)
-    hooks = RetrievalHooks(
+    on_evaluate = None
+    if remedy.uses_validation:
+        split = ValidationSplit.build(
+            rconfig.task,
+            rconfig.train.seed,
+            validation_examples,
+            VALIDATION_INDEX if validation_start is None else validation_start,
+        )
+
+        def seen(accuracy: np.ndarray, step: int) -> None:
+            if validation_log is not None:
+                validation_log.append({"step": step, "accuracy": accuracy.tolist()})
+            remedy.on_validation(accuracy, step)
+
+        on_evaluate = validation_hook(split, seen)
+    return RetrievalHooks(
         gold_probs=combine_laws(data, remedy.gold_probs(setting), law),
         gold_weights=remedy.gold_weights(setting),
         variant=remedy.surgery(setting),
-        on_checkpoint=remedy.on_checkpoint,
+        on_evaluate=on_evaluate,
     )
+
+
+def train_remedy(
+    remedy: Remedy,
+    rconfig: Any,
+    alpha: float,
+    out: Path,
+    law: str = "tilt",
+    validation_examples: int = 64,
+) -> dict[str, Any]:
+    """Train one seed with the remedy's hooks (:func:`remedy_hooks`); the per-seed record
+    (JSON-ready)."""
+    from lostmid.behaviour.training import run_retrieval_training
+
+    validation: list[dict[str, Any]] = []
+    hooks = remedy_hooks(remedy, rconfig, alpha, law, validation_examples, None, validation)
     result = run_retrieval_training(rconfig, out=out, overwrite=True, console=None, hooks=hooks)
     final, init = result.final, result.initial
     s = final.summary
+    trained_law = None if hooks.gold_probs is None else hooks.gold_probs(final.step)
     return {
         "seed": rconfig.train.seed,
         "positions": [p.position for p in final.positions],
@@ -137,6 +188,8 @@ def train_remedy(
             }
             for c in result.checkpoints
         ],
+        "gold_law_at_end": None if trained_law is None else np.asarray(trained_law).tolist(),
+        "validation": validation,
         "train_seconds": result.train_seconds,
         "wall_seconds": result.wall_seconds,
     }

@@ -16,7 +16,7 @@ from typing import Any
 
 from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
-from lostmid.remedies.config import REMEDIES_SCALES
+from lostmid.remedies.config import LAWS, REMEDIES_SCALES
 from lostmid.train.config import TRAIN_PRESETS
 
 DEFAULT_MODELS = ("qwen2-0.5b", "gpt2")
@@ -41,7 +41,8 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "behaviour_seeds": "Independent retrieval runs behind the behavioural claim.",
     "device": "auto (cuda if available) | cpu | cuda[:N], for measurement.",
     "remedies": "Add the remedies section: quick | default (run lostmid remedies at that "
-    "scale under OUT/remedies, resumable) or DIR (a finished lostmid remedies --out).",
+    "scale under OUT/remedies, resumable) or DIR (a finished lostmid remedies --out, or "
+    "DIR/tilt and DIR/replace: one run per --law, a claim row each).",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
@@ -214,10 +215,11 @@ class ReproduceConfig:
             raise UserError("--models is empty; give at least one model spec")
         if self.remedies is not None and self.remedies not in REMEDIES_SCALES:
             path = Path(self.remedies)
-            if not (path / "remedies.json").is_file():
+            if not any((f / "remedies.json").is_file() for f in (path, *(path / a for a in LAWS))):
                 raise UserError(
                     f"--remedies {self.remedies}: not quick, default or a folder with "
-                    "remedies.json (a finished lostmid remedies --out)"
+                    "remedies.json (a finished lostmid remedies --out, or tilt/ and replace/ "
+                    "holding one each)"
                 )
 
     @classmethod

@@ -1,23 +1,35 @@
 """The remedies section of ``lostmid reproduce``: the paper's four remedy claims, judged
-on a ``lostmid remedies`` run (run inside reproduce with ``--remedies quick|default``,
-or read from a finished run's folder with ``--remedies DIR``).
+on ``lostmid remedies`` runs (run inside reproduce with ``--remedies quick|default``,
+or read from finished runs with ``--remedies DIR``).
 
-Claims and the remedies behind them (``lostmid remedies`` names; ``curriculum-reverse``
-is the control and backs no claim):
+``DIR`` is either one run's folder (its ``remedies.json``) or a folder holding one run
+per law, ``DIR/tilt/`` and ``DIR/replace/`` (``lostmid remedies --law tilt --out
+DIR/tilt`` and ``--law replace --out DIR/replace``; either may be missing). Each run
+gives one row per claim, so where both laws were run each claim has two rows: under
+``tilt`` a remedy's gold law reweights the training data's (which still asks about its
+ends most), under ``replace`` it stands alone (rebalancing the data), and the law
+decides much of what a remedy does.
+
+Claims and the remedies behind them (``lostmid remedies`` names):
 
 * curriculum: ``curriculum``;
 * loss weighting: ``loss-weight``;
-* oversampling: ``oversample``, ``oversample:rho``, ``oversample:adaptive``;
+* oversampling: ``oversample``, ``oversample:rho``, ``oversample:adaptive``,
+  ``oversample:middle-cover``, ``oversample:deficit``;
 * architecture changes: ``prefix``, ``residual``, ``residual:gate``, ``channels``.
 
-Rule (per claim). ``below resolution`` when the baseline has no resolved valley to
-reduce: the 95% t intervals over seeds of its primacy (first - middle) and its recency
-(last - middle) do not both lie above 0. Otherwise ``reproduced`` when at least one of
-the claim's remedies *works* by ``lostmid remedies``' rule (the interval of its gap
-difference to the baseline, paired by seed, below 0, and that of its mean-accuracy
-difference not below 0; no correction for trying several variants); ``partly`` when
-none works but one moves the right way (gap difference estimate < 0 with the accuracy
-difference estimate >= 0); ``not reproduced`` otherwise.
+The control, ``curriculum-reverse`` (the outer records first, then uniform), backs no
+claim; its differences to the baseline are shown beside every row, so a reader can tell
+an effect of emphasising the middle from one of changing the training law at all.
+
+Rule (per claim and law, :data:`RULE`). ``below resolution`` when the baseline has no
+resolved valley to reduce: the 95% t intervals over seeds of its primacy (first -
+middle) and its recency (last - middle) do not both lie above 0. Otherwise each of the
+claim's remedies is judged by ``lostmid remedies``' rule
+(:data:`lostmid.remedies.stats.RULE`, recomputed here from the stored intervals), and
+the claim is ``reproduced`` when one of them works (no correction for trying several
+variants), ``inconclusive`` when none works and one is inconclusive, and ``not
+reproduced`` when each does not work or is worse.
 """
 
 from __future__ import annotations
@@ -27,9 +39,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lostmid.compare.claims import BELOW_RESOLUTION, NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
+from lostmid.compare.claims import (
+    BELOW_RESOLUTION,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Claim,
+)
 from lostmid.errors import UserError
 from lostmid.files import read_result
+from lostmid.remedies.config import LAWS
+from lostmid.remedies.stats import RULE as REMEDY_RULE
+from lostmid.remedies.stats import gap_margin, verdict
 from lostmid.stats import Interval
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -43,7 +64,13 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "oversample": (
         "Needle oversampling where the valley is reduces the valley",
-        ("oversample", "oversample:rho", "oversample:adaptive"),
+        (
+            "oversample",
+            "oversample:rho",
+            "oversample:adaptive",
+            "oversample:middle-cover",
+            "oversample:deficit",
+        ),
     ),
     "architecture": (
         "Architecture changes (prefix attention, residual routing, middle channels) "
@@ -53,12 +80,18 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 """Claim key -> (the claim, the remedy families behind it)."""
 
+CONTROL = "curriculum-reverse"
+LAW_TEXT = {
+    "tilt": "remedy laws reweighting the data's",
+    "replace": "remedy laws replacing the data's",
+}
 RULE = (
-    "below resolution if the baseline's primacy and recency (95% t intervals over seeds) "
-    "do not both lie above 0; reproduced if one of the claim's remedies works (gap "
-    "difference to the baseline, paired by seed, below 0 with its 95% interval; "
-    "mean-accuracy difference not below 0); partly if none works but one has gap "
-    "difference < 0 and accuracy difference >= 0 as estimates; otherwise not reproduced"
+    "per claim and --law: below resolution if the baseline's primacy and recency (95% t "
+    "intervals over seeds) do not both lie above 0; otherwise each of the claim's "
+    f"remedies is judged by lostmid remedies' rule ({REMEDY_RULE}), and the claim is "
+    "reproduced if one of them works (no correction for trying several variants), "
+    "inconclusive if none works and one is inconclusive, not reproduced if each does not "
+    f"work or is worse; the control {CONTROL} backs no claim and is shown beside"
 )
 PAPER = "proposed as remedies (no number given)"
 RESULT = "remedies.json"
@@ -76,9 +109,16 @@ def _interval(record: Mapping[str, Any] | None) -> Interval | None:
     )
 
 
+def _fmt(i: Interval | None) -> str:
+    if i is None:
+        return "n/a"
+    return f"{i.estimate:+.2f} [{i.ci_low:+.2f}, {i.ci_high:+.2f}]"
+
+
 @dataclass(frozen=True)
 class RemedyRow:
-    """One training-time remedy of a ``lostmid remedies`` run, as the claims read it."""
+    """One training-time remedy of a ``lostmid remedies`` run, as the claims read it
+    (``verdict``: by :func:`lostmid.remedies.stats.verdict` with the run's margin)."""
 
     name: str
     verdict: str | None
@@ -90,18 +130,24 @@ class RemedyRow:
     accuracy_difference: Interval | None
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> RemedyRow:
-        """From one entry of ``remedies.json``'s ``"remedies"``."""
+    def from_record(cls, record: Mapping[str, Any], margin: float | None = None) -> RemedyRow:
+        """From one entry of ``remedies.json``'s ``"remedies"``; with ``margin`` the
+        verdict is recomputed from the stored intervals (one rule for old and new runs)."""
         diff = record.get("difference_to_baseline") or {}
+        gap_difference = _interval(diff.get("gap"))
+        accuracy_difference = _interval(diff.get("mean_accuracy"))
+        judged = record.get("verdict")
+        if margin is not None and gap_difference is not None and accuracy_difference is not None:
+            judged = verdict(gap_difference, accuracy_difference, margin)
         return cls(
             name=record["name"],
-            verdict=record.get("verdict"),
+            verdict=judged,
             gap=_interval(record.get("gap")),
             primacy=_interval(record.get("primacy")),
             recency=_interval(record.get("recency")),
             mean_accuracy=_interval(record.get("mean_accuracy")),
-            gap_difference=_interval(diff.get("gap")),
-            accuracy_difference=_interval(diff.get("mean_accuracy")),
+            gap_difference=gap_difference,
+            accuracy_difference=accuracy_difference,
         )
 
     def text(self) -> str:
@@ -113,49 +159,43 @@ class RemedyRow:
         )
 
 
-def _fmt(i: Interval | None) -> str:
-    if i is None:
-        return "n/a"
-    return f"{i.estimate:+.2f} [{i.ci_low:+.2f}, {i.ci_high:+.2f}]"
-
-
 @dataclass(frozen=True)
-class RemediesSection:
-    """What the report shows of a ``lostmid remedies`` run: ``document`` is its
-    ``remedies.json`` (read from ``source``); the baseline, each training-time remedy and
-    the claims are derived from it."""
+class RemediesRun:
+    """One ``lostmid remedies`` run: ``document`` is its ``remedies.json`` (read from
+    ``source``); its law, baseline, margin, remedies and claims are derived from it."""
 
     document: Mapping[str, Any]
     source: str
 
     def __post_init__(self) -> None:
-        if not any(r.name == "baseline" for r in self._rows()):
+        if not any(r["name"] == "baseline" for r in self._records()):
             raise UserError(f"{self.source} has no training-time baseline; run lostmid remedies")
 
-    def _rows(self) -> list[RemedyRow]:
-        return [
-            RemedyRow.from_record(r)
-            for r in self.document["remedies"]
-            if r.get("kind", "training") == "training"
-        ]
+    def _records(self) -> list[Mapping[str, Any]]:
+        return [r for r in self.document["remedies"] if r.get("kind", "training") == "training"]
+
+    @property
+    def law(self) -> str:
+        """The run's ``--law`` (``tilt`` for runs made before the option)."""
+        return str(self.document.get("config", {}).get("law", "tilt"))
 
     @property
     def baseline(self) -> RemedyRow:
-        return next(r for r in self._rows() if r.name == "baseline")
+        return next(RemedyRow.from_record(r) for r in self._records() if r["name"] == "baseline")
+
+    @property
+    def margin(self) -> float:
+        """Half the baseline's mean gap (:func:`lostmid.remedies.stats.gap_margin`)."""
+        gap = self.baseline.gap
+        return 0.0 if gap is None else gap_margin(gap)
 
     @property
     def remedies(self) -> tuple[RemedyRow, ...]:
-        return tuple(r for r in self._rows() if r.name != "baseline")
-
-    @classmethod
-    def read(cls, folder: Path) -> RemediesSection:
-        """The ``remedies.json`` of a finished ``lostmid remedies --out folder``."""
-        path = Path(folder) / RESULT
-        if not path.is_file():
-            raise UserError(
-                f"--remedies {folder}: no {RESULT} there; give a lostmid remedies --out"
-            )
-        return cls(read_result(path, "remedies", option="--remedies"), str(path))
+        return tuple(
+            RemedyRow.from_record(r, self.margin)
+            for r in self._records()
+            if r["name"] != "baseline"
+        )
 
     def has_valley(self) -> bool:
         """Both ends of the baseline above its middle, with their t intervals."""
@@ -163,10 +203,22 @@ class RemediesSection:
         return p is not None and r is not None and p.ci_low > 0 and r.ci_low > 0
 
     @property
+    def control(self) -> RemedyRow | None:
+        return next((r for r in self.remedies if r.name == CONTROL), None)
+
+    @property
     def claims(self) -> tuple[Claim, ...]:
         remedies, valley = self.remedies, self.has_valley()
         return tuple(
-            remedy_claim(claim, self.baseline, [r for r in remedies if r.name in names], valley)
+            remedy_claim(
+                claim,
+                self.law,
+                self.baseline,
+                [r for r in remedies if r.name in names],
+                valley,
+                self.control,
+                self.margin,
+            )
             for claim, names in FAMILIES.values()
             if any(r.name in names for r in remedies)
         )
@@ -175,6 +227,7 @@ class RemediesSection:
         """One row per remedy (baseline first): the metrics and differences over seeds."""
         return [
             {
+                "law": self.law,
                 "remedy": r.name,
                 "mean accuracy": _fmt(r.mean_accuracy),
                 "gap": _fmt(r.gap),
@@ -189,54 +242,142 @@ class RemediesSection:
             for r in (self.baseline, *self.remedies)
         ]
 
-    def paragraphs(self) -> tuple[str, ...]:
-        scale = self.document.get("config", {}).get("scale", {})
-        seeds = self.document.get("config", {}).get("seeds", [])
+    def paragraph(self) -> str:
+        config = self.document.get("config", {})
+        scale = config.get("scale", {})
         return (
-            f"From {self.source}: every training-time remedy of lostmid remedies against "
-            f"the baseline at equal budget ({scale.get('steps', '?')} steps, "
-            f"{scale.get('pairs', '?')} records, seeds {seeds}). Intervals: 95% t over "
-            "seeds; differences paired by seed. The remedies' own table, figure and "
-            "per-run files are beside that file.",
+            f"--law {self.law} ({LAW_TEXT.get(self.law, self.law)}), from {self.source}: "
+            "every training-time remedy of lostmid remedies against the baseline at equal "
+            f"budget ({scale.get('steps', '?')} steps, {scale.get('pairs', '?')} records, "
+            f"seeds {config.get('seeds', [])}); margin m = {self.margin:.3g} (half the "
+            "baseline's gap)."
+        )
+
+    @classmethod
+    def read(cls, folder: Path) -> RemediesRun:
+        path = Path(folder) / RESULT
+        return cls(read_result(path, "remedies", option="--remedies"), str(path))
+
+
+def run_folders(folder: Path) -> list[tuple[str | None, Path]]:
+    """The runs a ``--remedies DIR`` names: ``DIR`` itself when it holds
+    ``remedies.json`` (law None: the run's own), else ``DIR/tilt`` and ``DIR/replace``
+    that hold one (law: the folder's name). Empty when there is none."""
+    folder = Path(folder)
+    if (folder / RESULT).is_file():
+        return [(None, folder)]
+    return [(law, folder / law) for law in LAWS if (folder / law / RESULT).is_file()]
+
+
+@dataclass(frozen=True)
+class RemediesSection:
+    """What the report shows of ``lostmid remedies`` runs: one :class:`RemediesRun` per
+    law (``tilt`` first), each giving one row per claim."""
+
+    runs: tuple[RemediesRun, ...]
+
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise UserError("the remedies section needs at least one lostmid remedies run")
+        laws = [r.law for r in self.runs]
+        if len(set(laws)) != len(laws):
+            raise UserError(f"two remedies runs with the same --law ({', '.join(laws)})")
+
+    @property
+    def source(self) -> str:
+        return "; ".join(r.source for r in self.runs)
+
+    @classmethod
+    def read(cls, folder: Path) -> RemediesSection:
+        """The runs of ``--remedies DIR`` (:func:`run_folders`)."""
+        found = run_folders(folder)
+        if not found:
+            raise UserError(
+                f"--remedies {folder}: no {RESULT} there, nor in tilt/ or replace/ under it; "
+                "give a lostmid remedies --out (or a folder of one per --law)"
+            )
+        runs = []
+        for law, path in found:
+            run = RemediesRun.read(path)
+            if law is not None and run.law != law:
+                raise UserError(
+                    f"{run.source} was run with --law {run.law}, not {law}; move it to "
+                    f"{Path(folder) / run.law}"
+                )
+            runs.append(run)
+        return cls(tuple(runs))
+
+    @property
+    def claims(self) -> tuple[Claim, ...]:
+        """Every run's claims, each claim's rows together (in the order of the runs)."""
+        rows = [c for run in self.runs for c in run.claims]
+        return tuple(
+            c for family, _ in FAMILIES.values() for c in rows if c.claim.startswith(family)
+        )
+
+    def table(self) -> list[dict[str, Any]]:
+        return [row for run in self.runs for row in run.table()]
+
+    def paragraphs(self) -> tuple[str, ...]:
+        return (
+            *(run.paragraph() for run in self.runs),
+            "Intervals: 95% t over seeds; differences paired by seed. Each run's own "
+            "table, figure and per-run files are beside its remedies.json.",
         )
 
     def record(self) -> dict[str, Any]:
-        return {"source": self.source, "document": dict(self.document)}
+        return {"runs": [{"source": r.source, "document": dict(r.document)} for r in self.runs]}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> RemediesSection:
-        return cls(record["document"], record["source"])
+        if "runs" not in record:  # a stage saved before runs per law: one run
+            return cls((RemediesRun(record["document"], record["source"]),))
+        return cls(tuple(RemediesRun(r["document"], r["source"]) for r in record["runs"]))
 
 
 def remedy_claim(
-    claim: str, baseline: RemedyRow, remedies: Sequence[RemedyRow], valley: bool
+    claim: str,
+    law: str,
+    baseline: RemedyRow,
+    remedies: Sequence[RemedyRow],
+    valley: bool,
+    control: RemedyRow | None = None,
+    margin: float | None = None,
 ) -> Claim:
-    """One remedy claim by the rule of the module docstring."""
+    """One remedy claim under one law by the rule of the module docstring."""
     base = (
         f"baseline gap {_fmt(baseline.gap)}, primacy {_fmt(baseline.primacy)}, recency "
         f"{_fmt(baseline.recency)}"
     )
-    ours = "; ".join(r.text() for r in remedies) + f"; {base}"
+    beside = f"control {control.text()}" if control is not None else f"control {CONTROL}: not run"
+    verdicts = {r.verdict for r in remedies}
     if not valley:
-        verdict = BELOW_RESOLUTION
-    elif any(r.verdict == "works" for r in remedies):
-        verdict = REPRODUCED
-    elif any(
-        r.gap_difference is not None
-        and r.accuracy_difference is not None
-        and r.gap_difference.estimate < 0
-        and r.accuracy_difference.estimate >= 0
-        for r in remedies
-    ):
-        verdict = PARTLY
+        chosen = BELOW_RESOLUTION
+    elif "works" in verdicts:
+        chosen = REPRODUCED
+    elif "inconclusive" in verdicts:
+        chosen = INCONCLUSIVE
     else:
-        verdict = NOT_REPRODUCED
-    return Claim(claim, PAPER, ours, verdict, RULE)
+        chosen = NOT_REPRODUCED
+    # the remedy that decides comes first (the report's compact table shows that clause):
+    # one that works, else one inconclusive, else the one whose gap fell most
+    rank = {"works": 0, "inconclusive": 1}
+    ordered = sorted(
+        remedies,
+        key=lambda r: (
+            rank.get(str(r.verdict), 2),
+            r.gap_difference.estimate if r.gap_difference is not None else float("inf"),
+        ),
+    )
+    ours = "; ".join([*(r.text() for r in ordered), beside, base])
+    if margin is not None:
+        ours += f"; margin m = {margin:.3g}"
+    return Claim(f"{claim} (--law {law}: {LAW_TEXT.get(law, law)})", PAPER, ours, chosen, RULE)
 
 
 def remedies_stage(scale: str, seed: int, folder: Path) -> RemediesSection:
-    """Run ``lostmid remedies`` (every training-time remedy, ``scale`` = quick or default)
-    into ``folder`` (it resumes per remedy and seed) and read its result."""
+    """Run ``lostmid remedies`` (every training-time remedy, ``scale`` = quick or default,
+    ``--law tilt``) into ``folder`` (it resumes per remedy and seed) and read its result."""
     from lostmid.remedies.config import RemediesConfig
     from lostmid.remedies.run import run_remedies
 
@@ -253,15 +394,16 @@ def add_remedies_section(report: Any, remedies: RemediesSection | None) -> None:
                 "Not run here (about 15 min at the quick scale on 2 CPU cores): add "
                 "--remedies quick (or default) to run lostmid remedies as a stage of this "
                 "run, or --remedies DIR to judge the remedy claims on a finished "
-                "lostmid remedies --out DIR."
+                "lostmid remedies --out DIR (or on DIR/tilt and DIR/replace, one run per "
+                "--law)."
             ],
         )
         return
-    figure = Path(remedies.source).parent / "remedies.png"
+    figures = [Path(run.source).parent / "remedies.png" for run in remedies.runs]
     report.add_section(
         "Remedies at equal budget",
         paragraphs=remedies.paragraphs(),
         table=remedies.table(),
-        figures=[figure] if figure.exists() else [],
+        figures=[f for f in figures if f.exists()],
         verdicts=remedies.claims,
     )

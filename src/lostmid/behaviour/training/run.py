@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from lostmid.behaviour.training.config import RetrievalTrainConfig
 from lostmid.behaviour.training.data import MaskedTrainer, RetrievalBatches
@@ -55,13 +56,16 @@ class RetrievalHooks:
         :class:`RetrievalBatches`); gold_weights: (pairs,) loss weight per gold index;
     variant: model surgery right after building (:class:`lostmid.train.model.ModelVariant`);
     on_checkpoint: called with each :class:`RetrievalCheckpoint` as soon as it is measured
-        (before training continues), e.g. to adapt ``gold_probs`` to accuracy by position.
+        (before training continues), e.g. to adapt ``gold_probs`` to accuracy by position;
+    on_evaluate: called with the model and the step at each evaluation step, before
+        training continues (e.g. to measure a validation split the final score never sees).
     """
 
     gold_probs: Callable[[int], np.ndarray] | None = None
     gold_weights: np.ndarray | None = None
     variant: ModelVariant | None = None
     on_checkpoint: Callable[[RetrievalCheckpoint], None] | None = None
+    on_evaluate: Callable[[torch.nn.Module, int], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,8 @@ def run_retrieval_training(
             )
         if hooks.on_checkpoint is not None:
             hooks.on_checkpoint(checkpoints[-1])
+        if hooks.on_evaluate is not None:
+            hooks.on_evaluate(trainer.model, trainer.step)
         if config.save_checkpoints:
             with timer("checkpoint_io"):
                 save_checkpoint(
