@@ -32,7 +32,8 @@ from lostmid.models import load_model
 
 def train_bpe(vocab: int, pairs: int) -> Tokenizer:
     """A byte-level BPE tokenizer trained here on kv prompts (seed 12345, not the test's)."""
-    from tokenizers import Tokenizer as RawTokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer as RawTokenizer
+    from tokenizers import decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     raw = RawTokenizer(models.BPE())

@@ -14,16 +14,21 @@ import pytest
 import typer
 
 from lostmid.ablate.config import ABLATE_HELP, AblationConfig
-from lostmid.behaviour.retrieve_config import HELP as RETRIEVE_HELP, RetrieveConfig
+from lostmid.behaviour.retrieve_config import HELP as RETRIEVE_HELP
+from lostmid.behaviour.retrieve_config import RetrieveConfig
 from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP
 from lostmid.cli import app
-from lostmid.compare.config import HELP as COMPARE_HELP, CompareConfig
+from lostmid.compare.config import HELP as COMPARE_HELP
+from lostmid.compare.config import CompareConfig
 from lostmid.errors import UserError
-from lostmid.influence.config import HELP as MEASURE_HELP, MeasureConfig
-from lostmid.remedies.config import HELP as REMEDIES_HELP, RemediesConfig
+from lostmid.influence.config import HELP as MEASURE_HELP
+from lostmid.influence.config import MeasureConfig
+from lostmid.remedies.config import HELP as REMEDIES_HELP
+from lostmid.remedies.config import RemediesConfig
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.runs.backend import HELP as BACKEND_HELP
-from lostmid.theory.run import HELP as THEORY_HELP, TheoryConfig
+from lostmid.theory.run import HELP as THEORY_HELP
+from lostmid.theory.run import TheoryConfig
 from lostmid.train.config import HELP as TRAIN_HELP
 
 SHARED = {"out", "overwrite"}  # options every command has, with one help

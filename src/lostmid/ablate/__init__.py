@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING
 
 from lostmid.lazy import attach
 
-# Type checkers cannot see through attach: they read the same names here, eagerly
-# (tests/test_lazy.py keeps the two in step).
+# Type checkers cannot see through attach: they read the same names here, in the map's
+# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
 if TYPE_CHECKING:
+    # isort: off
     from lostmid.ablate.config import RUNGS as RUNGS, AblationConfig as AblationConfig
     from lostmid.ablate.results import (
         AblationResult as AblationResult,
         CandidateScore as CandidateScore,
         RungResult as RungResult,
     )
-    from lostmid.ablate.run import run_ablate as run_ablate
     from lostmid.ablate.rungs import (
         RUNG_SPECS as RUNG_SPECS,
         RungMeasurement as RungMeasurement,
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
         build_rung as build_rung,
         measure_rung as measure_rung,
     )
+    from lostmid.ablate.run import run_ablate as run_ablate
+    # isort: on
 
 __getattr__, __dir__, __all__ = attach(
     __name__,

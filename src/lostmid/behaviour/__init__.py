@@ -20,31 +20,16 @@ from typing import TYPE_CHECKING
 
 from lostmid.lazy import attach
 
-# Type checkers cannot see through attach: they read the same names here, eagerly
-# (tests/test_lazy.py keeps the two in step).
+# Type checkers cannot see through attach: they read the same names here, in the map's
+# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
 if TYPE_CHECKING:
-    from lostmid.behaviour.answers import answer_correct as answer_correct
-    from lostmid.behaviour.data import (
-        data_examples as data_examples,
-        read_records as read_records,
-        write_records as write_records,
-    )
-    from lostmid.behaviour.decoding import (
-        TeacherScores as TeacherScores,
-        greedy_decode as greedy_decode,
-        teacher_forced as teacher_forced,
-    )
-    from lostmid.behaviour.example import RetrievalExample as RetrievalExample
-    from lostmid.behaviour.gold import gold_distribution as gold_distribution
-    from lostmid.behaviour.kv import kv_example as kv_example
-    from lostmid.behaviour.mqar import mqar_example as mqar_example
-    from lostmid.behaviour.niah import niah_example as niah_example
-    from lostmid.behaviour.retrieve_config import RetrieveConfig as RetrieveConfig
+    # isort: off
     from lostmid.behaviour.run import (
         RetrieveResult as RetrieveResult,
         ScoreSet as ScoreSet,
         run_retrieve as run_retrieve,
     )
+    from lostmid.behaviour.retrieve_config import RetrieveConfig as RetrieveConfig
     from lostmid.behaviour.score import (
         Difference as Difference,
         PositionScore as PositionScore,
@@ -52,8 +37,24 @@ if TYPE_CHECKING:
         score_positions as score_positions,
         summarise_positions as summarise_positions,
     )
+    from lostmid.behaviour.decoding import (
+        TeacherScores as TeacherScores,
+        greedy_decode as greedy_decode,
+        teacher_forced as teacher_forced,
+    )
+    from lostmid.behaviour.answers import answer_correct as answer_correct
     from lostmid.behaviour.shared import shared_scores as shared_scores
+    from lostmid.behaviour.example import RetrievalExample as RetrievalExample
+    from lostmid.behaviour.gold import gold_distribution as gold_distribution
+    from lostmid.behaviour.kv import kv_example as kv_example
+    from lostmid.behaviour.mqar import mqar_example as mqar_example
+    from lostmid.behaviour.niah import niah_example as niah_example
     from lostmid.behaviour.tasks import make_examples as make_examples
+    from lostmid.behaviour.data import (
+        data_examples as data_examples,
+        read_records as read_records,
+        write_records as write_records,
+    )
     from lostmid.behaviour.tokenizers import (
         ByteTokenizer as ByteTokenizer,
         load_tokenizer as load_tokenizer,
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
         RetrievalTrainConfig as RetrievalTrainConfig,
         run_retrieval_training as run_retrieval_training,
     )
+    # isort: on
 
 # Names are imported from their modules on first use (lostmid.lazy): lostmid.cli registers
 # ``retrieve`` without loading torch.

@@ -35,7 +35,8 @@ from lostmid.cli import (
 )
 from lostmid.errors import UserError
 from lostmid.files import disk_full_error, is_disk_full
-from lostmid.runs.lock import HELP as LOCK_HELP, WAIT_ENV, LockConfig
+from lostmid.runs.lock import HELP as LOCK_HELP
+from lostmid.runs.lock import WAIT_ENV, LockConfig
 
 app = typer.Typer(
     add_completion=False,

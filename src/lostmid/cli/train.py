@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP, RetrievalTrainConfig
+from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP
+from lostmid.behaviour.training.config import RetrievalTrainConfig
 from lostmid.behaviour.training.task import RetrievalTask
 from lostmid.cli.options import (
     Flag,

@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING
 
 from lostmid.lazy import attach
 
-# Type checkers cannot see through attach: they read the same names here, eagerly
-# (tests/test_lazy.py keeps the two in step).
+# Type checkers cannot see through attach: they read the same names here, in the map's
+# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
 if TYPE_CHECKING:
+    # isort: off
     from lostmid.compare.candidates import (
         Candidate as Candidate,
         compare_measurement as compare_measurement,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
         noise_floor as noise_floor,
         score_out_of_sample as score_out_of_sample,
     )
+    # isort: on
 
 # Names are imported from their modules on first use (lostmid.lazy): the CLI reads the
 # light config module at start-up without pulling in scipy and matplotlib.

@@ -9,7 +9,8 @@
 ['sliding:16', 'causal']
 """
 
-from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for as attention_for_length
+from lostmid.attention_choice import EAGER_MAX_LENGTH
+from lostmid.attention_choice import attention_for as attention_for_length
 from lostmid.models.ablations import (
     freeze_norm_scale,
     remove_mlp,

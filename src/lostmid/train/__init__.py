@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING
 
 from lostmid.lazy import attach
 
-# Type checkers cannot see through attach: they read the same names here, eagerly
-# (tests/test_lazy.py keeps the two in step).
+# Type checkers cannot see through attach: they read the same names here, in the map's
+# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
 if TYPE_CHECKING:
+    # isort: off
     from lostmid.train.claims import training_claims as training_claims
     from lostmid.train.config import (
         TRAIN_PRESETS as TRAIN_PRESETS,
+        checkpoint_steps as checkpoint_steps,
         DynamicsProbeConfig as DynamicsProbeConfig,
         ModelSpec as ModelSpec,
         TrainConfig as TrainConfig,
-        checkpoint_steps as checkpoint_steps,
         from_dict as from_dict,
         load_config_file as load_config_file,
         preset as preset,
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
         Checkpoint as Checkpoint,
         CheckpointMeasurement as CheckpointMeasurement,
     )
+    from lostmid.train.signal import (
+        learning_signal as learning_signal,
+        rho_cell_masses as rho_cell_masses,
+    )
     from lostmid.train.loop import (
         Interventions as Interventions,
         PositionWeight as PositionWeight,
@@ -49,10 +54,7 @@ if TYPE_CHECKING:
     )
     from lostmid.train.model import ModelVariant as ModelVariant, build_model as build_model
     from lostmid.train.run import TrainResult as TrainResult, run_training as run_training
-    from lostmid.train.signal import (
-        learning_signal as learning_signal,
-        rho_cell_masses as rho_cell_masses,
-    )
+    # isort: on
 
 # Names are imported from their modules on first use (lostmid.lazy): lostmid --help reads
 # lostmid.train.config without loading torch.

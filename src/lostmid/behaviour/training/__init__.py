@@ -12,9 +12,16 @@ from typing import TYPE_CHECKING
 
 from lostmid.lazy import attach
 
-# Type checkers cannot see through attach: they read the same names here, eagerly
-# (tests/test_lazy.py keeps the two in step).
+# Type checkers cannot see through attach: they read the same names here, in the map's
+# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
 if TYPE_CHECKING:
+    # isort: off
+    from lostmid.behaviour.training.task import (
+        TRAIN_TASKS as TRAIN_TASKS,
+        RetrievalTask as RetrievalTask,
+        example_ids as example_ids,
+        sequence_length as sequence_length,
+    )
     from lostmid.behaviour.training.config import (
         GENERATION_MARGIN as GENERATION_MARGIN,
         RETRIEVAL_PRESETS as RETRIEVAL_PRESETS,
@@ -40,12 +47,7 @@ if TYPE_CHECKING:
         run_retrieval_training as run_retrieval_training,
         training_table as training_table,
     )
-    from lostmid.behaviour.training.task import (
-        TRAIN_TASKS as TRAIN_TASKS,
-        RetrievalTask as RetrievalTask,
-        example_ids as example_ids,
-        sequence_length as sequence_length,
-    )
+    # isort: on
 
 # Names are imported from their modules on first use (lostmid.lazy): the task and config
 # modules are light, the rest loads torch.
