@@ -52,6 +52,10 @@ def output_cache(output: Any) -> Any:
 class CacheContinuation:
     """Prefill a context, copy its cache for a batch, continue from it (module doc)."""
 
+    if TYPE_CHECKING:  # the adapter this mixes into (FamilyAdapter) defines it
+
+        def layer_masks(self, config: Any, length: int) -> list[str]: ...
+
     def cache_argument(self, model: PreTrainedModel) -> str:
         """The forward's cache argument: ``cache`` (Transformers >= 5) or
         ``past_key_values``."""
@@ -90,7 +94,7 @@ class CacheContinuation:
         ``length`` total tokens: every layer causal (no sliding window shorter than it).
         False where the family's masks are unknown (the generic adapter)."""
         try:
-            specs = self.layer_masks(model.config, length)  # type: ignore[attr-defined]
+            specs = self.layer_masks(model.config, length)
         except UserError:
             return False
         return all(spec == "causal" for spec in specs)
