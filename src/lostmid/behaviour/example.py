@@ -12,7 +12,7 @@ percentage 0..100 of the haystack (RULER's convention); ``spans`` are half-open
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,3 +223,20 @@ def check_depths(depths: Iterable[int]) -> tuple[int, ...]:
         if not 0 <= d <= 100:
             raise UserError(f"--depth must be a percentage in 0..100, got {d}")
     return found
+
+
+def largest_fitting(tokens: Callable[[int], int], length: int, start: int) -> int:
+    """The largest n >= ``start`` with ``tokens(n) <= length``, for a ``tokens`` that grows
+    with n and ``tokens(start) <= length`` (the caller checks that one): doubling, then
+    bisection, about 2 log2(n) calls.
+
+    >>> largest_fitting(lambda n: 10 + 3 * n, 100, 0)  # 10 + 3 * 30 = 100
+    30
+    """
+    lo, hi = start, max(2 * start, start + 1)
+    while tokens(hi) <= length:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:  # tokens(lo) <= length < tokens(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if tokens(mid) <= length else (lo, mid)
+    return lo

@@ -32,6 +32,7 @@ from lostmid.behaviour.example import (
     check_depths,
     check_gold_indices,
     default_depths,
+    largest_fitting,
 )
 from lostmid.behaviour.kv import kv_example, kv_query, kv_records
 from lostmid.behaviour.mqar import mqar_example, mqar_pairs, mqar_query
@@ -97,13 +98,7 @@ def kv_pairs_for_length(
             f"--lengths {length} is too short for a kv prompt of 2 pairs ({tokens(2)} "
             "tokens); use longer lengths or shorter --key-chars"
         )
-    lo, hi = 2, 4
-    while tokens(hi) <= length:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:  # tokens(lo) <= length < tokens(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if tokens(mid) <= length else (lo, mid)
-    return lo
+    return largest_fitting(tokens, length, 2)
 
 
 def grid_examples(

@@ -7,7 +7,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from lostmid.behaviour.example import RetrievalExample, check_depths, example_seed
+from lostmid.behaviour.example import (
+    RetrievalExample,
+    check_depths,
+    example_seed,
+    largest_fitting,
+)
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
 
@@ -158,10 +163,4 @@ def _haystack_size(
             f"--length {length} is too short for the niah prompt itself "
             f"({tokens(0)} tokens without haystack); use a longer --length"
         )
-    lo, hi = 0, 1
-    while tokens(hi) <= length:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:  # tokens(lo) <= length < tokens(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if tokens(mid) <= length else (lo, mid)
-    return lo
+    return largest_fitting(tokens, length, 0)

@@ -47,6 +47,7 @@ from lostmid.remedies.summary import (
     verdict_lines,
 )
 from lostmid.remedies.training import (
+    measured_alpha,
     theory_prediction,
     train_config,
     train_remedy,
@@ -96,39 +97,58 @@ class RemedyStage:
     job: Job
 
 
-def plan_remedy_stages(config: RemediesConfig, out: Path, backend: Backend) -> list[RemedyStage]:
-    """Every (remedy, seed) stage in order: training remedies (baseline first) over the
-    seeds, then, with inference remedies, the inference baseline and each remedy."""
-    resources = Resources(cpus=backend.cpus, gpus=backend.gpus or 0.0)
+def remedy_kinds(config: RemediesConfig) -> tuple[list[str], list[str]]:
+    """(training specs, inference specs) of the run; only inference remedies asked means
+    nothing to train (not even the baseline)."""
     remedies = [get_remedy(spec) for spec in config.resolved_remedies()]
     inference = [r.spec for r in remedies if r.kind == "inference"]
     training = [r.spec for r in remedies if r.kind == "training"]
-    if inference and len(training) == 1:  # only inference remedies asked: nothing to train
+    if inference and len(training) == 1:
         training = []
+    return training, inference
+
+
+def resolve_alpha(config: RemediesConfig) -> float:
+    """``--alpha``, or the theory's a measured on the first seed's untrained model
+    (:func:`~lostmid.remedies.training.measured_alpha`)."""
+    if config.alpha is not None:
+        return float(config.alpha)
+    return measured_alpha(train_config(config, config.resolved_seeds()[0]))
+
+
+def plan_remedy_stages(
+    config: RemediesConfig, out: Path, backend: Backend, alpha: float | None = None
+) -> list[RemedyStage]:
+    """Every (remedy, seed) stage in order: training remedies (baseline first) over the
+    seeds, then, with inference remedies, the inference baseline and each remedy.
+    ``alpha``: the theory's a the remedies use (None: :func:`resolve_alpha`)."""
+    resources = Resources(cpus=backend.cpus, gpus=backend.gpus or 0.0)
+    training, inference = remedy_kinds(config)
     seeds = config.resolved_seeds()
     plan = []
+    if training and alpha is None:
+        alpha = resolve_alpha(config)
     for spec in training:
+        assert alpha is not None
         for seed in seeds:
             rconfig = train_config(config, seed)
             remedy = get_remedy(spec)
             stage_config: dict[str, Any] = {
                 "remedy": spec,
                 "knobs": remedy.parameters(),
-                "alpha": config.alpha,
+                "alpha": alpha,
                 "train": rconfig.record(),
             }
             # --law matters only to a remedy with a gold law: the others' stages are the
             # same under tilt and replace (and a run under one law can reuse them)
-            if remedy.gold_probs(training_setting(rconfig, config.alpha, config.law)) is not None:
+            if remedy.gold_probs(training_setting(rconfig, alpha, config.law)) is not None:
                 stage_config["law"] = config.law
             validation = config.scale.validation_examples
             if remedy.uses_validation:
                 stage_config["validation_examples"] = validation
             slug = spec.replace(":", "_")
             folder = out / RUNS / slug / f"seed_{seed}"
-            compute = partial(
-                train_stage, spec, rconfig, config.alpha, folder, config.law, validation
-            )
+            compute = partial(train_stage, spec, rconfig, alpha, folder, config.law, validation)
             gpus = backend.stage_gpus(resolve_device(rconfig.train.device))
             job = Job(
                 f"train-{slug}-seed{seed}", stage_config, compute, replace(resources, gpus=gpus)
@@ -175,7 +195,8 @@ def run_remedies(
     prepare_out(out, [], overwrite)
     store = StageStore(out, fresh=overwrite)
     timer = Timer()
-    plan = plan_remedy_stages(config, out, backend)
+    alpha = resolve_alpha(config) if remedy_kinds(config)[0] else None
+    plan = plan_remedy_stages(config, out, backend, alpha)
     with timer("stages"):
         records = run_stages(
             [s.job for s in plan], store, backend, label="remedies", console=console
@@ -191,8 +212,8 @@ def run_remedies(
             continue
         baseline_runs = runs.get((group, "baseline"))
         setting = (
-            training_setting(train_config(config, seeds[0]), config.alpha, config.law)
-            if group == "training"
+            training_setting(train_config(config, seeds[0]), alpha, config.law)
+            if group == "training" and alpha is not None
             else None
         )
         for spec in members:
@@ -215,6 +236,12 @@ def run_remedies(
     document = result.record()
     document["metadata"] = run_metadata("remedies", config.record(), config.seed, timer.seconds)
     document["metadata"]["stages"] = store.record()
+    document["alpha"] = {
+        "value": alpha,
+        "source": "--alpha"
+        if config.alpha is not None
+        else "measured: mean Jacobian a_l of the first seed's untrained model",
+    }
     document["metadata"]["backend"] = backend.record()
     write_json(out / RESULT, document)
     if console is not None:

@@ -43,6 +43,27 @@ def train_config(config: RemediesConfig, seed: int) -> Any:
     )
 
 
+def measured_alpha(rconfig: Any, rows: int = 4) -> float:
+    """The theory's a for this run, measured where the theory means it: the mean over
+    layers of the Jacobian residual strength a_l = s_l / (1 + s_l)
+    (:func:`lostmid.influence.branch_gains`) of the untrained model ``rconfig`` builds,
+    on ``rows`` held-out prompts of its task."""
+    import torch
+
+    from lostmid.behaviour.training.task import example_ids
+    from lostmid.influence.gains import branch_gains
+    from lostmid.train.model import as_loaded, build_model
+
+    train = rconfig.resolved_train()
+    model = build_model(train.model, seed=train.seed)
+    prompts = [example_ids(rconfig.task.example(train.seed, i, i % rconfig.task.pairs))[0]
+               for i in range(rows)]  # fmt: skip
+    length = min(len(p) for p in prompts)
+    ids = torch.tensor([p[:length] for p in prompts], dtype=torch.long)
+    gains = branch_gains(as_loaded(model, train.seed), ids, seed=train.seed, per_position=False)
+    return float(gains.residual_strength.mean())
+
+
 def training_setting(rconfig: Any, alpha: float, law: str = "tilt") -> Setting:
     """What a remedy reads about a retrieval run: record centres, the context length
     (records end), the query position, depth and steps, and the law its own meets (the
