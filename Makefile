@@ -15,6 +15,7 @@ reproduce: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy src/lostmid
 	$(VENV)/bin/python -m pytest
 
 bench: $(STAMP)

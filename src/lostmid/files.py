@@ -50,9 +50,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lostmid.errors import UserError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 FULL_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 _FULL_DISK_WORDS = ("no space left on device", "disk quota exceeded", "os error 28")
@@ -390,7 +393,7 @@ def load_weights(
     trust_remote_code: bool = False,
     option: str = "--model",
     **kwargs: Any,
-) -> Any:
+) -> PreTrainedModel:
     """``AutoModelForCausalLM.from_pretrained(location, config=config, **kwargs)`` with
     its code trust explicit and every failure to read the weights one line.
 

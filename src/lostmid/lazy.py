@@ -6,7 +6,10 @@ submodule runs its package's ``__init__`` first; if that ``__init__`` re-exporte
 run functions eagerly, it would load torch and transformers (seconds). A package whose
 public names come from heavy modules declares them with :func:`attach` instead
 (PEP 562 module ``__getattr__``), so ``from lostmid.train import run_training`` works
-as usual and costs the import only when it is used.
+as usual and costs the import only when it is used. Type checkers cannot follow
+:func:`attach`, so such a package also imports the same names under ``if TYPE_CHECKING:``
+(``from lostmid.train.run import run_training as run_training``: the ``as`` form marks a
+re-export of a typed package); ``tests/test_lazy.py`` checks that the two agree.
 
 >>> getattr_, dir_, all_ = attach("lostmid", {"errors": ["UserError"]})
 >>> all_, getattr_("UserError").__name__

@@ -13,7 +13,29 @@ It sits above :mod:`lostmid.compare` (it scores with it) and :mod:`lostmid.influ
 * :mod:`~lostmid.ablate.run`: :func:`run_ablate`, resumable.
 """
 
+from typing import TYPE_CHECKING
+
 from lostmid.lazy import attach
+
+# Type checkers cannot see through attach: they read the same names here, in the map's
+# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
+if TYPE_CHECKING:
+    # isort: off
+    from lostmid.ablate.config import RUNGS as RUNGS, AblationConfig as AblationConfig
+    from lostmid.ablate.results import (
+        AblationResult as AblationResult,
+        CandidateScore as CandidateScore,
+        RungResult as RungResult,
+    )
+    from lostmid.ablate.rungs import (
+        RUNG_SPECS as RUNG_SPECS,
+        RungMeasurement as RungMeasurement,
+        RungSpec as RungSpec,
+        build_rung as build_rung,
+        measure_rung as measure_rung,
+    )
+    from lostmid.ablate.run import run_ablate as run_ablate
+    # isort: on
 
 __getattr__, __dir__, __all__ = attach(
     __name__,

@@ -134,10 +134,10 @@ class RungResult:
             "measured": self.measured,
             "log10_peak_to_valley": self.log10_peak_to_valley,
             "residual_strength": np.mean(
-                [m.measurement.residual_strength for m in self.seeds], axis=0
+                _gains([m.measurement.residual_strength for m in self.seeds]), axis=0
             ),
-            "mlp_gain": np.mean([m.measurement.mlp_gain for m in self.seeds], axis=0),
-            "mlp_coherence": _nanmean([m.measurement.mlp_coherence for m in self.seeds]),
+            "mlp_gain": np.mean(_gains([m.measurement.mlp_gain for m in self.seeds]), axis=0),
+            "mlp_coherence": _nanmean(_gains([m.measurement.mlp_coherence for m in self.seeds])),
             "layer_masks": list(first.measurement.layer_masks or ()),
             "candidates": {name: c.record() for name, c in self.candidates.items()},
             "best_prediction": self.best_prediction.name,
@@ -318,6 +318,15 @@ def _best(scores: Sequence[CandidateScore]) -> CandidateScore:
         return value if np.isfinite(value) else float("inf")
 
     return min(scores, key=key)
+
+
+def _gains(per_seed: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """Per-layer arrays that every rung measurement has (:func:`measure_rung` measures the
+    branch gains), narrowed from the measurement record's optional fields."""
+    found = [a for a in per_seed if a is not None]
+    if len(found) < len(per_seed):
+        raise ValueError("a rung measurement lacks its branch gains")
+    return found
 
 
 def _nanmean(rows: Sequence[np.ndarray]) -> np.ndarray:

@@ -43,6 +43,7 @@ and this one (:func:`run_ablate`).
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,7 @@ def run_ablate(
                 record = store.run(
                     name,
                     _stage_config(config, rung, seed),
-                    lambda r=rung, s=seed: measure_rung(config, r, s),
+                    partial(measure_rung, config, rung, seed),
                 )
             except NonFiniteError as err:  # the switched model itself overflows
                 skipped[rung] = f"seed {seed}: {err}"

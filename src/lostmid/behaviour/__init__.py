@@ -16,7 +16,58 @@ greedy generation and teacher forcing; the ``lostmid retrieve`` job
 (True, [0.596, 0.982])
 """
 
+from typing import TYPE_CHECKING
+
 from lostmid.lazy import attach
+
+# Type checkers cannot see through attach: they read the same names here, in the map's
+# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
+if TYPE_CHECKING:
+    # isort: off
+    from lostmid.behaviour.run import (
+        RetrieveResult as RetrieveResult,
+        ScoreSet as ScoreSet,
+        run_retrieve as run_retrieve,
+    )
+    from lostmid.behaviour.retrieve_config import RetrieveConfig as RetrieveConfig
+    from lostmid.behaviour.score import (
+        Difference as Difference,
+        PositionScore as PositionScore,
+        RetrievalSummary as RetrievalSummary,
+        score_positions as score_positions,
+        summarise_positions as summarise_positions,
+    )
+    from lostmid.behaviour.decoding import (
+        TeacherScores as TeacherScores,
+        greedy_decode as greedy_decode,
+        teacher_forced as teacher_forced,
+    )
+    from lostmid.behaviour.answers import answer_correct as answer_correct
+    from lostmid.behaviour.shared import shared_scores as shared_scores
+    from lostmid.behaviour.example import RetrievalExample as RetrievalExample
+    from lostmid.behaviour.gold import gold_distribution as gold_distribution
+    from lostmid.behaviour.kv import kv_example as kv_example
+    from lostmid.behaviour.mqar import mqar_example as mqar_example
+    from lostmid.behaviour.niah import niah_example as niah_example
+    from lostmid.behaviour.tasks import make_examples as make_examples
+    from lostmid.behaviour.data import (
+        data_examples as data_examples,
+        read_records as read_records,
+        write_records as write_records,
+    )
+    from lostmid.behaviour.tokenizers import (
+        ByteTokenizer as ByteTokenizer,
+        load_tokenizer as load_tokenizer,
+        tokenizer_for_model as tokenizer_for_model,
+    )
+    from lostmid.behaviour.training import (
+        RETRIEVAL_PRESETS as RETRIEVAL_PRESETS,
+        RetrievalCheckpoint as RetrievalCheckpoint,
+        RetrievalTask as RetrievalTask,
+        RetrievalTrainConfig as RetrievalTrainConfig,
+        run_retrieval_training as run_retrieval_training,
+    )
+    # isort: on
 
 # Names are imported from their modules on first use (lostmid.lazy): lostmid.cli registers
 # ``retrieve`` without loading torch.

@@ -96,7 +96,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         raise UserError(f"--data {path}: no such file")
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
-        with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
+        with opener(path, "rt", encoding="utf-8") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError) as err:
         raise UserError(f"--data {path}: cannot read it ({err})") from None
@@ -459,7 +459,7 @@ def write_records(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "wt", encoding="utf-8") as f:  # type: ignore[operator]
+    with opener(path, "wt", encoding="utf-8") as f:
         for i, example in enumerate(examples):
             count = None if tokens is None else int(tokens[i])
             f.write(json.dumps(example.record(count), ensure_ascii=False) + "\n")

@@ -105,6 +105,8 @@ class RetrievalExample:
     def position(self) -> int:
         """The gold position: ``gold_index`` (kv, mqar, qa) or ``depth`` (niah, ruler,
         longbench; a whole percentage)."""
+        # every task's example has one of the two (a bare example, built only to count
+        # tokens, has neither and is never asked)
         return self.depth if self.gold_index is None else self.gold_index  # type: ignore[return-value]
 
     @property

@@ -20,6 +20,7 @@ CacheContinuation.gaps_are_exact`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,6 +29,9 @@ from lostmid.behaviour.decoding import TeacherScores
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.models.adapters import FamilyAdapter
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 def _padded(
@@ -60,7 +64,7 @@ def _groups(
 
 @torch.no_grad()
 def shared_scores(
-    model: torch.nn.Module,
+    model: PreTrainedModel,
     adapter: FamilyAdapter,
     contexts: Sequence[Sequence[int]],
     questions: Sequence[Sequence[int]],

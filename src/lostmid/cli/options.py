@@ -198,6 +198,7 @@ def command(
 
     run.__name__ = name.replace("-", "_")
     run.__doc__ = doc
+    # inspect (and so typer) reads __signature__; typeshed's function type does not declare it
     run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
     return run

@@ -51,7 +51,11 @@ def _run(
 
     resources = Resources(cpus=cpus, gpus=gpus, memory_gb=memory_gb)
     if config is not None:
-        flags = (("--task", task), ("--models", models), ("--seeds", seeds))
+        flags: tuple[tuple[str, object], ...] = (
+            ("--task", task),
+            ("--models", models),
+            ("--seeds", seeds),
+        )
         flags += (("--lengths", lengths), ("--param", param))
         given = [flag for flag, value in flags if value]
         if given:

@@ -70,7 +70,7 @@ class BaselineFamily(Family):
     kernel: str | None = None
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return f"baseline:{self.label}"
 
     def fit(self, measured: np.ndarray, target: int, *, fit_metric: str, spike: str) -> FamilyFit:
@@ -88,7 +88,10 @@ class BaselineFamily(Family):
             return out
 
         fit = fit_shape(log_shape, measured, target, fit_metric, spike, bounds, guesses)
-        parameters = {} if self.parameter is None else {self.parameter: fit.theta}
+        parameters: dict[str, float] = {}
+        if self.parameter is not None:
+            assert fit.theta is not None  # a family with a parameter is fitted on bounds
+            parameters[self.parameter] = fit.theta
         parameters["spike_share"] = fit.spike_share
         return FamilyFit(
             profile=fit.profile,

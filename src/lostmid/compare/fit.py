@@ -163,7 +163,7 @@ class TheoryFamily(Family):
     kind: str = "fitted"
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return f"fitted:{self.kernel}"
 
     def theory_fit(
@@ -173,11 +173,13 @@ class TheoryFamily(Family):
         length = measured.size
 
         def log_shape(a: float | None) -> np.ndarray:
+            assert a is not None  # fit_shape passes a number: the family has bounds
             return log_influence_row(
                 length, self.layers, a, mask=self.mask, kernel=self.kernel, target=target
             )
 
         fit = fit_shape(log_shape, measured, target, fit_metric, spike, self.alpha_bounds)
+        assert fit.theta is not None  # likewise: fitted on bounds
         alpha = float(fit.theta)
         return TheoryFit(
             method="fitted",

@@ -43,6 +43,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -255,7 +256,11 @@ class Family(ABC):
         kernel: the theory kernel, None for a baseline.
     """
 
-    name: str
+    if TYPE_CHECKING:  # read-only: a subclass has it as an attribute or a property
+
+        @property
+        def name(self) -> str: ...
+
     kind: str
     kernel: str | None
 

@@ -63,14 +63,15 @@ def predicted_theory(
     measurements: Sequence[MeasureRecord], kernels: Sequence[str]
 ) -> dict[str, Prediction]:
     """``predicted:<kernel>`` from each seed's measured a_l, for each kernel."""
-    if any(m.residual_strength is None for m in measurements):
+    strengths = [m.residual_strength for m in measurements if m.residual_strength is not None]
+    if len(strengths) < len(measurements):
         raise UserError(
             "--predict needs the measured residual strengths ('residual_strength' in "
             "measure.json); measure them or pass --theory instead"
         )
     first = measurements[0]
     method = first.residual_strength_method
-    alphas = np.mean([m.residual_strength for m in measurements], axis=0)
+    alphas = np.mean(strengths, axis=0)
     out = {}
     for kernel in kernels:
         rows = [_uniform_theory_row(m, kernel) for m in measurements]
@@ -95,13 +96,16 @@ def forward_ratio_prediction(measurements: Sequence[MeasureRecord]) -> dict[str,
     """``predicted:jacobian-forward``: the uniform theory (jacobian kernel) with the peer's
     forward ratio as a_l, to show what that quantity predicts (empty when a measurement
     lacks it)."""
-    if any(m.residual_strength_forward is None for m in measurements):
+    forward = [
+        m.residual_strength_forward for m in measurements if m.residual_strength_forward is not None
+    ]
+    if len(forward) < len(measurements):
         return {}
     rows = [
         _uniform_theory_row(replace(m, residual_strength=m.residual_strength_forward), "jacobian")
         for m in measurements
     ]
-    alphas = np.mean([m.residual_strength_forward for m in measurements], axis=0)
+    alphas = np.mean(forward, axis=0)
     return {
         "predicted:jacobian-forward": Prediction(
             kind="predicted",

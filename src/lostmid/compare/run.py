@@ -94,7 +94,9 @@ class CompareResult:
             f"spike:{card.spike}",
             f"fit_metric:{card.fit_metric}",
         )
-        ranked = {k: _ranking(card.candidates, k) for k in AGREEMENT_METRICS}
+        ranked: dict[str, list[str] | None] = {
+            k: _ranking(card.candidates, k) for k in AGREEMENT_METRICS
+        }
         ranked["out_of_sample_wasserstein1"] = (
             None
             if card.noise_floor is None

@@ -42,7 +42,7 @@ class MeanSpread:
     n: int
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> MeanSpread:
+    def of(cls, values: Sequence[float | None]) -> MeanSpread:
         """Summarise ``values``, ignoring undefined ones (nan, None).
 
         >>> MeanSpread.of([1.0, 3.0, float("nan")])
@@ -70,7 +70,7 @@ class MeanSpread:
         half = float(student_t.ppf(0.975, self.n - 1) * self.spread / np.sqrt(self.n))
         return self.mean - half, self.mean + half
 
-    def record(self) -> dict[str, float | int]:
+    def record(self) -> dict[str, float | int | None]:
         low, high = self.interval()
         return {
             "mean": self.mean,

@@ -67,6 +67,7 @@ from lostmid.influence.profile import (
     pool_batches,
 )
 from lostmid.models import LoadedModel
+from lostmid.typing import Int
 
 # The estimator's vocabulary, importable from here as before (homes: profile, passes).
 
@@ -137,7 +138,7 @@ def _check_compile(loaded: LoadedModel, compile: bool, checkpointing: bool) -> N
 
 def influence_profile(
     loaded: LoadedModel,
-    input_ids: torch.LongTensor,
+    input_ids: Int[torch.Tensor, "B L"],
     *,
     probes: int = 4,
     output: str = "hidden",
@@ -236,7 +237,7 @@ def influence_profile(
 
 def influence_to_precision(
     loaded: LoadedModel,
-    input_ids: torch.LongTensor,
+    input_ids: Int[torch.Tensor, "B L"],
     *,
     rse: float = 0.05,
     min_samples: int = 10,

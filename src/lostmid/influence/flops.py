@@ -39,7 +39,7 @@ def linear_shapes(module: torch.nn.Module) -> tuple[int, int] | None:
     if isinstance(module, torch.nn.Linear):
         return module.in_features, module.out_features
     if type(module).__name__ == "Conv1D":  # transformers.pytorch_utils.Conv1D: (in, out)
-        weight = module.weight
+        weight = module.get_parameter("weight")
         return int(weight.shape[0]), int(weight.shape[1])
     return None
 

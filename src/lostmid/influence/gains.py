@@ -82,7 +82,7 @@ from lostmid.influence.gain_passes import coherence, layer_vjps, mlp_output_modu
 from lostmid.influence.inputs import check_fits_model
 from lostmid.influence.passes import NonFiniteError
 from lostmid.models import LoadedModel
-from lostmid.typing import Float
+from lostmid.typing import Float, Int
 
 
 def strength_from_gain(gain: Float[np.ndarray, " H"] | float) -> Float[np.ndarray, " H"]:
@@ -183,7 +183,7 @@ def _floats(values: Any) -> np.ndarray:
 
 def branch_gains(
     loaded: LoadedModel,
-    input_ids: torch.LongTensor,
+    input_ids: Int[torch.Tensor, "B L"],
     *,
     directions: int = 4,
     seed: int = 0,

@@ -14,12 +14,15 @@ import torch
 
 from lostmid.errors import UserError
 from lostmid.files import read_bytes
+from lostmid.typing import Int
 
 if TYPE_CHECKING:
     from lostmid.models import LoadedModel
 
 
-def random_token_ids(vocab_size: int, samples: int, length: int, seed: int) -> torch.LongTensor:
+def random_token_ids(
+    vocab_size: int, samples: int, length: int, seed: int
+) -> Int[torch.Tensor, "B L"]:
     """Token ids drawn uniformly from 0..vocab_size-1, shape (samples, length).
 
     >>> random_token_ids(256, 2, 5, seed=0).shape
@@ -50,7 +53,7 @@ def read_corpus_bytes(path: Path) -> bytes:
 
 def corpus_token_ids(
     path: Path, vocab_size: int, samples: int, length: int, seed: int
-) -> torch.LongTensor:
+) -> Int[torch.Tensor, "B L"]:
     """``samples`` windows of ``length`` byte tokens at seeded random offsets, (samples, length).
 
     Token id = byte value mod ``vocab_size``. Windows may overlap when the corpus is short.

@@ -12,8 +12,9 @@ brute-force reference through ``torch.func.jacrev``.
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 import numpy as np
@@ -161,7 +162,7 @@ def measure_batches(
     probe_kind: str,
     exact_chunk: int,
     compile: bool = False,
-) -> Iterator[BatchStats]:
+) -> Generator[BatchStats, None, None]:
     """One :class:`BatchStats` per forward pass of ``batch_size`` samples, in order.
 
     Sample s (0-indexed in ``input_ids``) gets its own probe stream
@@ -191,9 +192,12 @@ def measure_batches(
             bsz, d_out = y.shape
             cot: torch.Tensor | None = None
             if exact:
-                z = sum(
-                    sq_norms(y, x, eye, "vmap").sum(0, keepdim=True)
-                    for eye in basis_chunks(d_out, bsz, exact_chunk)
+                z = functools.reduce(
+                    torch.add,
+                    (
+                        sq_norms(y, x, eye, "vmap").sum(0, keepdim=True)
+                        for eye in basis_chunks(d_out, bsz, exact_chunk)
+                    ),
                 )  # (1, B, L)
             else:
                 cot = batch_probes(probe_kind, n_probes, d_out, seed, lo, bsz, stream=0)
@@ -212,9 +216,12 @@ def measure_batches(
                     continue
                 h_l = cap.layers[index][:, t - 1]  # (B, d) residual after layer index+1
                 if exact:
-                    zl = sum(
-                        sq_norms(h_l, x, eye, "vmap").sum(0, keepdim=True)
-                        for eye in basis_chunks(h_l.shape[-1], bsz, exact_chunk)
+                    zl = functools.reduce(
+                        torch.add,
+                        (
+                            sq_norms(h_l, x, eye, "vmap").sum(0, keepdim=True)
+                            for eye in basis_chunks(h_l.shape[-1], bsz, exact_chunk)
+                        ),
                     )
                 else:
                     cot_l = batch_probes(

@@ -189,8 +189,9 @@ class MeasureRecord:
             return np.where(counts > 0, total / np.maximum(counts, 1), np.nan)
 
         methods = {r.residual_strength_method for r in records}
-        arrays = {n: mean(n) for n in (*PER_LAYER, *PER_LAYER_SIGNED, *PER_POSITION,
-                                        *PER_POSITION_SIGNED)}  # fmt: skip
+        # By field name (Any: mypy checks each **kwargs value against every field).
+        names = (*PER_LAYER, *PER_LAYER_SIGNED, *PER_POSITION, *PER_POSITION_SIGNED)
+        arrays: dict[str, Any] = {n: mean(n) for n in names}
         return replace(
             self,
             influence=influence,

@@ -52,14 +52,14 @@ from lostmid.influence.gains import branch_gains
 from lostmid.influence.inputs import check_fits_model
 from lostmid.influence.passes import at_least_float32
 from lostmid.models import LoadedModel
-from lostmid.typing import Float
+from lostmid.typing import Float, Int
 
 METHODS = STRENGTHS  # jacobian | forward, the choices of ``lostmid measure --strength``
 
 
 def residual_strength(
     loaded: LoadedModel,
-    input_ids: torch.LongTensor,
+    input_ids: Int[torch.Tensor, "B L"],
     *,
     batch_size: int = 1,
     method: str = "jacobian",
@@ -100,7 +100,7 @@ def residual_strength(
 
 
 def forward_ratio(
-    loaded: LoadedModel, input_ids: torch.LongTensor, *, batch_size: int = 1
+    loaded: LoadedModel, input_ids: Int[torch.Tensor, "B L"], *, batch_size: int = 1
 ) -> Float[np.ndarray, " H"]:
     """The peer's forward ratio lambda_l = mean ||a_l|| / (||x_l|| + ||a_l||) over tokens
     and samples; shape (H,). Not the theory's a_l (module docstring): for comparison.

@@ -18,7 +18,7 @@ embeddings) works for every family the adapters serve.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -30,14 +30,19 @@ from lostmid.models.adapters.layout import replace_module
 from lostmid.models.loaded import LoadedModel
 from lostmid.typing import Int
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
-def _model_and_adapter(model: LoadedModel | nn.Module) -> tuple[nn.Module, FamilyAdapter]:
+
+def _model_and_adapter(
+    model: LoadedModel | PreTrainedModel,
+) -> tuple[PreTrainedModel, FamilyAdapter]:
     if isinstance(model, LoadedModel):
         return model.model, model.adapter
     return model, adapter_for_model(model)
 
 
-def uniform_attention(model: LoadedModel | nn.Module) -> str:
+def uniform_attention(model: LoadedModel | PreTrainedModel) -> str:
     """Zero W_Q and W_K (with their biases) in every layer, and remove ALiBi biases.
 
     Then q.k = 0 for every pair, so softmax attention is uniform over what the mask
@@ -63,7 +68,7 @@ def _zero_output(module: nn.Module, args: tuple, output: Any) -> Any:
     return torch.zeros_like(output)
 
 
-def remove_mlp(model: LoadedModel | nn.Module) -> str:
+def remove_mlp(model: LoadedModel | PreTrainedModel) -> str:
     """Make the MLP branch 0 in every layer: block output = x + a (serial or parallel).
 
     A forward hook on the adapter's ``mlp_out`` replaces the branch by zeros.
@@ -74,7 +79,8 @@ def remove_mlp(model: LoadedModel | nn.Module) -> str:
         out = adapter.mlp_out(block)
         if not getattr(out, "_lostmid_zeroed", False):
             out.register_forward_hook(_zero_output)
-            out._lostmid_zeroed = True
+            # torch types Module.__setattr__ for tensors and modules only
+            out._lostmid_zeroed = True  # type: ignore[assignment]
     return f"no MLP: the MLP branch is 0 in {len(blocks)} layers"
 
 
@@ -178,7 +184,9 @@ class FrozenScaleNorm(nn.Module):
         return _apply(self, self.form, x, self.inv_sigma)
 
 
-def freeze_norm_scale(model: LoadedModel | nn.Module, input_ids: Int[torch.Tensor, "B L"]) -> str:
+def freeze_norm_scale(
+    model: LoadedModel | PreTrainedModel, input_ids: Int[torch.Tensor, "B L"]
+) -> str:
     """Replace every norm's per-position 1/sigma_j by its mean over positions.
 
     One forward pass of ``input_ids`` (B, L) records, for each norm, 1/sigma_j at every
@@ -200,7 +208,7 @@ def freeze_norm_scale(model: LoadedModel | nn.Module, input_ids: Int[torch.Tenso
     handles = [n.register_forward_pre_hook(record) for n in norms]
     try:
         embed = adapter.token_embedding(net)
-        ids = input_ids.to(embed.weight.device)
+        ids = input_ids.to(embed.get_parameter("weight").device)
         with torch.no_grad():
             adapter.base(net)(inputs_embeds=embed(ids), use_cache=False)
     finally:
@@ -218,7 +226,7 @@ def freeze_norm_scale(model: LoadedModel | nn.Module, input_ids: Int[torch.Tenso
     )
 
 
-def scale_embeddings(model: LoadedModel | nn.Module, factor: float) -> str:
+def scale_embeddings(model: LoadedModel | PreTrainedModel, factor: float) -> str:
     """Multiply the token embedding table by ``factor`` (x_j -> factor x_j).
 
     Large factors make the stream norm at every layer dominated by the embedding, so it
@@ -226,7 +234,7 @@ def scale_embeddings(model: LoadedModel | nn.Module, factor: float) -> str:
     """
     check_positive("embedding scale factor", factor, integer=False)
     net, adapter = _model_and_adapter(model)
-    table = adapter.token_embedding(net).weight
+    table = adapter.token_embedding(net).get_parameter("weight")
     head = net.get_output_embeddings() if hasattr(net, "get_output_embeddings") else None
     if head is not None and head.weight is table:
         head.weight = nn.Parameter(table.detach().clone(), requires_grad=table.requires_grad)
@@ -236,7 +244,7 @@ def scale_embeddings(model: LoadedModel | nn.Module, factor: float) -> str:
     return f"token embeddings scaled x{factor:g}"
 
 
-def remove_positions(model: LoadedModel | nn.Module) -> str:
+def remove_positions(model: LoadedModel | PreTrainedModel) -> str:
     """Remove whatever positional encoding the family has (rotary, learned table, ALiBi)."""
     net, adapter = _model_and_adapter(model)
     removed = []

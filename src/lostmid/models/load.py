@@ -17,7 +17,7 @@ import warnings
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
@@ -26,15 +26,18 @@ from lostmid.models.build import ATTENTION, DTYPES, build_causal_lm, supports_sd
 from lostmid.models.devices import resolve_device
 from lostmid.models.loaded import LoadedModel
 from lostmid.models.placement import (
-    device_name,
     dispatch,
     execution_device,
     offload_folder_for,
     parse_device_map,
+    placed_map,
     require_accelerate,
     resolve_device_map,
 )
 from lostmid.models.presets import MODEL_PRESETS
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 INITS = ("random", "pretrained", "auto")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -211,11 +214,13 @@ def load_model(
     if init == "pretrained" and weights is None:
         what = "a preset holds only the architecture" if source == "preset" else "no weights found"
         raise UserError(f"--init pretrained for {spec}: {what}; use --init random")
-    use_weights = weights is not None and init in ("pretrained", "auto")
+    load_from = weights if init in ("pretrained", "auto") else None  # None: built at random
+    use_weights = load_from is not None
     if attn_implementation == "sdpa" and not supports_sdpa(config):
         attn_implementation = "eager"
 
-    if use_weights:
+    model: PreTrainedModel
+    if load_from is not None:
         from transformers import AutoModelForCausalLM
 
         placement: dict[str, Any] = {}
@@ -236,7 +241,7 @@ def load_model(
             # transformers warns about unused/generation config keys while loading; not ours.
             warnings.simplefilter("ignore", UserWarning)
             model = load_weights(
-                weights,
+                load_from,
                 config=config,
                 trust_remote_code=trust_remote_code,
                 dtype=DTYPES[dtype],
@@ -252,7 +257,9 @@ def load_model(
         except UserError as err:
             raise UserError(f"--model {spec}: {err}") from None
     if plan is None:
-        model = model.to(dev)
+        # transformers wraps PreTrainedModel.to in functools.wraps, which mypy does not
+        # bind as a method (it takes dev for self)
+        model = model.to(dev)  # type: ignore[arg-type]
     model = model.eval()
     for param in model.parameters():
         param.requires_grad_(False)
@@ -283,6 +290,6 @@ def load_model(
         loaded = dataclasses.replace(
             loaded,
             device=str(execution_device(model.get_input_embeddings())),
-            device_map={n: device_name(d) for n, d in model.hf_device_map.items()},
+            device_map=placed_map(model),
         )
     return loaded

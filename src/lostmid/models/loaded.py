@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import nn
 
 from lostmid.errors import UserError
 from lostmid.models.adapters import FamilyAdapter, adapter_for_model
-from lostmid.models.placement import device_name, execution_device
+from lostmid.models.placement import execution_device, placed_map
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class LoadedModel:
     ``attention`` the attention implementation the model really runs.
     """
 
-    model: nn.Module
+    model: PreTrainedModel
     adapter: FamilyAdapter
     spec: str
     family: str
@@ -56,7 +58,7 @@ class LoadedModel:
     @classmethod
     def from_module(
         cls,
-        model: nn.Module,
+        model: PreTrainedModel,
         *,
         spec: str,
         init: str,
@@ -81,7 +83,7 @@ class LoadedModel:
             config, "n_positions", None
         )
         param = next(model.parameters())
-        device_map = getattr(model, "hf_device_map", None)
+        device_map = placed_map(model)
         return cls(
             model=model,
             adapter=adapter_for_model(model),
@@ -102,9 +104,7 @@ class LoadedModel:
             source=source,
             no_alibi=no_alibi,
             attention=str(getattr(config, "_attn_implementation", None) or "eager"),
-            device_map=None
-            if device_map is None
-            else {name: device_name(dev) for name, dev in device_map.items()},
+            device_map=device_map,
         )
 
     def check_length(self, length: int) -> int:

@@ -16,12 +16,16 @@ import tempfile
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from lostmid.errors import UserError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 
 DEVICE_MAP_PLANS = ("auto", "balanced")
 ACCELERATE_HINT = "pip install 'lostmid[big]' (or pip install accelerate)"
@@ -89,6 +93,13 @@ def device_name(device: int | str | torch.device) -> str:
     return f"cuda:{device}" if isinstance(device, int) else str(device)
 
 
+def placed_map(model: nn.Module) -> dict[str, str] | None:
+    """{module: device name} of a model placed by accelerate (its ``hf_device_map``), else
+    None."""
+    found = getattr(model, "hf_device_map", None)
+    return None if found is None else {name: device_name(dev) for name, dev in found.items()}
+
+
 def execution_device(module: nn.Module) -> torch.device:
     """The device ``module`` computes on: its accelerate hook's, else its parameters'."""
     hook = getattr(module, "_hf_hook", None)
@@ -129,7 +140,7 @@ def _check_gpus(device_map: Mapping[str, int | str]) -> None:
 
 
 def resolve_device_map(
-    model: nn.Module,
+    model: PreTrainedModel,
     plan: str | Mapping[str, int | str],
     max_memory: Mapping[int | str, int | str] | None,
     spec: str,
@@ -233,12 +244,12 @@ def offload_folder_for(
 
 
 def dispatch(
-    model: nn.Module,
+    model: PreTrainedModel,
     plan: str | Mapping[str, int | str],
     max_memory: Mapping[int | str, int | str] | None,
     offload_folder: str | Path | None,
     spec: str,
-) -> nn.Module:
+) -> PreTrainedModel:
     """Split or offload a built model over devices with accelerate's hooks."""
     from accelerate import dispatch_model
 

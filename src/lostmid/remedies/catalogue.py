@@ -70,7 +70,7 @@ class Oversample(Remedy):
 
     def parameters(self) -> dict[str, Any]:
         validation = "accuracy on the validation split at each evaluation"
-        knobs = {
+        knobs: dict[str, dict[str, Any]] = {
             "fixed": {"boost": self.boost, "width": self.width},
             "rho": {"weight": "1/rho_H(x_g)"},
             "adaptive": {"mix": self.mix, "updated": validation},
@@ -96,6 +96,7 @@ class Oversample(Remedy):
             self._probs = positions.deficit(np.zeros(setting.pairs), self._met, self.deficit_mix)
         else:
             self._probs = np.full(setting.pairs, 1.0 / setting.pairs)
+        # read at each call (on_validation replaces it); mypy cannot see it set just above
         return lambda step: self._probs  # type: ignore[return-value]
 
     def on_validation(self, accuracy: np.ndarray, step: int) -> None:

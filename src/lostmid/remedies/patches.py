@@ -20,13 +20,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from lostmid.errors import UserError
 from lostmid.typing import Float
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 MS_POE_RANGE = (1.2, 1.8)
 
@@ -70,7 +73,9 @@ def rotate_per_head(
 
 
 @contextmanager
-def ms_poe(model: nn.Module, ratios: Sequence[float] | None = None) -> Iterator[nn.Module]:
+def ms_poe(
+    model: PreTrainedModel, ratios: Sequence[float] | None = None
+) -> Iterator[PreTrainedModel]:
     """Run ``model`` with per-head rotary ratios (module docstring) inside the context.
 
     Raises:
@@ -85,7 +90,7 @@ def ms_poe(model: nn.Module, ratios: Sequence[float] | None = None) -> Iterator[
             "no rotary embeddings (it uses learned or no positions)"
         )
     decoder = adapter.base(model)
-    rotary = decoder.rotary_emb
+    rotary = decoder.get_submodule("rotary_emb")
     config = model.config
     heads = config.num_attention_heads
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
@@ -100,7 +105,7 @@ def ms_poe(model: nn.Module, ratios: Sequence[float] | None = None) -> Iterator[
     captured: dict[str, torch.Tensor] = {}
 
     def capture(module: nn.Module, args: tuple, kwargs: dict) -> None:
-        ref = kwargs.get("input_ids")
+        ref: Any = kwargs.get("input_ids")  # a tensor: the decoder takes ids or embeddings
         if ref is None:
             ref = args[0] if args else kwargs.get("inputs_embeds")
         position_ids = kwargs.get("position_ids")
@@ -114,14 +119,15 @@ def ms_poe(model: nn.Module, ratios: Sequence[float] | None = None) -> Iterator[
         q: torch.Tensor, k: torch.Tensor, cos: Any, sin: Any, unsqueeze_dim: int = 1
     ) -> Any:
         positions = captured["positions"]
-        inv_freq = rotary.inv_freq.to(q.device)
+        inv_freq = rotary.get_buffer("inv_freq").to(q.device)
         scaling = float(getattr(rotary, "attention_scaling", 1.0))
         return (
             rotate_per_head(q, positions, r_q.to(q.device), inv_freq, scaling),
             rotate_per_head(k, positions, r_kv.to(k.device), inv_freq, scaling),
         )
 
-    modeling = sys.modules[type(adapter.attention(adapter.blocks(model)[0])).__module__]
+    # the family's modeling module, found at run time (its functions are patched by name)
+    modeling: Any = sys.modules[type(adapter.attention(adapter.blocks(model)[0])).__module__]
     original = modeling.apply_rotary_pos_emb
     handle = decoder.register_forward_pre_hook(capture, with_kwargs=True)
     modeling.apply_rotary_pos_emb = patched
@@ -168,7 +174,7 @@ def calibrate_weights(
 
 @contextmanager
 def calibrated(
-    model: nn.Module, layers: Sequence[int], region: tuple[int, int]
+    model: PreTrainedModel, layers: Sequence[int], region: tuple[int, int]
 ) -> Iterator[dict[str, Any]]:
     """Eager attention whose weights in ``layers`` (0-indexed) are recorded (while
     ``state["mode"] == "record"``: ``state["prior"][layer]``) or calibrated against the
@@ -177,7 +183,7 @@ def calibrated(
 
     adapter = adapter_for(model.config.model_type)
     blocks = adapter.blocks(model)
-    modeling = sys.modules[type(adapter.attention(blocks[0])).__module__]
+    modeling: Any = sys.modules[type(adapter.attention(blocks[0])).__module__]  # as in ms_poe
     if not hasattr(modeling, "eager_attention_forward"):
         raise UserError(
             f"calibrate needs the eager attention of its family; model type "

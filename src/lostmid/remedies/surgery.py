@@ -22,7 +22,7 @@ scalar (a parameter of the model, so the optimiser trains it).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -31,6 +31,9 @@ from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.train.model import ModelVariant
 from lostmid.typing import Bool
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 GATES = "lostmid_residual_gates"
 
@@ -58,13 +61,15 @@ def prefix_attention_mask(valid: Bool[torch.Tensor, "B T"], prefix: int) -> torc
     return allowed[:, None]
 
 
-def _decoder(model: nn.Module) -> nn.Module:
+def _decoder(model: PreTrainedModel) -> nn.Module:
     from lostmid.models import adapter_for
 
     return adapter_for(model.config.model_type).base(model)
 
 
-def _as_attention_mask(allowed: torch.Tensor, model: nn.Module, dtype: torch.dtype) -> torch.Tensor:
+def _as_attention_mask(
+    allowed: torch.Tensor, model: PreTrainedModel, dtype: torch.dtype
+) -> torch.Tensor:
     """Bool for SDPA; additive (0 or the dtype's minimum) for eager attention."""
     if getattr(model.config, "_attn_implementation", "sdpa") == "sdpa":
         return allowed
@@ -76,7 +81,7 @@ def prefix_variant(prefix: int) -> ModelVariant:
     """Model surgery: the decoder attends with :func:`prefix_attention_mask` (P = prefix)."""
     check_positive("prefix", prefix)
 
-    def apply(model: Any) -> Any:
+    def apply(model: PreTrainedModel) -> PreTrainedModel:
         decoder = _decoder(model)
 
         def hook(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -122,7 +127,7 @@ def residual_variant(scales: Sequence[float], learned: bool = False) -> ModelVar
     """Model surgery: the attention branch of layer l (0-indexed here) times ``scales[l]``;
     ``learned``: the scales are parameters (``len(scales)`` more parameters)."""
 
-    def apply(model: Any) -> Any:
+    def apply(model: PreTrainedModel) -> PreTrainedModel:
         from lostmid.models import adapter_for
 
         adapter = adapter_for(model.config.model_type)
@@ -191,7 +196,9 @@ def insert_memory(
     ([0.0, 1.0, 9.0, 2.0, 3.0], [0, 1, 3, 4])
     """
     batch, length, _ = embeds.shape
-    pieces, keep, at = [], [], 0
+    pieces: list[torch.Tensor] = []
+    keep: list[int] = []
+    at = 0
     for m, slot in enumerate(s for s in slots if s <= length):
         pieces.append(embeds[:, at:slot])
         keep.extend(range(at + m, slot + m))
@@ -211,14 +218,15 @@ def channels_variant(context: int, count: int) -> ModelVariant:
     must be unpadded (every row of the retrieval tasks has the same length)."""
     slots = memory_slots(context, count)
 
-    def apply(model: Any) -> Any:
+    def apply(model: PreTrainedModel) -> PreTrainedModel:
         from lostmid.models import adapter_for
 
         adapter = adapter_for(model.config.model_type)
         decoder = adapter.base(model)
         table = adapter.token_embedding(model)
-        std = float(table.weight.detach().std())
-        memory = MemoryTokens(count, table.weight.shape[1], std).to(table.weight.device)
+        weight = table.get_parameter("weight")  # (V, d)
+        std = float(weight.detach().std())
+        memory = MemoryTokens(count, weight.shape[1], std).to(weight.device)
         setattr(model, MEMORY, memory)  # a submodule: trained and moved with the model
         state: dict[str, torch.Tensor] = {}
 

@@ -14,6 +14,7 @@ b'PNG'
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -108,7 +109,7 @@ def plot_profiles(
     profiles: dict[str, np.ndarray],
     *,
     title: str,
-    stderr: dict[str, np.ndarray] | None = None,
+    stderr: Mapping[str, np.ndarray | None] | None = None,
     normalise: bool = True,
 ) -> Figure:
     """Several profiles on one log-scale axis (each normalised to sum 1 by default),

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -53,7 +53,17 @@ from lostmid.reproduce.stages import SeedMeasurement
 from lostmid.reproduce.training import Training
 from lostmid.theory import KERNELS, summarize_profile
 
-SCORING = {"fit_metric": "w1", "spike": "free", "bins": LOG_BINS}
+
+class ScoringPolicy(TypedDict):
+    """The keyword arguments of :func:`~lostmid.compare.compare_measurements` that set
+    how candidates are scored."""
+
+    fit_metric: str
+    spike: str
+    bins: int
+
+
+SCORING: ScoringPolicy = {"fit_metric": "w1", "spike": "free", "bins": LOG_BINS}
 """The scoring policy of every scorecard: fitted candidates minimise W1 (the metric they
 are judged by), every candidate's last-token share is free (fitted with the shape;
 predictions keep their own), 32 log-position bins for the binned metrics."""
@@ -280,9 +290,9 @@ def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
         )
         for r in runs
     ]
-    halves = [r.on.halves for r in runs]
+    halves = [r.on.halves for r in runs if r.on.halves is not None]
     sampling = None
-    if all(h is not None for h in halves):
+    if len(halves) == len(runs):
         sampling = summarize(
             [compare_profiles(np.sqrt(h[1]), np.sqrt(h[0]), bins=SCORING["bins"]) for h in halves]
         )

@@ -205,7 +205,7 @@ def middle_index(count: int) -> int:
     return min(range(count), key=lambda i: (abs(i - mid), i))
 
 
-def contrasts(values: Sequence[float]) -> tuple[float, float]:
+def contrasts(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     """(first - middle, last - middle) of a profile over the records."""
     v = np.asarray(values, dtype=np.float64)
     m = middle_index(v.size)

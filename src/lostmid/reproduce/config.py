@@ -213,7 +213,7 @@ class ReproduceConfig:
         check_seed(self.seed)
         if not self.models:
             raise UserError("--models is empty; give at least one model spec")
-        if self.remedies not in (None, *REMEDIES_SCALES):
+        if self.remedies is not None and self.remedies not in REMEDIES_SCALES:
             path = Path(self.remedies)
             if not any((f / "remedies.json").is_file() for f in (path, *(path / a for a in LAWS))):
                 raise UserError(

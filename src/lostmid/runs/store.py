@@ -66,9 +66,12 @@ class StageStore:
     def saved_seconds(self, name: str) -> float | None:
         """What the saved result of ``name`` cost when it was computed, if it is saved."""
         saved = self._read(self.path(name)) if self.path(name).is_file() else None
+        seconds = None if saved is None else saved.get("seconds")
+        if not isinstance(seconds, int | float | str):
+            return None
         try:
-            return None if saved is None else float(saved.get("seconds"))
-        except (ValueError, TypeError):
+            return float(seconds)
+        except ValueError:
             return None
 
     def reuse(self, name: str, config: dict[str, Any]) -> Any | None:

@@ -29,7 +29,7 @@ class LinearOps:
         return x * c
 
     @staticmethod
-    def add(x: Array, y: Array) -> Array:
+    def add(x: Array, y: Array | float) -> Array:
         return x + y
 
     @staticmethod
@@ -72,7 +72,7 @@ class LogOps:
         return x + c
 
     @staticmethod
-    def add(x: Array, y: Array) -> Array:
+    def add(x: Array, y: Array | float) -> Array:
         return np.logaddexp(x, y)
 
     @staticmethod

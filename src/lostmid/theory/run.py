@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.console import Console
@@ -25,7 +25,7 @@ from lostmid.runs.budget import SIZE_CHECK_HELP, check_budget
 from lostmid.runs.lock import holds_out
 from lostmid.theory._ops import LinearOps, LogOps
 from lostmid.theory.exact import KERNELS, _influence, _path_weights
-from lostmid.theory.masks import MASK_HELP, Causal, Mask, MaskLike, parse_mask
+from lostmid.theory.masks import MASK_HELP, Causal, MaskLike, parse_mask
 from lostmid.theory.schedules import SCHEDULE_HELP, parse_schedule
 from lostmid.theory.summary import ProfileSummary, _summarize
 from lostmid.typing import Float
@@ -137,7 +137,7 @@ class TheoryConfig:
             "layers": self.layers,
             "length": self.length,
             "alpha": self.alpha,
-            "mask": cast(Mask, self.mask).spec(),
+            "mask": parse_mask(self.mask).spec(),  # a Mask since __post_init__: as is
             "kernel": self.kernel,
             "alpha_schedule": self.alpha_schedule,
             "target": self.target,
@@ -207,7 +207,7 @@ def compute_theory(config: TheoryConfig) -> TheoryResult:
     """
     from lostmid.theory.continuum import _continuum_row, _regions, continuum_error
 
-    mask = cast(Mask, config.mask)  # parsed in TheoryConfig.__post_init__
+    mask = parse_mask(config.mask)  # parsed in TheoryConfig.__post_init__: returned as is
     alphas, t = config.alphas, config.target_position
     length, kernel = config.length, config.kernel
     support = mask.support(length, t, config.layers)

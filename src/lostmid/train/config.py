@@ -12,16 +12,19 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lostmid.checks import check_choice, check_positive, check_seed, check_unit_interval
 from lostmid.errors import require
 from lostmid.files import read_json
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 FAMILIES = ("qwen2", "gpt2")
 BYTE_VOCAB = 256
 
-T = TypeVar("T")
+T = TypeVar("T", bound="DataclassInstance")
 
 
 def checkpoint_steps(steps: int) -> list[int]:
@@ -237,7 +240,7 @@ def load_config_file(path: Path, base: TrainConfig | None = None) -> TrainConfig
 
 def _update(obj: T, changes: Any, where: str) -> T:
     require(isinstance(changes, dict), f"{where} must be a JSON object")
-    names = {f.name: f for f in fields(obj)}  # type: ignore[arg-type]
+    names = {f.name: f for f in fields(obj)}
     unknown = sorted(set(changes) - set(names))
     require(not unknown, f"unknown {where} key(s): {', '.join(unknown)}; known: {', '.join(names)}")
     clean: dict[str, Any] = {}
@@ -257,7 +260,7 @@ def _update(obj: T, changes: Any, where: str) -> T:
             )
             value = float(value)
         clean[key] = value
-    return replace(obj, **clean)  # type: ignore[type-var]
+    return replace(obj, **clean)
 
 
 def resolve_cli_config(
@@ -273,5 +276,9 @@ def resolve_cli_config(
     config = preset(preset_name)
     if config_file is not None:
         config = load_config_file(config_file, base=config)
-    changes = {"steps": steps, "seed": seed, "corpus": None if corpus is None else str(corpus)}
+    changes: dict[str, Any] = {  # by field name
+        "steps": steps,
+        "seed": seed,
+        "corpus": None if corpus is None else str(corpus),
+    }
     return replace(config, **{k: v for k, v in changes.items() if v is not None})

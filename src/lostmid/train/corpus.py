@@ -130,7 +130,8 @@ def load_corpus(
         name, data = docs[0]
         cut = int(len(data) * (1 - heldout_fraction))
         train, heldout = _stream([data[:cut]]), _stream([data[cut:]])
-        train_names, heldout_names = (name,), (name,)
+        train_names: tuple[str, ...] = (name,)
+        heldout_names: tuple[str, ...] = (name,)
     else:
         scores = [_hash_fraction(seed, name) for name, _ in docs]
         held = [s < heldout_fraction for s in scores]

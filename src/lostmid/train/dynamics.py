@@ -25,12 +25,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from lostmid.compare.metrics import ProfileComparison, compare_profiles
 from lostmid.influence import influence_profile, residual_strength
@@ -40,10 +39,13 @@ from lostmid.train.model import as_loaded, frozen
 from lostmid.train.signal import learning_signal, rho_cell_masses
 from lostmid.typing import Float
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 
 @torch.no_grad()
 def heldout_loss_per_position(
-    model: nn.Module, windows: torch.Tensor, chunk: int = 16
+    model: PreTrainedModel, windows: torch.Tensor, chunk: int = 16
 ) -> Float[np.ndarray, " L"]:
     """Mean next-token CE at each position t = 1..T over the held-out windows (T,).
 
@@ -51,7 +53,7 @@ def heldout_loss_per_position(
     """
     was_training = model.training
     model.eval()
-    device = model.get_input_embeddings().weight.device
+    device = model.get_input_embeddings().get_parameter("weight").device
     total = torch.zeros(windows.shape[1] - 1, dtype=torch.float64)
     for part in windows.split(chunk):
         part = part.to(device)
@@ -233,7 +235,7 @@ class Checkpoint:
 
 
 def measure_influence(
-    model: nn.Module, input_ids: torch.Tensor, *, probes: int, seed: int
+    model: PreTrainedModel, input_ids: torch.Tensor, *, probes: int, seed: int
 ) -> tuple[Float[np.ndarray, " L"], Float[np.ndarray, " L"], Float[np.ndarray, " H"]]:
     """Influence profile (L,), its standard error (L,), residual strengths (H,)."""
     with frozen(model):
@@ -253,7 +255,7 @@ def measure_influence(
 
 
 def measure_checkpoint(
-    model: nn.Module,
+    model: PreTrainedModel,
     *,
     signal_batches: list[torch.Tensor],
     heldout: torch.Tensor,

@@ -20,11 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from lostmid.errors import UserError
 from lostmid.files import load_torch, save_torch
@@ -32,6 +31,9 @@ from lostmid.models.devices import resolve_device
 from lostmid.train.config import TrainConfig
 from lostmid.train.corpus import BatchSampler
 from lostmid.train.model import ModelVariant
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 PositionWeight = torch.Tensor | Callable[[int], torch.Tensor]
 """Per-position loss weight: a tensor of T weights, or ``f(T) -> tensor of T weights``."""
@@ -117,7 +119,7 @@ class Trainer:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: PreTrainedModel,
         config: TrainConfig,
         sampler: BatchSampler,
         loss_weight: PositionWeight | None = None,
@@ -128,7 +130,9 @@ class Trainer:
         self.sampler = sampler
         # a device spec (auto | cpu | cuda[:N]) is checked and resolved here, once
         self.device = torch.device(resolve_device(device) if isinstance(device, str) else device)
-        self.model.to(self.device)
+        # transformers wraps PreTrainedModel.to in functools.wraps, which mypy does not
+        # bind as a method (it takes the device for self)
+        self.model.to(self.device)  # type: ignore[arg-type]
         self.weight = position_weights(loss_weight, config.model.context, self.device)
         self.optimizer = self._optimizer()
         self.step = 0

@@ -29,17 +29,22 @@ which sums to 1 exactly (Q(k, inf) = 0, Q(k, 0) = 1).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from lostmid.errors import UserError
 from lostmid.theory.continuum import continuum_row
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
-def learning_signal(model: nn.Module, batches: Iterable[torch.Tensor]) -> tuple[np.ndarray, float]:
+
+def learning_signal(
+    model: PreTrainedModel, batches: Iterable[torch.Tensor]
+) -> tuple[np.ndarray, float]:
     """eta_j for j = 1..T (array index j-1), and the mean training loss of the same batches.
 
     Args:
@@ -62,7 +67,7 @@ def learning_signal(model: nn.Module, batches: Iterable[torch.Tensor]) -> tuple[
     model.eval()
     try:
         for batch in batches:
-            batch = batch.to(embed.weight.device)
+            batch = batch.to(embed.get_parameter("weight").device)
             inputs, targets = batch[:, :-1], batch[:, 1:]  # (B, T)
             emb = embed(inputs).detach().requires_grad_(True)  # (B, T, d)
             logits = model(inputs_embeds=emb).logits  # (B, T, V)

@@ -186,7 +186,7 @@ def resolve_retrieval_config(
     (8, 100, 2, 1)
     """
     base = retrieval_preset(preset_name)
-    task_changes = {
+    task_changes: dict[str, Any] = {
         k: v
         for k, v in {
             "task": task,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -25,6 +25,9 @@ from lostmid.behaviour.training.config import RetrievalTrainConfig
 from lostmid.behaviour.training.task import example_ids
 from lostmid.checks import check_positive, check_unit_interval
 from lostmid.stats import finite_or_none, spearman
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 def span_means(profile: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
@@ -129,7 +132,7 @@ class RetrievalCheckpoint:
 
 
 def evaluate_checkpoint(
-    model: torch.nn.Module,
+    model: PreTrainedModel,
     heldout: HeldOut,
     config: RetrievalTrainConfig,
     *,

@@ -147,18 +147,19 @@ def run_retrieval_training(
     task = config.task
     length = sequence_length(task)
     with timer("build"):
-        corpus = None
+        corpus: np.ndarray | None = None  # the training split's bytes
         if task.mix > 0:
             from lostmid.train.corpus import load_corpus
 
-            corpus = load_corpus(None, seed=train.seed, heldout_fraction=0.05, min_bytes=length + 1)
-            corpus = corpus.train
+            corpus = load_corpus(
+                None, seed=train.seed, heldout_fraction=0.05, min_bytes=length + 1
+            ).train
         hooks = hooks or RetrievalHooks()
         sampler = RetrievalBatches(
             task, train.batch_size, train.seed, length, corpus, hooks.gold_probs, hooks.gold_weights
         )
         model = build_model(train.model, train.seed, hooks.variant)
-        trainer = MaskedTrainer(model, train, sampler, device=train.device)  # type: ignore[arg-type]
+        trainer = MaskedTrainer(model, train, sampler, device=train.device)
         heldout = HeldOut.build(config)
     wanted = config.eval_steps()
     checkpoints: list[RetrievalCheckpoint] = []

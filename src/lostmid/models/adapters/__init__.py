@@ -12,6 +12,7 @@ adapter carries one line saying what is missing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -24,6 +25,10 @@ from lostmid.models.adapters.llama import Gemma2Adapter, LlamaStyleAdapter
 from lostmid.models.adapters.neox import GPTNeoXAdapter
 from lostmid.models.adapters.opt import OPTAdapter
 from lostmid.models.adapters.phi import PhiAdapter
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 
 ADAPTERS: tuple[LayoutAdapter, ...] = (
     LlamaStyleAdapter(),
@@ -49,13 +54,13 @@ def adapter_for(model_type: str) -> FamilyAdapter:
     return FamilyAdapter(model_type, f"adapters exist for: {known}")
 
 
-def _block_sums_hold(model: nn.Module, adapter: LayoutAdapter) -> bool:
+def _block_sums_hold(model: PreTrainedModel, adapter: LayoutAdapter) -> bool:
     """Whether block 1's output is its input plus the two branches the layout names."""
     block = adapter.blocks(model)[0]
     kept: dict[str, torch.Tensor] = {}
 
     def keep(name: str) -> Callable[..., None]:
-        def hook(module: nn.Module, args: tuple, kwargs: dict, output: object) -> None:
+        def hook(module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
             if name == "x":
                 kept["x"] = args[0] if args else kwargs["hidden_states"]  # (1, 4, d)
             kept[f"{name}_out"] = output[0] if isinstance(output, tuple) else output
@@ -66,7 +71,8 @@ def _block_sums_hold(model: nn.Module, adapter: LayoutAdapter) -> bool:
     handles = [m.register_forward_hook(keep(k), with_kwargs=True) for k, m in places.items()]
     try:
         embed = adapter.token_embedding(model)
-        ids = torch.arange(4, device=embed.weight.device)[None] % embed.weight.shape[0]
+        table = embed.get_parameter("weight")  # (V, d)
+        ids = torch.arange(4, device=table.device)[None] % table.shape[0]
         with torch.no_grad():
             adapter.base(model)(inputs_embeds=embed(ids), use_cache=False)
     except Exception:  # noqa: BLE001 - any failure means the layout does not describe it
@@ -81,7 +87,7 @@ def _block_sums_hold(model: nn.Module, adapter: LayoutAdapter) -> bool:
     return bool((out - total).norm() <= 1e-2 * out.norm() + 1e-6)
 
 
-def adapter_for_model(model: nn.Module) -> FamilyAdapter:
+def adapter_for_model(model: PreTrainedModel) -> FamilyAdapter:
     """The adapter for a built causal LM: its family's, a discovered one, or generic.
 
     >>> from lostmid.models import load_model

@@ -73,7 +73,7 @@ from lostmid.models.adapters.cache import CacheContinuation
 from lostmid.models.shape import ModelShape
 
 if TYPE_CHECKING:
-    from transformers import PretrainedConfig
+    from transformers import PretrainedConfig, PreTrainedModel
 
 
 def is_norm(module: nn.Module) -> bool:
@@ -143,26 +143,26 @@ class FamilyAdapter(CacheContinuation):
         )
 
     # ---- model level -------------------------------------------------------------
-    def token_embedding(self, model: nn.Module) -> nn.Module:
+    def token_embedding(self, model: PreTrainedModel) -> nn.Module:
         """The token embedding table (any Hugging Face model)."""
         return model.get_input_embeddings()
 
-    def base(self, model: nn.Module) -> nn.Module:
+    def base(self, model: PreTrainedModel) -> nn.Module:
         """The decoder without the LM head; called with ``inputs_embeds``."""
         return model.base_model
 
-    def lm_head(self, model: nn.Module) -> nn.Module:
+    def lm_head(self, model: PreTrainedModel) -> nn.Module:
         """The unembedding (hidden state -> logits)."""
         head = model.get_output_embeddings()
         if head is None:
             raise self._needs_adapter("--output logits")
         return head
 
-    def blocks(self, model: nn.Module) -> Sequence[nn.Module]:
+    def blocks(self, model: PreTrainedModel) -> Sequence[nn.Module]:
         """The H residual blocks, in order."""
         raise self._needs_adapter("per-layer profiles, residual strength or checkpointing")
 
-    def final_norm(self, model: nn.Module) -> nn.Module:
+    def final_norm(self, model: PreTrainedModel) -> nn.Module:
         """The norm after the last block."""
         raise self._needs_adapter("--output residual")
 
@@ -220,14 +220,14 @@ class FamilyAdapter(CacheContinuation):
         raise self._needs_adapter(f"building a {model_type} model")
 
     # ---- positional-encoding switches ----------------------------------------------
-    def remove_rope(self, model: nn.Module) -> None:
+    def remove_rope(self, model: PreTrainedModel) -> None:
         """Make rotary position embeddings the identity (cos = 1, sin = 0)."""
         raise self._needs_adapter("--no-rope")
 
-    def remove_position_embedding(self, model: nn.Module) -> None:
+    def remove_position_embedding(self, model: PreTrainedModel) -> None:
         """Remove learned absolute position embeddings (x_j + p_j -> x_j)."""
         raise self._needs_adapter("--no-pos-emb")
 
-    def remove_alibi(self, model: nn.Module) -> None:
+    def remove_alibi(self, model: PreTrainedModel) -> None:
         """Remove the ALiBi attention bias (scores q.k - m (i - j) -> q.k)."""
         raise self._needs_adapter("--no-alibi")

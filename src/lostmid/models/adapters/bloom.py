@@ -12,7 +12,7 @@ makes that bias zero in every layer. Queries, keys and values come from one fuse
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -21,6 +21,9 @@ from lostmid.errors import UserError
 from lostmid.models.adapters.layout import Layout, LayoutAdapter
 from lostmid.models.adapters.neox import fused_per_head_query_key
 from lostmid.models.shape import ModelShape
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 class ResidualFreeMLP(nn.Module):
@@ -64,18 +67,20 @@ class BloomAdapter(LayoutAdapter):
         return None
 
     def mlp(self, block: nn.Module) -> nn.Module:
-        return ResidualFreeMLP(block.mlp)
+        return ResidualFreeMLP(block.get_submodule("mlp"))
 
     def query_key(self, block: nn.Module) -> list[torch.Tensor]:
         attn = self.attention(block)
-        return fused_per_head_query_key(attn.query_key_value, attn.num_heads)
+        heads = int(self._get(attn, "num_heads"))
+        return fused_per_head_query_key(attn.get_submodule("query_key_value"), heads)
 
-    def remove_alibi(self, model: nn.Module) -> None:
+    def remove_alibi(self, model: PreTrainedModel) -> None:
         for block in self.blocks(model):
             attn = self.attention(block)
             if not getattr(attn, "_lostmid_no_alibi", False):
                 attn.register_forward_pre_hook(_zero_alibi, with_kwargs=True)
-                attn._lostmid_no_alibi = True
+                # torch types Module.__setattr__ for tensors and modules only
+                attn._lostmid_no_alibi = True  # type: ignore[assignment]
 
     def config_kwargs(self, shape: ModelShape) -> dict[str, Any]:
         if shape.intermediate not in (None, 4 * shape.hidden):

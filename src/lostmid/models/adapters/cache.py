@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import copy
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import nn
 
 from lostmid.errors import UserError
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
-def _accepts(model: nn.Module, name: str) -> bool:
+
+def _accepts(model: PreTrainedModel, name: str) -> bool:
     try:
         return name in inspect.signature(model.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover - exotic wrappers
@@ -50,17 +52,21 @@ def output_cache(output: Any) -> Any:
 class CacheContinuation:
     """Prefill a context, copy its cache for a batch, continue from it (module doc)."""
 
-    def cache_argument(self, model: nn.Module) -> str:
+    if TYPE_CHECKING:  # the adapter this mixes into (FamilyAdapter) defines it
+
+        def layer_masks(self, config: Any, length: int) -> list[str]: ...
+
+    def cache_argument(self, model: PreTrainedModel) -> str:
         """The forward's cache argument: ``cache`` (Transformers >= 5) or
         ``past_key_values``."""
         return "cache" if _accepts(model, "cache") else "past_key_values"
 
-    def takes_position_ids(self, model: nn.Module) -> bool:
+    def takes_position_ids(self, model: PreTrainedModel) -> bool:
         """Whether the forward takes ``position_ids`` (else positions follow the mask)."""
         return _accepts(model, "position_ids")
 
     @torch.no_grad()
-    def prefill(self, model: nn.Module, ids: torch.Tensor) -> Any:
+    def prefill(self, model: PreTrainedModel, ids: torch.Tensor) -> Any:
         """Run a context ``ids`` (1, T) once; its key-value cache (only the last column of
         logits is computed where the family allows)."""
         kwargs: dict[str, Any] = {
@@ -83,12 +89,12 @@ class CacheContinuation:
             copied.batch_repeat_interleave(batch)
         return copied
 
-    def gaps_are_exact(self, model: nn.Module, length: int) -> bool:
+    def gaps_are_exact(self, model: PreTrainedModel, length: int) -> bool:
         """Whether padding between cached tokens and new ones leaves the numbers exact at
         ``length`` total tokens: every layer causal (no sliding window shorter than it).
         False where the family's masks are unknown (the generic adapter)."""
         try:
-            specs = self.layer_masks(model.config, length)  # type: ignore[attr-defined]
+            specs = self.layer_masks(model.config, length)
         except UserError:
             return False
         return all(spec == "causal" for spec in specs)
@@ -96,7 +102,7 @@ class CacheContinuation:
     @torch.no_grad()
     def continue_from(
         self,
-        model: nn.Module,
+        model: PreTrainedModel,
         cache: Any,
         ids: torch.Tensor,
         past: int | torch.Tensor,

@@ -31,9 +31,10 @@ class GPT2Adapter(LayoutAdapter):
     )
 
     def query_key(self, block: nn.Module) -> list[torch.Tensor]:
-        c_attn = self.attention(block).c_attn
-        d = c_attn.weight.shape[0]
-        return [c_attn.weight[:, : 2 * d], c_attn.bias[: 2 * d]]  # (d, 2d) and (2d,) views
+        attn = self.attention(block)
+        weight, bias = attn.get_parameter("c_attn.weight"), attn.get_parameter("c_attn.bias")
+        d = weight.shape[0]
+        return [weight[:, : 2 * d], bias[: 2 * d]]  # (d, 2d) and (2d,) views
 
     def config_kwargs(self, shape: ModelShape) -> dict[str, Any]:
         return {

@@ -21,7 +21,7 @@ from lostmid.models.adapters.base import FamilyAdapter, is_norm, mask_specs
 from lostmid.models.shape import ModelShape
 
 if TYPE_CHECKING:
-    from transformers import PretrainedConfig
+    from transformers import PretrainedConfig, PreTrainedModel
 
 
 def resolve_path(root: nn.Module, path: str) -> Any:
@@ -141,17 +141,17 @@ class LayoutAdapter(FamilyAdapter):
             raise UserError(f"{self.name} adapter: the model has no {path!r}; is it a {self.name}?")
         return found
 
-    def _base_place(self, model: nn.Module, path: str | None) -> Any:
+    def _base_place(self, model: PreTrainedModel, path: str | None) -> Any:
         return self._get(self.base(model), path)
 
     # ---- model level -------------------------------------------------------------
-    def base(self, model: nn.Module) -> nn.Module:
+    def base(self, model: PreTrainedModel) -> nn.Module:
         return self._get(model, self.layout.base)
 
-    def blocks(self, model: nn.Module) -> Sequence[nn.Module]:
+    def blocks(self, model: PreTrainedModel) -> Sequence[nn.Module]:
         return list(self._base_place(model, self.layout.blocks))
 
-    def final_norm(self, model: nn.Module) -> nn.Module:
+    def final_norm(self, model: PreTrainedModel) -> nn.Module:
         return self._base_place(model, self.layout.final_norm)
 
     def norms(self, model: nn.Module) -> list[nn.Module]:
@@ -217,13 +217,13 @@ class LayoutAdapter(FamilyAdapter):
             return "ALiBi attention biases", "--no-alibi"
         return "no positional encoding", ""
 
-    def _lacks(self, model: nn.Module, what: str, flag: str) -> UserError:
+    def _lacks(self, model: PreTrainedModel, what: str, flag: str) -> UserError:
         uses, other = self._encoding()
         model_type = getattr(getattr(model, "config", None), "model_type", self.name)
         hint = f"; use {other} instead of {flag}" if other else f"; drop {flag}"
         return UserError(f"{model_type} has no {what} to remove (it uses {uses}){hint}")
 
-    def remove_rope(self, model: nn.Module) -> None:
+    def remove_rope(self, model: PreTrainedModel) -> None:
         if not self.has_rope:
             raise self._lacks(model, "rotary embeddings", "--no-rope")
         rotary = self._base_place(model, self.layout.rotary)
@@ -232,14 +232,14 @@ class LayoutAdapter(FamilyAdapter):
         dim = 2 * int(rotary.inv_freq.numel())  # the rotated dimensions (partial rotary too)
         replace_module(model, rotary, IdentityRotary(dim))
 
-    def remove_position_embedding(self, model: nn.Module) -> None:
+    def remove_position_embedding(self, model: PreTrainedModel) -> None:
         if not self.has_position_embedding:
             raise self._lacks(model, "learned position embeddings", "--no-pos-emb")
         # Zeroing the table makes the block input x_j + p_j = x_j at every position.
         with torch.no_grad():
             self._base_place(model, self.layout.position_embedding).weight.zero_()
 
-    def remove_alibi(self, model: nn.Module) -> None:
+    def remove_alibi(self, model: PreTrainedModel) -> None:
         raise self._lacks(model, "ALiBi biases", "--no-alibi")
 
 

@@ -15,13 +15,16 @@ the output logits (which :meth:`Gemma2Adapter.lm_head` includes).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from lostmid.models.adapters.rotary import DECODER_LAYOUT, RotaryAdapter
 from lostmid.models.shape import ModelShape
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 class LlamaStyleAdapter(RotaryAdapter):
@@ -38,7 +41,7 @@ class SoftcappedHead(nn.Module):
 
     @property
     def weight(self) -> torch.Tensor:
-        return self.head.weight
+        return self.head.get_parameter("weight")
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.cap * torch.tanh(self.head(hidden) / self.cap)
@@ -56,7 +59,7 @@ class Gemma2Adapter(RotaryAdapter):
         mlp_post_norm="post_feedforward_layernorm",
     )
 
-    def lm_head(self, model: nn.Module) -> nn.Module:
+    def lm_head(self, model: PreTrainedModel) -> nn.Module:
         """The LM head followed by the final logit soft-capping (a view when capped)."""
         head = model.get_output_embeddings()
         cap = getattr(model.config, "final_logit_softcapping", None)

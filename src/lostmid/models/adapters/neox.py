@@ -19,13 +19,16 @@ from torch import nn
 from lostmid.models.adapters.rotary import DECODER_LAYOUT, RotaryAdapter
 
 
-def fused_per_head_query_key(linear: nn.Linear, heads: int) -> list[torch.Tensor]:
-    """Views of the q and k rows of a per-head fused (heads, 3, head_dim) QKV projection."""
-    d_in = linear.weight.shape[1]
-    weight = linear.weight.view(heads, 3, -1, d_in)[:, :2]  # (heads, 2, head_dim, d_in)
+def fused_per_head_query_key(linear: nn.Module, heads: int) -> list[torch.Tensor]:
+    """Views of the q and k rows of a per-head fused (heads, 3, head_dim) QKV projection
+    (a linear layer, with or without a bias)."""
+    full = linear.get_parameter("weight")
+    d_in = full.shape[1]
+    weight = full.view(heads, 3, -1, d_in)[:, :2]  # (heads, 2, head_dim, d_in)
     found = [weight]
-    if linear.bias is not None:
-        found.append(linear.bias.view(heads, 3, -1)[:, :2])  # (heads, 2, head_dim)
+    bias = getattr(linear, "bias", None)
+    if bias is not None:
+        found.append(bias.view(heads, 3, -1)[:, :2])  # (heads, 2, head_dim)
     return found
 
 
@@ -44,4 +47,5 @@ class GPTNeoXAdapter(RotaryAdapter):
 
     def query_key(self, block: nn.Module) -> list[torch.Tensor]:
         attn = self.attention(block)
-        return fused_per_head_query_key(attn.query_key_value, attn.config.num_attention_heads)
+        heads = int(self._get(attn, "config.num_attention_heads"))
+        return fused_per_head_query_key(attn.get_submodule("query_key_value"), heads)

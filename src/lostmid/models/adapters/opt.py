@@ -58,7 +58,8 @@ class OPTAdapter(LayoutAdapter):
         return None
 
     def mlp(self, block: nn.Module) -> nn.Module:
-        return InlineMLP(block.fc1, block.activation_fn, block.fc2)
+        fc1, fc2 = block.get_submodule("fc1"), block.get_submodule("fc2")
+        return InlineMLP(fc1, block.activation_fn, fc2)
 
     def config_kwargs(self, shape: ModelShape) -> dict[str, Any]:
         return {
