@@ -170,7 +170,7 @@ def train(
     steps: Annotated[int | None, typer.Option("--steps", help=TRAIN_HELP["steps"])] = None,
     corpus: Annotated[Path | None, typer.Option("--corpus", help=TRAIN_HELP["corpus"])] = None,
     config: Annotated[Path | None, typer.Option("--config", help=TRAIN_HELP["config"])] = None,
-    resume: Annotated[bool, typer.Option("--resume", help=TRAIN_HELP["resume"])] = False,
+    resume: Annotated[bool, typer.Option("--resume", help=RETRIEVAL_HELP["resume"])] = False,
     task: Annotated[str | None, typer.Option("--task", help=RETRIEVAL_HELP["task"])] = None,
     pairs: Annotated[int | None, typer.Option("--pairs", help=RETRIEVAL_HELP["pairs"])] = None,
     key_chars: Annotated[
@@ -181,6 +181,10 @@ def train(
     mix: Annotated[float | None, typer.Option("--mix", help=RETRIEVAL_HELP["mix"])] = None,
     eval_every: Annotated[
         int | None, typer.Option("--eval-every", help=RETRIEVAL_HELP["eval_every"])
+    ] = None,
+    no_rope: Annotated[bool, typer.Option("--no-rope", help=RETRIEVAL_HELP["no_rope"])] = False,
+    signal_examples: Annotated[
+        int | None, typer.Option("--signal-examples", help=RETRIEVAL_HELP["signal_examples"])
     ] = None,
     out: OutOpt = Path("results/train"),
     seed: Annotated[int | None, typer.Option("--seed", help=TRAIN_HELP["seed"])] = None,
@@ -196,6 +200,7 @@ def train(
 
         retrieval_only = {"--pairs": pairs, "--key-chars": key_chars, "--style": style}
         retrieval_only |= {"--gold": gold, "--mix": mix, "--eval-every": eval_every}
+        retrieval_only |= {"--no-rope": no_rope or None, "--signal-examples": signal_examples}
         given = [flag for flag, value in retrieval_only.items() if value is not None]
         if given:
             raise UserError(f"{', '.join(given)} need --task kv|mqar (retrieval training)")
@@ -204,9 +209,9 @@ def train(
         return
     from lostmid.behaviour.training import resolve_retrieval_config, train_retrieval
 
-    if corpus is not None or config is not None or resume:
+    if corpus is not None or config is not None:
         raise UserError(
-            "--corpus, --config and --resume are for language-model training; drop them with --task"
+            "--corpus and --config are for language-model training; drop them with --task"
         )
     if preset == "tiny":  # the LM default: take the task's own preset instead
         preset = "mqar-tiny" if task == "mqar" else "retrieval-tiny"
@@ -221,8 +226,10 @@ def train(
         steps=steps,
         seed=seed,
         eval_every=eval_every,
+        no_rope=no_rope or None,
+        signal_examples=signal_examples,
     )
-    train_retrieval(retrieval, out=out, overwrite=overwrite, console=console)
+    train_retrieval(retrieval, out=out, overwrite=overwrite, console=console, resume=resume)
 
 
 @app.command()

@@ -27,6 +27,11 @@ RETRIEVAL_HELP = {
     "the ends more often) | LAW+LAW (equal mixture).",
     "mix": "Retrieval: fraction of rows from the stdlib corpus.",
     "eval_every": "Retrieval: also evaluate every N steps (0: off).",
+    "no_rope": "Retrieval: train without positional encoding (rotary embeddings made the "
+    "identity; the paper says the bias needs none).",
+    "signal_examples": "Retrieval: held-out examples per gold index behind each record's "
+    "learning signal (0: off).",
+    "resume": "Continue from --out/resume.pt (text) or the run saved in --out (retrieval).",
 }
 
 

@@ -23,7 +23,11 @@ class RetrievalTrainConfig:
     from the task's row length by :meth:`resolved_train`). ``eval_examples``: held-out
     examples per gold index; ``eval_every``: also evaluate every this many steps
     (0: only at the log-spaced checkpoints); ``influence_samples``/``_probes``: inputs
-    and probes of the influence profile.
+    and probes of the influence profile; ``signal_examples``: held-out examples per gold
+    index behind the learning signal of each record (0: not measured); ``no_rope``: train
+    without positional encoding (the family's rotary embeddings made the identity, by
+    :meth:`lostmid.models.FamilyAdapter.remove_rope`; saved checkpoints do not carry the
+    switch).
     """
 
     preset: str = "retrieval-tiny"
@@ -34,6 +38,8 @@ class RetrievalTrainConfig:
     influence_samples: int = 12
     influence_probes: int = 4
     save_checkpoints: bool = True
+    signal_examples: int = 4
+    no_rope: bool = False
 
     def __post_init__(self) -> None:
         check_positive("--eval-examples", self.eval_examples)
@@ -41,6 +47,8 @@ class RetrievalTrainConfig:
         check_positive("--influence-probes", self.influence_probes)
         if self.eval_every < 0:
             raise UserError(f"--eval-every must be >= 0, got {self.eval_every}")
+        if isinstance(self.signal_examples, bool) or self.signal_examples < 0:
+            raise UserError(f"--signal-examples must be >= 0, got {self.signal_examples}")
         self.resolved_train()  # TrainConfig checks itself when it is made
 
     def resolved_train(self) -> TrainConfig:
@@ -167,6 +175,8 @@ def resolve_retrieval_config(
     seed: int | None = None,
     eval_every: int | None = None,
     save_checkpoints: bool | None = None,
+    no_rope: bool | None = None,
+    signal_examples: int | None = None,
 ) -> RetrievalTrainConfig:
     """A preset with command-line overrides (None keeps the preset's value); the
     entry point for ``lostmid train --task kv|mqar``.
@@ -204,4 +214,8 @@ def resolve_retrieval_config(
         changes["eval_every"] = eval_every
     if save_checkpoints is not None:
         changes["save_checkpoints"] = save_checkpoints
+    if no_rope is not None:
+        changes["no_rope"] = no_rope
+    if signal_examples is not None:
+        changes["signal_examples"] = signal_examples
     return replace(base, **changes)
