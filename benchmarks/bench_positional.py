@@ -3,7 +3,7 @@
 For each model (full-size presets at random init, 3 seeds by default), every seed is
 measured as ``lostmid measure`` does (influence profile of the final hidden state at
 t = L on random tokens, branch gains per position, MLP gain and coherence, layer masks:
-:func:`lostmid.influence.ablation.measure_rung` on the ``real`` rung, i.e. the model
+:func:`lostmid.ablate.run.measure_rung` on the ``real`` rung, i.e. the model
 unchanged) and scored as ``lostmid compare --predict`` does with several seeds
 (:func:`lostmid.compare.compare_measurements`): the zero-parameter predictions per seed,
 the fitted baselines out of sample (fit on the other seeds, scored on the held-out
@@ -29,8 +29,9 @@ import time
 
 import torch
 
-from lostmid.influence.ablation import RUNG_SPECS, measure_rung, score_rung
-from lostmid.influence.config import AblationConfig
+from lostmid.ablate.config import AblationConfig
+from lostmid.ablate.results import score_rung
+from lostmid.ablate.rungs import RUNG_SPECS, measure_rung
 
 TARGET_W1 = 0.015
 SHOWN = (

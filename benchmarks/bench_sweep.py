@@ -67,7 +67,7 @@ def ray_start_seconds() -> float:
     """Wall time of ``ray.init`` + ``ray.shutdown`` as the sweep calls them, in a fresh process."""
     code = (
         "import time; t = time.perf_counter(); import ray; "
-        "from lostmid.sweep.backend import start_ray; start_ray(None); ray.shutdown(); "
+        "from lostmid.runs.backend import start_ray; start_ray(None); ray.shutdown(); "
         "print(time.perf_counter() - t)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

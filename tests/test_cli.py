@@ -8,15 +8,16 @@ import sys
 import pytest
 import typer
 
+from lostmid.ablate.config import ABLATE_HELP, AblationConfig
 from lostmid.behaviour.cli import RETRIEVAL_HELP
 from lostmid.cli import app
 from lostmid.compare.options import OPTION_DEFAULTS as COMPARE_DEFAULTS
 from lostmid.compare.options import OPTION_HELP as COMPARE_HELP
 from lostmid.errors import UserError
-from lostmid.influence.config import ABLATE_HELP, AblationConfig, MeasureConfig
 from lostmid.influence.config import HELP as MEASURE_HELP
+from lostmid.influence.config import MeasureConfig
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
-from lostmid.sweep.backend import BACKEND_HELP
+from lostmid.runs.backend import BACKEND_HELP
 from lostmid.theory.run import HELP as THEORY_HELP
 from lostmid.theory.run import TheoryConfig
 from lostmid.train.config import HELP as TRAIN_HELP

@@ -1,5 +1,6 @@
-"""Issue 8: no import cycle among lostmid's modules (module-level imports, as Python runs
-them when a module is first imported; imports inside functions are deliberate and lazy)."""
+"""The import graph: no cycle among lostmid's modules or packages, counting imports
+made inside functions (lazy imports are still dependencies), and layers that point one
+way: each package imports only the packages below it."""
 
 from __future__ import annotations
 
@@ -10,33 +11,70 @@ import lostmid
 
 ROOT = Path(lostmid.__file__).parent
 
+# The layers, bottom first. A package may import its own modules and any package in a
+# lower layer; packages in one layer do not import each other. The bottom layer is the
+# shared machinery (errors, checks, statistics, run provenance, the stage store and
+# backends, plotting helpers) that knows no capability.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "typing", "lazy"),
+    ("checks", "stats", "runinfo", "attention_choice"),
+    ("runs", "report"),
+    ("theory",),
+    ("models",),
+    ("influence",),
+    ("compare",),
+    ("ablate",),
+    ("train",),
+    ("behaviour",),
+    ("remedies",),
+    ("reproduce",),
+    ("sweep",),
+    ("cli",),
+)
+
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def top_level_imports(path: Path, modules: set[str]) -> set[str]:
-    """The lostmid modules imported at module level (``if TYPE_CHECKING`` blocks skipped)."""
+def imports(path: Path, modules: set[str], *, inside_functions: bool = True) -> set[str]:
+    """The lostmid modules ``path`` imports (``if TYPE_CHECKING`` blocks skipped; with
+    ``inside_functions`` also the imports made inside function bodies)."""
     found: set[str] = set()
     tree = ast.parse(path.read_text())
-    for node in tree.body:
+
+    def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            continue
-        for sub in ast.walk(node) if isinstance(node, ast.If | ast.Try) else [node]:
-            if isinstance(sub, ast.Import):
-                found |= {a.name for a in sub.names if a.name in modules}
-            elif isinstance(sub, ast.ImportFrom) and sub.module and sub.level == 0:
-                if sub.module in modules:
-                    found.add(sub.module)
-                found |= {f"{sub.module}.{a.name}" for a in sub.names} & modules
+            return
+        if not inside_functions and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module in modules:
+                found.add(node.module)
+            found.update({f"{node.module}.{a.name}" for a in node.names} & modules)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(*, inside_functions: bool = True) -> dict[str, set[str]]:
     paths = {module_name(p): p for p in ROOT.rglob("*.py")}
     modules = set(paths)
-    return {name: top_level_imports(path, modules) - {name} for name, path in paths.items()}
+    return {
+        name: imports(path, modules, inside_functions=inside_functions) - {name}
+        for name, path in paths.items()
+    }
+
+
+def package_of(module: str) -> str:
+    """``lostmid.compare.metrics`` -> ``compare``; ``lostmid.cli`` -> ``cli``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "lostmid"
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -62,12 +100,48 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a package to one in the same or a higher layer."""
+    rank = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
+    bad = []
+    for module, targets in sorted(graph.items()):
+        src = package_of(module)
+        for target in sorted(targets):
+            dst = package_of(target)
+            if src == dst or src == "lostmid" or dst == "lostmid":
+                continue
+            if rank[dst] >= rank[src]:
+                bad.append(f"{module} -> {target}")
+    return bad
+
+
 def test_the_cycle_finder_finds_a_planted_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_lazy_imports_are_counted(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("import x\n\ndef f():\n    from y import z\n")
+    assert imports(source, {"x", "y.z"}) == {"x", "y.z"}
+    assert imports(source, {"x", "y.z"}, inside_functions=False) == {"x"}
+
+
+def test_the_layer_check_flags_an_upward_import() -> None:
+    graph = {"lostmid.theory.exact": {"lostmid.models.load"}, "lostmid.models.load": set()}
+    assert layer_violations(graph) == ["lostmid.theory.exact -> lostmid.models.load"]
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {package_of(m) for m in import_graph()} - {"lostmid"}
+    assert packages <= {pkg for layer in LAYERS for pkg in layer}, packages
 
 
 def test_no_import_cycle_in_lostmid() -> None:
     graph = import_graph()
     assert "lostmid.reproduce.run" in graph and graph["lostmid.reproduce.run"]  # it parsed
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+
+
+def test_layers_point_one_way() -> None:
+    assert layer_violations(import_graph()) == []

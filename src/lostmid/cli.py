@@ -21,16 +21,17 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from lostmid.ablate.config import ABLATE_HELP, RUNGS, AblationConfig
 from lostmid.behaviour.cli import RETRIEVAL_HELP, retrieve
 from lostmid.compare.options import OPTION_DEFAULTS as COMPARE_DEFAULTS
 from lostmid.compare.options import OPTION_HELP as COMPARE_HELP
 from lostmid.errors import UserError
-from lostmid.influence.config import ABLATE_HELP, RUNGS, AblationConfig, MeasureConfig
 from lostmid.influence.config import HELP as MEASURE_HELP
+from lostmid.influence.config import MeasureConfig
 from lostmid.remedies.cli import remedies
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
 from lostmid.reproduce.config import ReproduceConfig, parse_models
-from lostmid.sweep.backend import Backend
+from lostmid.runs.backend import Backend
 from lostmid.sweep.cli import AddressOpt, BackendOpt, CpusOpt, GpusOpt, sweep_command
 from lostmid.theory.run import HELP as THEORY_HELP
 from lostmid.theory.run import TheoryConfig
@@ -356,7 +357,7 @@ def ablate(
     ] = False,
 ) -> None:
     """Ablation ladder: which real ingredient (MLP, logits, positions, norms) breaks the theory."""
-    from lostmid.influence.ablation import run_ablate
+    from lostmid.ablate.run import run_ablate
 
     config = AblationConfig(
         model=model,

@@ -1,4 +1,5 @@
-"""Residual strength lambda_l = mean ||a_l|| / (||x_l|| + ||a_l||): known answers."""
+"""Residual strength: the theory's a_l = s/(1+s) by default, the peer's forward ratio
+lambda_l = mean ||a_l|| / (||x_l|| + ||a_l||) by name; known answers."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from lostmid.errors import UserError
-from lostmid.influence import random_token_ids, residual_strength
+from lostmid.influence import forward_ratio, random_token_ids, residual_strength
 from lostmid.models import load_model
 
 
@@ -15,7 +16,7 @@ from lostmid.models import load_model
 def test_zero_attention_output_gives_zero_and_huge_gives_one(spec) -> None:
     ids = random_token_ids(256, 2, 10, seed=0)
     loaded = load_model(spec, dtype="float64")
-    base = residual_strength(loaded, ids)
+    base = forward_ratio(loaded, ids)
     assert base.shape == (2,) and np.all((base > 0) & (base < 1))
     blocks = loaded.adapter.blocks(loaded.model)
     proj = [
@@ -29,10 +30,10 @@ def test_zero_attention_output_gives_zero_and_huge_gives_one(spec) -> None:
             p.weight.zero_()
             if getattr(p, "bias", None) is not None:
                 p.bias.zero_()
-    np.testing.assert_array_equal(residual_strength(loaded, ids), 0.0)
+    np.testing.assert_array_equal(forward_ratio(loaded, ids), 0.0)
     with torch.no_grad():
         proj[0].weight.fill_(1e9)
-    assert residual_strength(loaded, ids)[0] > 1 - 1e-6
+    assert forward_ratio(loaded, ids)[0] > 1 - 1e-6
 
 
 def test_matches_a_hand_computation_on_layer_one() -> None:
@@ -51,13 +52,13 @@ def test_matches_a_hand_computation_on_layer_one() -> None:
     handle.remove()
     a_norm, x_norm = kept["a"].norm(dim=-1), x.norm(dim=-1)
     expected = float((a_norm / (x_norm + a_norm)).mean())
-    assert residual_strength(loaded, ids)[0] == pytest.approx(expected, rel=1e-12)
+    assert forward_ratio(loaded, ids)[0] == pytest.approx(expected, rel=1e-12)
 
 
 def test_generic_family_says_it_needs_an_adapter(unknown_family_dir) -> None:
     loaded = load_model(str(unknown_family_dir))
     with pytest.raises(UserError, match="needs a family adapter"):
-        residual_strength(loaded, random_token_ids(64, 1, 8, seed=0))
+        forward_ratio(loaded, random_token_ids(64, 1, 8, seed=0))
 
 
 def test_jacobian_method_is_s_over_one_plus_s_of_the_branch_gain() -> None:
@@ -66,16 +67,16 @@ def test_jacobian_method_is_s_over_one_plus_s_of_the_branch_gain() -> None:
     loaded = load_model("tiny-qwen2", dtype="float64")
     ids = random_token_ids(256, 2, 12, seed=3)
     gains = branch_gains(loaded, ids, directions=3, seed=7)
-    got = residual_strength(loaded, ids, method="jacobian", directions=3, seed=7)
+    got = residual_strength(loaded, ids, directions=3, seed=7)  # the default: jacobian
     np.testing.assert_allclose(got, gains.gain / (1 + gains.gain), rtol=1e-14)
-    forward = residual_strength(loaded, ids)  # the default stays the peer's ratio
-    np.testing.assert_array_equal(forward, residual_strength(loaded, ids, method="forward"))
+    forward = residual_strength(loaded, ids, method="forward")  # the peer's, by name only
+    np.testing.assert_array_equal(forward, forward_ratio(loaded, ids))
     assert np.all(forward < got)
 
 
 def test_strength_from_gain_inverts_the_layer_operator() -> None:
     """(1-a) I + a A W is (I + s A W) / (1+s) for a = s/(1+s): check on random matrices."""
-    from lostmid.influence.residual import strength_from_gain
+    from lostmid.influence.gains import strength_from_gain
 
     gen = np.random.default_rng(0)
     attention, w = gen.random((5, 5)), gen.normal(size=(5, 5))
@@ -106,7 +107,7 @@ def test_forward_ratio_shrinks_like_one_over_sqrt_position() -> None:
         ids = random_token_ids(256, 8, length, seed=0)
         s = float(branch_gains(loaded, ids, exact=True).gain[0])
         r = s / np.sqrt(np.arange(1, length + 1))
-        lam = float(residual_strength(loaded, ids)[0])
+        lam = float(forward_ratio(loaded, ids)[0])
         assert lam == pytest.approx(float(np.mean(r / (1 + r))), rel=0.15)
         forward.append(lam)
         jacobian.append(s / (1 + s))
@@ -125,9 +126,9 @@ def test_forward_ratio_reads_the_branch_not_the_stream_in_bloom() -> None:
     adapter's attention_out), so a zero output projection gives exactly 0."""
     loaded = load_model("tiny-bloom", dtype="float64")
     ids = random_token_ids(loaded.vocab_size, 2, 8, seed=0)
-    assert np.all(residual_strength(loaded, ids) < 0.5)
+    assert np.all(forward_ratio(loaded, ids) < 0.5)
     with torch.no_grad():
         for block in loaded.adapter.blocks(loaded.model):
             block.self_attention.dense.weight.zero_()
             block.self_attention.dense.bias.zero_()
-    np.testing.assert_array_equal(residual_strength(loaded, ids), 0.0)
+    np.testing.assert_array_equal(forward_ratio(loaded, ids), 0.0)

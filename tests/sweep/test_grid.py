@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from lostmid.errors import UserError
-from lostmid.sweep import Resources, Unit, expand, grid_from_flags, load_sweep_file, parse_seeds
+from lostmid.runs.jobs import Resources
+from lostmid.sweep import Unit, expand, grid_from_flags, load_sweep_file, parse_seeds
 
 
 @pytest.mark.parametrize(

@@ -76,7 +76,7 @@ def test_a_unit_the_cluster_cannot_hold_fails_at_once(
     tmp_path: Path, local_ray: Any, resources: dict, message: str
 ) -> None:
     from lostmid.errors import UserError
-    from lostmid.sweep import Resources
+    from lostmid.runs.jobs import Resources
 
     grid = grid_from_flags("theory", lengths="16", resources=Resources(**resources))
     with pytest.raises(UserError, match=message):  # rather than wait forever

@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 
 from lostmid.errors import UserError
-from lostmid.stages import StageStore
-from lostmid.sweep.backend import Backend
-from lostmid.sweep.execute import Job
-from lostmid.sweep.grid import Resources
-from lostmid.sweep.stages import run_stages
+from lostmid.runs.backend import Backend
+from lostmid.runs.jobs import Job, Resources
+from lostmid.runs.stages import run_stages
+from lostmid.runs.store import StageStore
 
 ray = pytest.importorskip("ray")  # the fixture local_ray (conftest) starts it once
 

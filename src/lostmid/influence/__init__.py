@@ -21,10 +21,9 @@ __getattr__, __dir__, __all__ = attach(
         "hooks": ["checkpointed_blocks", "frozen_parameters"],
         "flops": ["Matmul", "matmul_inventory", "measurement_flops"],
         "inputs": ["corpus_token_ids", "random_token_ids", "read_corpus_bytes"],
-        "residual": ["residual_strength", "strength_from_gain"],
-        "gains": ["BranchGains", "branch_gains"],
-        "config": ["AblationConfig", "MeasureConfig", "RUNGS"],
-        "ablation": ["AblationResult", "RungResult", "build_rung", "run_ablate"],
+        "residual": ["forward_ratio", "residual_strength"],
+        "gains": ["BranchGains", "branch_gains", "strength_from_gain"],
+        "config": ["MeasureConfig"],
         "run": ["MeasureResult", "run_measure"],
     },
 )

@@ -80,9 +80,22 @@ from lostmid.errors import UserError
 from lostmid.influence.gain_passes import coherence, layer_vjps, mlp_output_module, record_calls
 from lostmid.influence.inputs import check_fits_model
 from lostmid.influence.passes import NonFiniteError
-from lostmid.influence.residual import strength_from_gain
 from lostmid.models import LoadedModel
 from lostmid.typing import Float
+
+
+def strength_from_gain(gain: Float[np.ndarray, " H"] | float) -> Float[np.ndarray, " H"]:
+    """a = s / (1 + s): the residual strength whose layer operator has the branch gain s.
+
+    (1 - a) I + a A W = (I + s A W) / (1 + s), so both have the same normalised shape.
+
+    >>> strength_from_gain(np.array([0.0, 1.0, 3.0])).tolist()
+    [0.0, 0.5, 0.75]
+    """
+    s = np.asarray(gain, dtype=float)
+    if np.any(s < 0) or not np.all(np.isfinite(s)):
+        raise UserError(f"branch gains must be finite and >= 0, got {s.tolist()}")
+    return s / (1.0 + s)
 
 
 @dataclass(frozen=True)

@@ -49,24 +49,11 @@ import torch
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
 from lostmid.influence.config import STRENGTHS
+from lostmid.influence.gains import branch_gains
 from lostmid.models import LoadedModel
 from lostmid.typing import Float
 
 METHODS = STRENGTHS  # jacobian | forward, the choices of ``lostmid measure --strength``
-
-
-def strength_from_gain(gain: Float[np.ndarray, " H"] | float) -> Float[np.ndarray, " H"]:
-    """a = s / (1 + s): the residual strength whose layer operator has the branch gain s.
-
-    (1 - a) I + a A W = (I + s A W) / (1 + s), so both have the same normalised shape.
-
-    >>> strength_from_gain(np.array([0.0, 1.0, 3.0])).tolist()
-    [0.0, 0.5, 0.75]
-    """
-    s = np.asarray(gain, dtype=float)
-    if np.any(s < 0) or not np.all(np.isfinite(s)):
-        raise UserError(f"branch gains must be finite and >= 0, got {s.tolist()}")
-    return s / (1.0 + s)
 
 
 def residual_strength(
@@ -74,44 +61,48 @@ def residual_strength(
     input_ids: torch.LongTensor,
     *,
     batch_size: int = 1,
-    method: str = "forward",
+    method: str = "jacobian",
     directions: int = 4,
     seed: int = 0,
 ) -> Float[np.ndarray, " H"]:
     """Residual strength a_l of each layer l = 1..H; shape (H,).
 
+    The theory's a_l (module docstring) unless ``method`` names the peer's estimator.
+    Every caller that builds rho_H or a theory prediction uses the default; the forward
+    ratio is for comparison only, and is reached by name (``method="forward"`` or
+    :func:`forward_ratio`).
+
     Args:
-        method: ``forward`` (the peer's ratio lambda_l = mean ||a_l|| / (||x_l|| +
-            ||a_l||), the default for now) or ``jacobian`` (s_l / (1 + s_l) from
-            :func:`lostmid.influence.gains.branch_gains`; the theory's quantity).
+        method: ``jacobian`` (s_l / (1 + s_l) from
+            :func:`lostmid.influence.gains.branch_gains`; the theory's quantity) or
+            ``forward`` (the peer's ratio lambda_l = mean ||a_l|| / (||x_l|| + ||a_l||)).
         directions, seed: random directions of ``jacobian`` (unused by ``forward``).
 
     >>> from lostmid.models import load_model
     >>> from lostmid.influence import random_token_ids
-    >>> lam = residual_strength(load_model("tiny-gpt2"), random_token_ids(256, 2, 8, 0))
-    >>> lam.shape, bool(((lam > 0) & (lam < 1)).all())
+    >>> a = residual_strength(load_model("tiny-gpt2"), random_token_ids(256, 2, 8, 0))
+    >>> a.shape, bool(((a > 0) & (a < 1)).all())
     ((2,), True)
     """
     check_choice("residual strength method", method, METHODS)
-    if method == "jacobian":
-        from lostmid.influence.gains import branch_gains
-
-        gains = branch_gains(
-            loaded,
-            input_ids,
-            directions=directions,
-            seed=seed,
-            per_position=False,
-            batch_size=batch_size,
-        )
-        return gains.residual_strength
-    return _forward_ratio(loaded, input_ids, batch_size=batch_size)
+    if method == "forward":
+        return forward_ratio(loaded, input_ids, batch_size=batch_size)
+    gains = branch_gains(
+        loaded,
+        input_ids,
+        directions=directions,
+        seed=seed,
+        per_position=False,
+        batch_size=batch_size,
+    )
+    return gains.residual_strength
 
 
-def _forward_ratio(
+def forward_ratio(
     loaded: LoadedModel, input_ids: torch.LongTensor, *, batch_size: int = 1
 ) -> Float[np.ndarray, " H"]:
-    """lambda_l = mean ||a_l|| / (||x_l|| + ||a_l||) over tokens and samples; shape (H,)."""
+    """The peer's forward ratio lambda_l = mean ||a_l|| / (||x_l|| + ||a_l||) over tokens
+    and samples; shape (H,). Not the theory's a_l (module docstring): for comparison."""
     if input_ids.ndim != 2 or input_ids.shape[0] < 1:
         raise UserError("input_ids must be a non-empty (samples, length) tensor")
     if input_ids.shape[1] > loaded.max_length:

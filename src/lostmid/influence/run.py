@@ -39,7 +39,7 @@ from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.influence.inputs import corpus_token_ids, random_token_ids
 from lostmid.influence.plot import plot_influence
 from lostmid.influence.profile import InfluenceProfile
-from lostmid.influence.residual import residual_strength
+from lostmid.influence.residual import forward_ratio
 from lostmid.models import LoadedModel, load_model
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.theory import ProfileSummary, summarize_profile
@@ -309,7 +309,7 @@ def measure_strengths(
     except UserError as err:  # generic families: the profile still stands
         notes.append(f"branch gains skipped: {err}")
     try:
-        forward = residual_strength(loaded, ids, batch_size=config.batch_size, method="forward")
+        forward = forward_ratio(loaded, ids, batch_size=config.batch_size)
     except UserError as err:
         notes.append(f"forward residual strength skipped: {err}")
     try:

@@ -14,36 +14,28 @@ scores each over seeds and judges it against the baseline by one stated rule
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from lostmid.lazy import attach
 
-_EXPORTS = {
-    "base": ("REGISTRY", "Remedy", "Setting", "get_remedy", "register", "remedy_names"),
-    "config": ("HELP", "SCALES", "RemediesConfig", "Scale"),
-    "positions": (
-        "adaptive",
-        "capped_mean_one",
-        "curriculum",
-        "inverse_density",
-        "middle_records",
-        "record_centres",
-        "valley_bump",
-    ),
-    "run": ("run_remedies",),
-    "summary": ("RemediesResult", "RemedyRecord", "summarise_runs"),
-    "stats": ("Interval", "halves_gap", "paired_difference", "seed_interval", "verdict"),
-    "surgery": ("prefix_attention_mask", "prefix_variant", "residual_variant"),
-}
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    """Import on first use: ``lostmid.cli`` registers ``remedies`` without loading torch."""
-    if name not in _WHERE:
-        raise AttributeError(f"module 'lostmid.remedies' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"lostmid.remedies.{_WHERE[name]}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# Names are imported from their modules on first use (lostmid.lazy): lostmid.cli registers
+# ``remedies`` without loading torch.
+__getattr__, __dir__, __all__ = attach(
+    __name__,
+    {
+        "base": ["REGISTRY", "Remedy", "Setting", "register"],
+        "registry": ["get_remedy", "remedy_names"],
+        "config": ["HELP", "SCALES", "RemediesConfig", "Scale"],
+        "positions": [
+            "adaptive",
+            "capped_mean_one",
+            "curriculum",
+            "inverse_density",
+            "middle_records",
+            "record_centres",
+            "valley_bump",
+        ],
+        "run": ["run_remedies"],
+        "summary": ["RemediesResult", "RemedyRecord", "summarise_runs"],
+        "stats": ["halves_gap", "verdict"],
+        "surgery": ["prefix_attention_mask", "prefix_variant", "residual_variant"],
+    },
+)

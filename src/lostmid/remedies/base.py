@@ -1,4 +1,4 @@
-"""The remedy contract: a small named object per remedy, and the registry.
+"""The remedy contract: a small named object per remedy, and the table it registers in.
 
 A remedy is a subclass of :class:`Remedy` that sets ``name``, ``kind`` (``training`` or
 ``inference``) and a one-line ``description``, and overrides the hooks it needs; the
@@ -22,19 +22,13 @@ Inference hooks (on a model that ``lostmid retrieve`` accepts, no training):
   remedies that need more than one pass per example.
 
 A spec ``NAME:ARG`` passes ``ARG`` to the remedy (``oversample:rho``); each remedy
-documents the arguments it takes. This module imports no torch.
-
->>> get_remedy("baseline").kind
-'training'
->>> get_remedy("oversample:nope")  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-lostmid.errors.UserError: --remedies oversample: argument 'nope' unknown; choose one of ...
+documents the arguments it takes. Remedies are looked up by spec in
+:mod:`lostmid.remedies.registry`. This module imports no torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -171,26 +165,3 @@ def register(cls: type[Remedy]) -> type[Remedy]:
         raise ValueError(f"remedy {cls.name!r} needs a one-line description")
     REGISTRY[cls.name] = cls
     return cls
-
-
-def _load_builtin() -> None:
-    from lostmid.remedies import catalogue  # noqa: F401  (registers the built-in remedies)
-
-
-def get_remedy(spec: str) -> Remedy:
-    """The remedy of a spec ``NAME`` or ``NAME:ARG``, checked."""
-    _load_builtin()
-    name, sep, argument = spec.strip().partition(":")
-    check_choice("--remedies", name, REGISTRY)
-    return REGISTRY[name](argument if sep else None)
-
-
-def remedy_names(kind: str | None = None) -> tuple[str, ...]:
-    """Registered names, in registration order; only those of ``kind`` if given."""
-    _load_builtin()
-    return tuple(n for n, c in REGISTRY.items() if kind is None or c.kind == kind)
-
-
-def iter_remedies(specs: tuple[str, ...]) -> Iterator[Remedy]:
-    for spec in specs:
-        yield get_remedy(spec)

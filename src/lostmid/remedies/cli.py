@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from lostmid.remedies.config import HELP
-from lostmid.sweep.backend import Backend
+from lostmid.runs.backend import Backend
 from lostmid.sweep.cli import AddressOpt, BackendOpt, CpusOpt, GpusOpt
 
 console = Console()

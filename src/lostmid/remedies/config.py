@@ -126,7 +126,7 @@ class RemediesConfig:
     law: str = "tilt"
 
     def __post_init__(self) -> None:
-        from lostmid.remedies.base import get_remedy
+        from lostmid.remedies.registry import get_remedy
 
         object.__setattr__(self, "remedies", tuple(s.strip() for s in self.remedies if s.strip()))
         if not self.remedies:

@@ -16,9 +16,9 @@ on the plain prompt (the inference group's baseline) and with each remedy.
 
 Over seeds: means with 95% t intervals, differences to the baseline paired by seed, and
 the verdict rule (:mod:`lostmid.remedies.stats`). Resumable: each (remedy, seed) is a
-stage of :class:`lostmid.stages.StageStore`; a rerun with the same ``--out`` and options
+stage of :class:`lostmid.runs.store.StageStore`; a rerun with the same ``--out`` and options
 recomputes only what is missing. ``--backend ray`` runs the stages in parallel, one Ray
-task each (:func:`lostmid.sweep.stages.run_stages`).
+task each (:func:`lostmid.runs.stages.run_stages`).
 
 Files: ``remedies.json`` (``remedies``: one record per remedy; ``config``;
 ``metadata``), ``remedies.png`` (accuracy by gold index per remedy, 95% bands over
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.models.devices import resolve_device
-from lostmid.remedies.base import get_remedy
 from lostmid.remedies.config import RemediesConfig
+from lostmid.remedies.registry import get_remedy
 from lostmid.remedies.summary import (
     METRICS,
     SCHEMA,
@@ -56,9 +56,8 @@ from lostmid.remedies.training import (
     training_setting,
 )
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
-from lostmid.sweep.backend import Backend
-from lostmid.sweep.execute import Job
-from lostmid.sweep.grid import Resources
+from lostmid.runs.backend import Backend
+from lostmid.runs.jobs import Job, Resources
 
 __all__ = [  # the names of the summary and training modules were imported from here
     "FIGURE",
@@ -105,7 +104,7 @@ def inference_stage(spec: str, config: RemediesConfig, seed: int) -> dict[str, A
 @dataclass(frozen=True)
 class RemedyStage:
     """One (remedy, seed) of the run: its group (``training`` or ``inference``), the
-    remedy's spec, the seed, and the :class:`~lostmid.sweep.execute.Job` computing it
+    remedy's spec, the seed, and the :class:`~lostmid.runs.jobs.Job` computing it
     (a module-level function and its arguments: it pickles for Ray)."""
 
     group: str
@@ -175,8 +174,8 @@ def run_remedies(
     docstring, print the table. ``overwrite`` recomputes every stage; without it a rerun
     resumes (finished stages are reused when their configuration is unchanged).
     ``backend``: where the stages run (default: in this process, one after the other)."""
-    from lostmid.stages import StageStore
-    from lostmid.sweep.stages import run_stages
+    from lostmid.runs.stages import run_stages
+    from lostmid.runs.store import StageStore
 
     begin = time.perf_counter()
     backend = backend or Backend()

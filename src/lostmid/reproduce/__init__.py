@@ -15,7 +15,7 @@
 5. A claims table whose verdicts (reproduced, partly, not reproduced, below
    resolution) follow from the numbers by stated rules.
 
-Each experiment is a resumable stage (:mod:`lostmid.stages`): a run restarted with the
+Each experiment is a resumable stage (:mod:`lostmid.runs.store`): a run restarted with the
 same ``--out`` reuses the stages it finished. Results: ``report.html``, ``claims.json``,
 ``reproduce.json`` (every number), ``stages/*.json``, ``figures/*.png`` and, per model,
 ``MODEL/seed-S/measure.json`` (each seed) and ``MODEL/measure.json`` (the seeds pooled),

@@ -30,11 +30,10 @@ from lostmid.reproduce.report import build_report
 from lostmid.reproduce.stages import SeedMeasurement, check_models, measure_stage, run_device
 from lostmid.reproduce.training import Training, TrainingSummary, training_stage
 from lostmid.runinfo import run_metadata, write_json
-from lostmid.stages import StageStore
-from lostmid.sweep.backend import Backend
-from lostmid.sweep.execute import Job
-from lostmid.sweep.grid import Resources
-from lostmid.sweep.stages import run_stages as run_backend_stages
+from lostmid.runs.backend import Backend
+from lostmid.runs.jobs import Job, Resources
+from lostmid.runs.stages import run_stages as run_backend_stages
+from lostmid.runs.store import StageStore
 from lostmid.theory import summarize_profile
 
 
@@ -135,7 +134,7 @@ def run_stages(
 ) -> dict[str, Any]:
     """Each stage's result (saved or computed, read back from its record), by name.
 
-    ``backend``: where the stages not saved yet run (:func:`lostmid.sweep.stages.run_stages`;
+    ``backend``: where the stages not saved yet run (:func:`lostmid.runs.stages.run_stages`;
     default in this process, one after the other). On Ray each stage asks for
     ``backend.cpus`` CPUs and, when ``device`` is cuda, a GPU.
     """

@@ -1,6 +1,6 @@
 """The stages of a reproduce run and their results.
 
-Every stage is saved by :class:`lostmid.stages.StageStore` as the ``record()`` of its
+Every stage is saved by :class:`lostmid.runs.store.StageStore` as the ``record()`` of its
 result and read back with ``from_record`` (a resumed run and a fresh one go through the
 same JSON):
 
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from lostmid.errors import UserError
-from lostmid.influence import influence_profile, random_token_ids, residual_strength
+from lostmid.influence import forward_ratio, influence_profile, random_token_ids
 from lostmid.influence.config import attention_for
 from lostmid.influence.estimator import InfluenceProfile
 from lostmid.influence.gains import BranchGains, branch_gains
@@ -366,7 +366,7 @@ def measure_stage(
     gain_start = time.perf_counter()
     gain_ids = ids[: scale.gain_inputs]
     gains = branch_gains(loaded, gain_ids, directions=scale.gain_directions, seed=seed)
-    forward = residual_strength(loaded, gain_ids, method="forward")
+    forward = forward_ratio(loaded, gain_ids)
     gain_seconds = time.perf_counter() - gain_start
     switch = switch_off_positions(loaded)
     off = ProfileRun.of(measure(ids[:first], False, seed))  # the first part's inputs, probes

@@ -1,6 +1,6 @@
 """Sweeps: a grid of units of work (measure, theory, train...) run in-process or on Ray.
 
-Each unit's result lands in the resumable stage store (:class:`lostmid.stages.StageStore`)
+Each unit's result lands in the resumable stage store (:class:`lostmid.runs.store.StageStore`)
 under the sweep's folder, keyed by the unit's task and parameters, so a rerun skips what
 is done; ``sweep.json`` records every unit with its status, time and result file.
 
@@ -11,7 +11,6 @@ is done; ``sweep.json`` records every unit with its status, time and result file
 
 from lostmid.sweep.grid import (
     Grid,
-    Resources,
     Unit,
     expand,
     grid_from_flags,
@@ -24,7 +23,6 @@ __all__ = [
     "PENDING",
     "TASKS",
     "Grid",
-    "Resources",
     "TaskSpec",
     "Unit",
     "expand",

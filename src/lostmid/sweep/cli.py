@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from lostmid.errors import UserError
-from lostmid.sweep.backend import BACKEND_HELP
+from lostmid.runs.backend import BACKEND_HELP
 
 console = Console()
 
@@ -108,7 +108,8 @@ def _sweep(
     out: Path,
     overwrite: bool,
 ) -> None:
-    from lostmid.sweep.grid import Resources, grid_from_flags, load_sweep_file
+    from lostmid.runs.jobs import Resources
+    from lostmid.sweep.grid import grid_from_flags, load_sweep_file
     from lostmid.sweep.run import SweepConfig, run_sweep
 
     resources = Resources(cpus=cpus, gpus=gpus, memory_gb=memory)

@@ -26,6 +26,7 @@ from typing import Any
 
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
+from lostmid.runs.jobs import Resources
 from lostmid.sweep.units import task_spec
 
 Scalar = str | int | float | bool | None
@@ -130,38 +131,6 @@ def _parse_lengths(text: str | int | Sequence[int], flag: str = "--lengths") -> 
 
 def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-@dataclass(frozen=True)
-class Resources:
-    """What one unit asks of a Ray cluster (ignored by the local backend).
-
-    ``cpus`` also sets the unit's torch threads; ``memory_gb`` reserves memory for
-    scheduling (Ray does not cap it). ``None`` fields keep the task's default.
-    """
-
-    cpus: float | None = None
-    gpus: float | None = None
-    memory_gb: float | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("cpus", "gpus", "memory_gb"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not value >= 0):
-                raise UserError(f"resources {name} must be a number >= 0, got {value!r}")
-        if self.cpus is not None and self.cpus == 0:
-            raise UserError("resources cpus must be > 0 (fractions such as 0.5 are allowed)")
-
-    def over(self, base: Resources) -> Resources:
-        """These resources, falling back to ``base`` where a field is None."""
-        return Resources(
-            cpus=base.cpus if self.cpus is None else self.cpus,
-            gpus=base.gpus if self.gpus is None else self.gpus,
-            memory_gb=base.memory_gb if self.memory_gb is None else self.memory_gb,
-        )
-
-    def record(self) -> dict[str, float | None]:
-        return {"cpus": self.cpus, "gpus": self.gpus, "memory_gb": self.memory_gb}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Files under ``--out``:
 
 * ``units/KEY/``: each unit's own files (``measure.json``, ``theory.json``...);
-* ``stages/KEY.json``: the stage store (:class:`lostmid.stages.StageStore`): the unit's
+* ``stages/KEY.json``: the stage store (:class:`lostmid.runs.store.StageStore`): the unit's
   task and parameters, its summary and compute time; a rerun with the same ``--out``
   reuses every unit whose record is there and whose result file still exists;
 * ``sweep.json``: ``"units"`` (one record per unit of this run: parameters, status
@@ -25,18 +25,10 @@ from rich.table import Table
 
 from lostmid.errors import UserError
 from lostmid.runinfo import run_metadata, write_json
-from lostmid.stages import StageStore
-from lostmid.sweep.backend import Backend
-from lostmid.sweep.execute import (
-    STATUSES,
-    UNITS_DIR,
-    Job,
-    UnitOutcome,
-    dispatch,
-    open_backend,
-    saved_outcome,
-    unit_job,
-)
+from lostmid.runs.backend import Backend
+from lostmid.runs.jobs import STATUSES, Job, UnitOutcome, dispatch, open_backend
+from lostmid.runs.store import StageStore
+from lostmid.sweep.execute import UNITS_DIR, saved_outcome, unit_job
 from lostmid.sweep.grid import Grid, Unit, expand
 from lostmid.sweep.units import TaskSpec, task_spec
 

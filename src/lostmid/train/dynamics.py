@@ -241,7 +241,10 @@ def measure_influence(
         profile = influence_profile(
             loaded, input_ids, probes=probes, seed=seed, batch_size=input_ids.shape[0]
         )
-        alphas = residual_strength(loaded, input_ids, batch_size=input_ids.shape[0])
+        # the theory's a_l (the branch's Jacobian gain): rho_H and every prediction use it
+        alphas = residual_strength(
+            loaded, input_ids, batch_size=input_ids.shape[0], method="jacobian", seed=seed
+        )
     return (
         np.asarray(profile.influence, dtype=np.float64),
         np.asarray(profile.stderr, dtype=np.float64),

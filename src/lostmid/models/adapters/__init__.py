@@ -45,7 +45,8 @@ def adapter_for(model_type: str) -> FamilyAdapter:
     for adapter in ADAPTERS:
         if model_type in adapter.model_types:
             return adapter
-    return FamilyAdapter(model_type)
+    known = ", ".join(sorted({t for a in ADAPTERS for t in a.model_types}))
+    return FamilyAdapter(model_type, f"adapters exist for: {known}")
 
 
 def _block_sums_hold(model: nn.Module, adapter: LayoutAdapter) -> bool:

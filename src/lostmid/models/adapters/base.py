@@ -131,10 +131,7 @@ class FamilyAdapter:
         return f"{type(self).__name__}()"
 
     def _needs_adapter(self, feature: str) -> UserError:
-        from lostmid.models.adapters import ADAPTERS
-
-        known = ", ".join(sorted({t for a in ADAPTERS for t in a.model_types}))
-        why = self.reason or f"adapters exist for: {known}"
+        why = self.reason or "no family adapter names it"
         return UserError(
             f"{feature} needs a family adapter and model type {self.model_type!r} has none "
             f"({why}); the basic profile (--output hidden/logits/top1-prob) still works"

@@ -1,4 +1,4 @@
-"""The rungs of the ablation ladder (:mod:`lostmid.influence.ablation`): what each one
+"""The rungs of the ablation ladder (:mod:`lostmid.ablate.run`): what each one
 switches (:data:`RUNG_SPECS`), the switched model of a rung at a seed (:func:`build_rung`)
 and its measurement (:func:`measure_rung`: profile, branch gains, layer masks).
 
@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from lostmid.ablate.config import RUNGS, AblationConfig
 from lostmid.attention_choice import attention_for
 from lostmid.compare.inputs import MeasuredProfile
 from lostmid.errors import UserError
-from lostmid.influence.config import RUNGS, AblationConfig
 from lostmid.influence.estimator import influence_profile
 from lostmid.influence.gains import branch_gains
 from lostmid.influence.inputs import random_token_ids

@@ -1,4 +1,4 @@
-"""Scoring the ablation ladder (:mod:`lostmid.influence.ablation`): every candidate on
+"""Scoring the ablation ladder (:mod:`lostmid.ablate.run`): every candidate on
 each rung against its seeds (:func:`score_rung`), the ladder's result
 (:class:`AblationResult`, ablation.json), its table and its figure."""
 
@@ -12,10 +12,10 @@ import numpy as np
 from rich import box
 from rich.table import Table
 
+from lostmid.ablate.config import AblationConfig
+from lostmid.ablate.rungs import RUNG_SPECS, RungMeasurement, RungSpec
 from lostmid.compare.candidates import Candidate, compare_measurements
 from lostmid.compare.scoring import MeanSpread, NoiseFloor
-from lostmid.influence.ablation_rungs import RUNG_SPECS, RungMeasurement, RungSpec
-from lostmid.influence.config import AblationConfig
 from lostmid.report.plots import new_figure
 from lostmid.theory import KERNELS, summarize_profile
 from lostmid.typing import Float

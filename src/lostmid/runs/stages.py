@@ -1,11 +1,11 @@
 """The stages of one command (``reproduce``, ``remedies``) run on a backend, resumably.
 
 :func:`run_stages` is what both commands call with their planned stages as
-:class:`~lostmid.sweep.execute.Job` s. ``local`` runs them one after the other in this
-process through :meth:`StageStore.run <lostmid.stages.StageStore.run>` (an exception
+:class:`~lostmid.runs.jobs.Job` s. ``local`` runs them one after the other in this
+process through :meth:`StageStore.run <lostmid.runs.store.StageStore.run>` (an exception
 stops the run at once, with its traceback); ``ray`` sends every stage not already in the
 store to Ray at once, through the sweep's own machinery
-(:func:`~lostmid.sweep.execute.run_jobs`), and waits for all of them: a failed stage is
+(:func:`~lostmid.runs.jobs.run_jobs`), and waits for all of them: a failed stage is
 reported with its one-line error, the others finish and are saved, and the run then
 stops with one :class:`~lostmid.errors.UserError` naming the failed stages. Either way a
 rerun with the same folder reuses every finished stage.
@@ -21,9 +21,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lostmid.errors import UserError
-from lostmid.stages import StageStore
-from lostmid.sweep.backend import Backend
-from lostmid.sweep.execute import Job, UnitOutcome, run_jobs
+from lostmid.runs.backend import Backend
+from lostmid.runs.jobs import Job, UnitOutcome, run_jobs
+from lostmid.runs.store import StageStore
 
 
 def stage_progress(label: str, console: Console | None) -> Progress:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lostmid.stages import StageStore
+from lostmid.runs.store import StageStore
 
 
 def test_stage_is_reused_only_with_the_same_config(tmp_path: Path) -> None:

@@ -30,14 +30,14 @@ Where the gap opens: the first rung of the ladder (i)-(iv), in order, on which t
 prediction's W1 exceeds both :data:`GAP_FACTOR` times the noise floor and
 :data:`GAP_MIN_W1` (needs 2+ seeds; the cross rungs are diagnoses, not steps).
 
-Resumable: each (rung, seed) measurement is a stage of :class:`lostmid.stages.StageStore`
+Resumable: each (rung, seed) measurement is a stage of :class:`lostmid.runs.store.StageStore`
 under ``OUT/stages``, reused when its configuration is unchanged (``overwrite``
 recomputes). Writes ``OUT/ablation.json`` (:meth:`AblationResult.record`) and
 ``OUT/ablation.png``, and prints the table.
 
-Modules: :mod:`~lostmid.influence.ablation_rungs` (building and measuring a rung),
-:mod:`~lostmid.influence.ablation_results` (scores, the result, its table and figure)
-and this one (:func:`run_ablate`); their public names are importable from here.
+Modules: :mod:`~lostmid.ablate.rungs` (building and measuring a rung),
+:mod:`~lostmid.ablate.results` (scores, the result, its table and figure)
+and this one (:func:`run_ablate`).
 """
 
 from __future__ import annotations
@@ -49,47 +49,26 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from lostmid.errors import UserError
-from lostmid.influence.ablation_results import (
+from lostmid.ablate.config import AblationConfig
+from lostmid.ablate.results import (
     GAP_FACTOR,
     GAP_MIN_W1,
     AblationResult,
-    CandidateScore,
-    RungResult,
     ablation_figure,
     ablation_table,
     score_rung,
 )
-from lostmid.influence.ablation_rungs import (
+from lostmid.ablate.rungs import (
     RUNG_SPECS,
     RungMeasurement,
-    RungSpec,
     build_rung,
     measure_rung,
 )
-from lostmid.influence.config import AblationConfig
+from lostmid.errors import UserError
 from lostmid.influence.estimator import NonFiniteError
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import run_metadata, write_json
-from lostmid.stages import StageStore
-
-__all__ = [
-    "GAP_FACTOR",
-    "GAP_MIN_W1",
-    "RUNG_SPECS",
-    "AblationConfig",
-    "AblationResult",
-    "CandidateScore",
-    "RungMeasurement",
-    "RungResult",
-    "RungSpec",
-    "ablation_figure",
-    "ablation_table",
-    "build_rung",
-    "measure_rung",
-    "run_ablate",
-    "score_rung",
-]
+from lostmid.runs.store import StageStore
 
 FILES = ["ablation.json", "ablation.png"]
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from lostmid.ablate.config import RUNGS, AblationConfig
+from lostmid.ablate.run import run_ablate
+from lostmid.ablate.rungs import build_rung
 from lostmid.errors import UserError
-from lostmid.influence import ablation
-from lostmid.influence.ablation import build_rung, run_ablate
-from lostmid.influence.config import RUNGS, AblationConfig
+from lostmid.ablate import run as ablation
 
 TINY = {"model": "tiny-gpt2", "length": 16, "samples": 1, "probes": 1}
 
@@ -154,8 +155,8 @@ def test_resumes_each_rung_and_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_gap_rung_is_the_first_ladder_rung_off_the_floor() -> None:
     """opens_gap needs the floor; cross rungs are never the gap rung."""
+    from lostmid.ablate import RUNG_SPECS, AblationResult, CandidateScore, RungResult
     from lostmid.compare.scoring import MeanSpread, NoiseFloor
-    from lostmid.influence.ablation import RUNG_SPECS, AblationResult, CandidateScore, RungResult
 
     def rung(name: str, w1: float, floor: float | None) -> RungResult:
         score = CandidateScore(

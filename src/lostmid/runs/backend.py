@@ -160,10 +160,10 @@ def infeasible(
     resources (``ray.cluster_resources()``), or None when every one fits.
 
     Args:
-        asks: (name, :class:`~lostmid.sweep.grid.Resources`) of each piece of work.
+        asks: (name, :class:`~lostmid.runs.jobs.Resources`) of each piece of work.
         noun: what a piece is called (``unit``, ``stage``): it names the flag to set.
 
-    >>> from lostmid.sweep.grid import Resources
+    >>> from lostmid.runs.jobs import Resources
     >>> infeasible([("m-0", Resources(cpus=1, gpus=1))], {"CPU": 2.0}).split("; ")[1]
     'the Ray cluster has 0 GPU (set --gpus-per-unit)'
     """

@@ -1,0 +1,272 @@
+"""Jobs and where they run: one job with its retries, in this process or on Ray.
+
+A :class:`Job` is one named piece of work whose result the stage store keeps: a sweep's
+unit, a stage of ``reproduce`` or ``remedies``. Both backends do the same thing per
+job, :func:`execute_job`: compute it through the stage store of the run's folder (so its
+result is saved the moment it finishes, by whichever process computed it) and return a
+:class:`UnitOutcome`. With Ray each job is one Ray task, so its ``compute`` must pickle:
+a module-level function, a :func:`functools.partial` of one, or a closure over picklable
+values (Ray pickles with cloudpickle). On a cluster of several machines, every node
+needs the same lostmid (and Ray) installed, and the run's folder must be on a file
+system every node sees; on one machine both hold by themselves.
+
+This is the bottom layer of the run machinery: it knows no capability. ``reproduce``,
+``remedies`` and ``sweep`` build their jobs and hand them here.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lostmid.errors import UserError
+from lostmid.runs.backend import Backend, import_ray, infeasible, one_line, start_ray
+from lostmid.runs.store import StageStore
+
+STATUSES = ("done", "reused", "failed")
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one unit asks of a Ray cluster (ignored by the local backend).
+
+    ``cpus`` also sets the unit's torch threads; ``memory_gb`` reserves memory for
+    scheduling (Ray does not cap it). ``None`` fields keep the task's default.
+    """
+
+    cpus: float | None = None
+    gpus: float | None = None
+    memory_gb: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("cpus", "gpus", "memory_gb"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not value >= 0):
+                raise UserError(f"resources {name} must be a number >= 0, got {value!r}")
+        if self.cpus is not None and self.cpus == 0:
+            raise UserError("resources cpus must be > 0 (fractions such as 0.5 are allowed)")
+
+    def over(self, base: Resources) -> Resources:
+        """These resources, falling back to ``base`` where a field is None."""
+        return Resources(
+            cpus=base.cpus if self.cpus is None else self.cpus,
+            gpus=base.gpus if self.gpus is None else self.gpus,
+            memory_gb=base.memory_gb if self.memory_gb is None else self.memory_gb,
+        )
+
+    def record(self) -> dict[str, float | None]:
+        return {"cpus": self.cpus, "gpus": self.gpus, "memory_gb": self.memory_gb}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One piece of work: the stage ``name`` its result is saved under, the ``config``
+    that identifies that result, how to ``compute`` it (no arguments; returns something
+    :func:`~lostmid.runinfo.to_jsonable` takes) and what it asks of a Ray cluster."""
+
+    name: str
+    config: Mapping[str, Any]
+    compute: Callable[[], Any]
+    resources: Resources = Resources(cpus=1.0)
+
+
+@dataclass(frozen=True)
+class UnitOutcome:
+    """What became of one job (a sweep's unit, a stage) in this run.
+
+    ``status``: ``done`` (computed now), ``reused`` (found in the stage store) or
+    ``failed`` (``error`` says why, after ``attempts`` tries). ``seconds``: time spent
+    on it in this run; ``compute_seconds``: what its result cost when computed.
+    ``summary``: the job's result as saved (for a sweep unit, the runner's headline
+    numbers, with ``file`` the result file in the unit's folder).
+    """
+
+    key: str
+    status: str
+    seconds: float
+    compute_seconds: float | None
+    attempts: int
+    summary: Any = None
+    error: str | None = None
+    traceback: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "seconds": round(self.seconds, 4),
+            "compute_seconds": None
+            if self.compute_seconds is None
+            else round(self.compute_seconds, 4),
+            "attempts": self.attempts,
+            "summary": self.summary,
+            "error": self.error,
+            "traceback": self.traceback,
+        }
+
+
+def execute_job(job: Job, out: Path, retries: int) -> UnitOutcome:
+    """Compute and store one job; retry an exception up to ``retries`` more times.
+
+    The job is computed even if the store holds it (the caller decided it must be); its
+    result replaces the stored one. A :class:`UserError` (bad input: the same on every
+    try) is not retried. Never raises for a failure of the job: the outcome carries the
+    error.
+    """
+    start = time.perf_counter()
+    store = StageStore(out, fresh=True)
+    attempts = 0
+    error: BaseException | None = None
+    trace = None
+    while attempts <= retries:
+        attempts += 1
+        try:
+            summary = store.run(job.name, dict(job.config), job.compute)
+        except Exception as err:  # reported in the outcome, never dropped
+            error, trace = err, traceback.format_exc()
+            if isinstance(err, UserError):
+                break
+            continue
+        return UnitOutcome(
+            key=job.name,
+            status="done",
+            seconds=time.perf_counter() - start,
+            compute_seconds=store.seconds.get(job.name),
+            attempts=attempts,
+            summary=summary,
+        )
+    assert error is not None
+    return UnitOutcome(
+        key=job.name,
+        status="failed",
+        seconds=time.perf_counter() - start,
+        compute_seconds=None,
+        attempts=attempts,
+        error=one_line(error),
+        traceback=trace,
+    )
+
+
+Report = Callable[[Job, UnitOutcome], None]
+
+
+def run_local(jobs: Sequence[Job], out: Path, retries: int, report: Report) -> None:
+    """Run the jobs one after the other in this process."""
+    for job in jobs:
+        report(job, execute_job(job, out, retries))
+
+
+def _ray_job(job: Job, out: str, retries: int) -> UnitOutcome:
+    """The body of a job's Ray task: torch threads = the CPUs the task asked for."""
+    threads = max(1, int(job.resources.cpus or 1))
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+    return execute_job(job, Path(out), retries)
+
+
+def run_ray(jobs: Sequence[Job], out: Path, retries: int, report: Report) -> None:
+    """Run every job as a Ray task with its resource request; report each as it ends.
+
+    Needs a connected Ray (:func:`start_ray`). Exceptions inside a job are retried by
+    :func:`execute_job`; a lost worker (killed, out of memory) is retried by Ray
+    (``max_retries``) and then reported as failed.
+    """
+    ray = import_ray()
+    remote = ray.remote(_ray_job)
+    pending: dict[Any, Job] = {}
+    for job in jobs:
+        res = job.resources
+        options: dict[str, Any] = {
+            "num_cpus": res.cpus if res.cpus is not None else 1,
+            "num_gpus": res.gpus or 0,
+            "max_retries": retries,
+        }
+        if res.memory_gb:
+            options["memory"] = int(res.memory_gb * 2**30)
+        try:
+            ref = remote.options(**options).remote(job, str(out), retries)
+        except TypeError as err:  # e.g. a compute that does not pickle
+            raise UserError(f"job {job.name} cannot be sent to Ray: {one_line(err)}") from None
+        pending[ref] = job
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            job = pending.pop(ref)
+            try:
+                outcome = ray.get(ref)
+            except Exception as err:  # a lost task is reported, never dropped
+                outcome = UnitOutcome(
+                    key=job.name,
+                    status="failed",
+                    seconds=0.0,
+                    compute_seconds=None,
+                    attempts=retries + 1,
+                    error=one_line(err),
+                    traceback=traceback.format_exc(),
+                )
+            report(job, outcome)
+
+
+@contextmanager
+def open_backend(
+    jobs: Sequence[Job],
+    backend: Backend,
+    *,
+    noun: str = "unit",
+    warn: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """Ready ``backend`` for ``jobs``: with Ray, connect to ``backend.address`` or start a
+    local instance (stopped again on exit, also on an error or interrupt, unless it was
+    running before; nothing starts for no jobs). A job the cluster can never hold is an
+    error on a local instance (it would wait forever) and a warning (``warn``) on a
+    cluster, whose autoscaler may still provide it."""
+    if backend.name == "local" or not jobs:
+        yield
+        return
+    ray = import_ray()
+    started = start_ray(backend.address)
+    try:
+        why = infeasible([(j.name, j.resources) for j in jobs], ray.cluster_resources(), noun)
+        if why is not None and backend.address is None:
+            raise UserError(why)
+        if why is not None and warn is not None:
+            warn(why)
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def dispatch(
+    jobs: Sequence[Job], out: Path, backend: Backend, report: Report, retries: int = 0
+) -> None:
+    """:func:`run_local` or :func:`run_ray` (inside :func:`open_backend`)."""
+    if backend.name == "ray":
+        run_ray(jobs, out, retries, report)
+    else:
+        run_local(jobs, out, retries, report)
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    out: Path,
+    backend: Backend,
+    report: Report,
+    *,
+    retries: int = 0,
+    noun: str = "unit",
+    warn: Callable[[str], None] | None = None,
+) -> None:
+    """Compute every job on ``backend`` into the stage store under ``out`` (none is looked
+    up there first: the caller decided), reporting each as it ends; Ray is set up and
+    stopped by :func:`open_backend`."""
+    with open_backend(jobs, backend, noun=noun, warn=warn):
+        dispatch(jobs, out, backend, report, retries)
