@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from lostmid.ablate import run as ablation
 from lostmid.ablate.config import RUNGS, AblationConfig
 from lostmid.ablate.run import run_ablate
 from lostmid.ablate.rungs import build_rung
 from lostmid.errors import UserError
-from lostmid.ablate import run as ablation
 
 TINY = {"model": "tiny-gpt2", "length": 16, "samples": 1, "probes": 1}
 

@@ -153,7 +153,7 @@ def test_a_cuda_unit_asks_for_a_gpu_unless_told_otherwise() -> None:
     [
         (
             {"task": "thoery"},
-            r"^--task 'thoery' unknown; choose one of theory, measure, train, retrieve, "
+            r"^--task 'thoery' unknown; choose one of theory, measure, train, train-retrieval, retrieve, "
             r"remedies, reproduce$",
         ),
         ({"task": "retrieve", "params": ["pairz=3"]}, r"^task retrieve has no parameter .pairz."),

@@ -205,7 +205,7 @@ def rho_over_records(
     >>> bool(r[0] > r[1])
     True
     """
-    from lostmid.theory import continuum_row
+    from lostmid.theory.continuum import continuum_row
 
     row = continuum_row(prompt_length, len(residual_strength), np.asarray(residual_strength))
     return np.array([float(np.mean(row[a:b])) for a, b in spans])
@@ -349,6 +349,14 @@ def _contrasts(accuracy: np.ndarray) -> dict[str, float]:
     }
 
 
+def _relative(times: np.ndarray) -> np.ndarray:
+    """Half-times over their mean (NaN where undefined; all NaN when none is)."""
+    defined = times[np.isfinite(times)]
+    if defined.size == 0 or defined.mean() <= 0:
+        return np.full(times.shape, np.nan)
+    return times / defined.mean()
+
+
 def _normalised(values: Sequence[float]) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
     return v / v.sum()
@@ -395,9 +403,7 @@ def arm_readouts(runs: Sequence[DoseRun]) -> dict[str, Any]:
             "order_probability": _interval([m.order_probability for m in learning]),
             "time_slope_tokens_per_record": _interval([m.time_slope for m in learning]),
             "half_time_tokens": _per_record([m.half_time for m in learning]),
-            "half_time_relative": _per_record(
-                [m.half_time / np.nanmean(m.half_time) for m in learning]
-            ),
+            "half_time_relative": _per_record([_relative(m.half_time) for m in learning]),
             "midpoint_accuracy": None
             if any(m is None for m in mid)
             else _per_record([m for m in mid if m is not None]),

@@ -93,19 +93,28 @@ def plot_dose(record: dict[str, Any]) -> Figure:
     axes[1, 1].set_ylim(-0.03, 1.03)
     ax = axes[1, 0]
     by_arm = {a["arm"]: c for a, c in zip(arms, colours, strict=True)}
+    base_points = []
+    labelled: set[str] = set()
     for run in record["runs"]:
         summary = DoseRun.from_record(run)
         learning = summary.learning()
         if learning.order is None:
             continue
         marker = "o" if summary.variant == BASE else "s"
-        ax.plot(learning.structural_primacy, learning.order, marker, color=by_arm[summary.arm])
+        label = None if summary.arm in labelled else summary.arm
+        labelled.add(summary.arm)
+        ax.plot(learning.structural_primacy, learning.order, marker, color=by_arm[summary.arm],
+                label=label)  # fmt: skip
+        if summary.variant == BASE:
+            base_points.append((learning.structural_primacy, learning.order))
     verdict = record.get("dose_response")
-    if verdict is not None and verdict["slope"] is not None:
+    if verdict is not None and verdict["slope"] is not None and base_points:
         slope = verdict["slope"]["estimate"]
+        centre = np.mean(np.array(base_points), axis=0)  # the line through the base runs' mean
         xs = np.array(ax.get_xlim())
-        ax.plot(xs, slope * (xs - xs.mean()), color="grey", lw=0.8, ls=":",
-                label=f"mean slope {slope:.2f} ({verdict['verdict']})")  # fmt: skip
+        ax.plot(xs, centre[1] + slope * (xs - centre[0]), color="grey", lw=0.8, ls=":",
+                label=f"mean per-seed slope {slope:.2f}: {verdict['verdict']}")  # fmt: skip
+    if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
     ax.axhline(0, color="grey", lw=0.5)
     ax.set_xlabel("S = ln(I first / I last) at init")

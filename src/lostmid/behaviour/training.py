@@ -66,6 +66,7 @@ Not tried: longer contexts, corpus mixing with a U law.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -101,7 +102,14 @@ from lostmid.behaviour.training_eval import (
     spearman,
 )
 from lostmid.errors import UserError
-from lostmid.runinfo import Timer, prepare_out, read_json, run_metadata, write_json
+from lostmid.runinfo import (
+    Timer,
+    prepare_out,
+    read_json,
+    run_metadata,
+    to_jsonable,
+    write_json,
+)
 from lostmid.train.model import ModelVariant
 
 __all__ = [
@@ -259,6 +267,11 @@ def _variant(config: RetrievalTrainConfig, hooks: RetrievalHooks) -> ModelVarian
     return ModelVariant(f"{first.name}+{second.name}", lambda m: second.apply(first.apply(m)))
 
 
+def _saved_form(config: RetrievalTrainConfig) -> Any:
+    """The configuration as ``retrieval.json`` holds it (JSON types: lists, not tuples)."""
+    return json.loads(json.dumps(to_jsonable(config.to_dict())))
+
+
 def can_resume(config: RetrievalTrainConfig, out: Path) -> bool:
     """Whether ``out`` holds a run of ``config`` to continue (``resume=True``): its saved
     state and a ``retrieval.json`` written with the same configuration."""
@@ -266,7 +279,7 @@ def can_resume(config: RetrievalTrainConfig, out: Path) -> bool:
     if not (Path(out) / RESUME).is_file() or not written.is_file():
         return False
     try:
-        return bool(read_json(written).get("config") == config.to_dict())
+        return bool(read_json(written).get("config") == _saved_form(config))
     except (OSError, UserError):  # unreadable: start again
         return False
 
@@ -283,11 +296,10 @@ def _resumed(
             f"cannot resume: no saved run in {out} ({RESUME}, {RESULT}); run without --resume"
         )
     document = read_json(written)
-    if document.get("config") != config.to_dict():
+    wanted = _saved_form(config)
+    if document.get("config") != wanted:
         saved = document.get("config") or {}
-        changed = sorted(
-            k for k in {**saved, **config.to_dict()} if saved.get(k) != config.to_dict().get(k)
-        )
+        changed = sorted(k for k in {**saved, **wanted} if saved.get(k) != wanted.get(k))
         raise UserError(
             f"cannot resume: the saved run in {out} used a different config (differs in: "
             f"{', '.join(changed)}); use the same options or --overwrite"
@@ -316,7 +328,8 @@ def train_retrieval(
 ) -> RetrievalTrainResult:
     """Train on retrieval, evaluate at every evaluation step, write under ``out``:
     ``retrieval.json`` (rewritten after each checkpoint), ``resume.pt`` (the trainer's
-    state at the last checkpoint), ``retrieval.png`` and, when ``save_checkpoints``,
+    state at the last checkpoint whose step is a multiple of ``train.resume_every``, and
+    at the end), ``retrieval.png`` and, when ``save_checkpoints``,
     ``checkpoints/step_NNNNNN/`` (``save_pretrained`` + the byte tokenizer marker, so
     ``lostmid retrieve --model`` reads them). ``hooks``: the interventions of
     :class:`RetrievalHooks` (None: a plain run). ``resume``: continue the run saved in
@@ -404,8 +417,9 @@ def train_retrieval(
             ).record()
         )
         write_json(out / RESULT, document)
-        with timer("checkpoint_io"):
-            trainer.save(out / RESUME)  # after the JSON: a resume never lacks a checkpoint
+        if trainer.step % train.resume_every == 0 or trainer.step >= train.steps:
+            with timer("checkpoint_io"):  # after the JSON: a resume never lacks a checkpoint
+                trainer.save(out / RESUME)
 
     progress = Progress(
         TextColumn("[bold]train retrieval[/]"),

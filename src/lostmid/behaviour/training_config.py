@@ -104,6 +104,37 @@ def _optimiser(steps: int, batch: int, model: ModelSpec, seed: int = 0) -> Train
     )
 
 
+DOSE_DEPTHS = (2, 4, 8)
+"""The depths of the depth dose-response (issue 19): presets ``retrieval-depth-H``."""
+
+
+def _depth_preset(layers: int) -> RetrievalTrainConfig:
+    """The depth dose-response's setting at depth ``layers``: every depth the same task,
+    width, optimiser, steps and tokens; gold record uniform (no data law).
+
+    12 records of 1-character hex keys and values (compact ``{kv,kv,...}k``, 38 prompt
+    tokens), 8 queries a training row (53 tokens), width 128, 4 heads, batch 32, AdamW
+    1e-3 with cosine decay over 2000 steps (3.4M tokens). Chosen by measurement
+    (benchmarks/bench_depth_dose.py, docs/BENCHMARKS.md "depth dose-response"): at H = 8
+    the record influence at init falls 14-18x from the first record to the least
+    influential one (seeds 0-5), and a short trial of the H = 8 model learnt retrieval
+    (0.30 at step 750, 1.00 at step 1250, seed 0); 16 records spanned more (17-23x) but
+    the H = 8 model was still at 0.2 after 750 steps, 8 records spanned only 9-13x.
+    Evaluated every 25 steps (accuracy on 64 held-out examples per gold record), so that
+    the half-accuracy time of each record is resolved.
+    """
+    return RetrievalTrainConfig(
+        preset=f"retrieval-depth-{layers}",
+        task=RetrievalTask(task="kv", pairs=12, key_chars=1, style="compact", queries=8),
+        train=replace(_optimiser(2000, 32, _llama_style(layers, 128, 4)), resume_every=250),
+        eval_examples=64,
+        eval_every=25,
+        influence_samples=12,
+        influence_probes=2,
+        save_checkpoints=False,
+    )
+
+
 RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
     # 2 layers x 128 (0.43M parameters), 6 pairs of 1-character keys, compact format,
     # 4 queries a row (with 1 query a row, 4000 steps stayed near 0.3: too little signal)
@@ -139,6 +170,8 @@ RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
         task=RetrievalTask(task="mqar", pairs=8, vocab=64, queries=4),
         train=_optimiser(3000, 32, _llama_style(2, 128, 4)),
     ),
+    # the depth dose-response (issue 19): the same setting at depths 2, 4 and 8
+    **{f"retrieval-depth-{h}": _depth_preset(h) for h in DOSE_DEPTHS},
     # seconds, for tests and smoke runs
     "retrieval-micro": RetrievalTrainConfig(
         preset="retrieval-micro",
@@ -155,7 +188,7 @@ RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
 
 def retrieval_preset(name: str) -> RetrievalTrainConfig:
     """The preset ``name`` (``retrieval-tiny``, ``retrieval-valley``, ``mqar-tiny``,
-    ``retrieval-micro``)."""
+    ``retrieval-depth-2/4/8``, ``retrieval-micro``)."""
     check_choice("--preset", name, RETRIEVAL_PRESETS)
     return RETRIEVAL_PRESETS[name]
 
@@ -177,6 +210,7 @@ def resolve_retrieval_config(
     save_checkpoints: bool | None = None,
     no_rope: bool | None = None,
     signal_examples: int | None = None,
+    layers: int | None = None,
 ) -> RetrievalTrainConfig:
     """A preset with command-line overrides (None keeps the preset's value); the
     entry point for ``lostmid train --task kv|mqar``.
@@ -206,6 +240,9 @@ def resolve_retrieval_config(
         train_changes.update(steps=steps, warmup_steps=min(base.train.warmup_steps, steps))
     if seed is not None:
         train_changes["seed"] = seed
+    if layers is not None:
+        check_positive("--layers", layers)
+        train_changes["model"] = replace(base.train.model, layers=layers)
     changes: dict[str, Any] = {
         "task": replace(base.task, **task_changes),
         "train": replace(base.train, **train_changes),

@@ -232,6 +232,7 @@ def _train_retrieval_defaults() -> dict[str, Any]:
         "eval_every": None,
         "no_rope": False,
         "signal_examples": None,
+        "layers": None,
         "save_checkpoints": False,
     }
 
