@@ -6,7 +6,7 @@
 For each candidate retrieval task (kv or mqar; records; key length; queries per row)
 builds untrained models at each depth (same width as the ``retrieval-depth-H`` presets)
 and measures the record influence at init on held-out prompts exactly as ``lostmid
-train --task`` does at step 0 (:func:`lostmid.behaviour.training_eval.evaluate_checkpoint`:
+train --task`` does at step 0 (:func:`lostmid.behaviour.training.evaluate.evaluate_checkpoint`:
 the influence of every prompt token on the query's last position, mean over each
 record's tokens). Prints per depth the span I(1) / min_r I(r) and S = ln(I(1) / I(P))
 over seeds (min, mean, max). ``--time``: CPU seconds of one training step and of one
@@ -15,7 +15,7 @@ bounds). ``--trial``: trains the chosen setting at one depth for ``--steps`` ste
 prints the accuracy by record at each evaluation (does the deep model learn?).
 
 The chosen setting is the ``retrieval-depth-H`` preset family
-(:func:`lostmid.behaviour.training_config._depth_preset`).
+(:func:`lostmid.behaviour.training.config._depth_preset`).
 """
 
 from __future__ import annotations
@@ -30,15 +30,11 @@ import numpy as np
 import torch
 
 from lostmid.behaviour.learning import structural_primacy, structural_span
-from lostmid.behaviour.training import RetrievalHooks, train_retrieval
-from lostmid.behaviour.training_config import resolve_retrieval_config, retrieval_preset
-from lostmid.behaviour.training_data import (
-    MaskedTrainer,
-    RetrievalBatches,
-    RetrievalTask,
-    sequence_length,
-)
-from lostmid.behaviour.training_eval import HeldOut, evaluate_checkpoint
+from lostmid.behaviour.training.config import resolve_retrieval_config, retrieval_preset
+from lostmid.behaviour.training.data import MaskedTrainer, RetrievalBatches
+from lostmid.behaviour.training.evaluate import HeldOut, evaluate_checkpoint
+from lostmid.behaviour.training.run import RetrievalHooks, run_retrieval_training
+from lostmid.behaviour.training.task import RetrievalTask, sequence_length
 
 CHOSEN = "retrieval-depth-8"
 CANDIDATES = {
@@ -118,7 +114,9 @@ def trial(depth: int, steps: int, seed: int) -> None:
               f"{c.summary.mean_accuracy:.2f} | {acc}", flush=True)  # fmt: skip
 
     with tempfile.TemporaryDirectory() as tmp:
-        train_retrieval(config, out=Path(tmp) / "run", hooks=RetrievalHooks(on_checkpoint=show))
+        run_retrieval_training(
+            config, out=Path(tmp) / "run", hooks=RetrievalHooks(on_checkpoint=show)
+        )
 
 
 def main() -> None:

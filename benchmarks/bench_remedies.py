@@ -24,15 +24,15 @@ import torch
 
 
 def _evaluations(steps: int, every: int) -> int:
-    from lostmid.train.loop import checkpoint_steps
+    from lostmid.train.config import checkpoint_steps
 
     return len(set(checkpoint_steps(steps)) | set(range(0, steps + 1, every)))
 
 
 def summarise(document: dict[str, Any], stages: Path) -> None:
-    from lostmid.behaviour.training import sequence_length
+    from lostmid.behaviour.training.task import sequence_length
     from lostmid.remedies.config import SCALES, RemediesConfig
-    from lostmid.remedies.run import train_config
+    from lostmid.remedies.training import train_config
 
     config = document["config"]
     quick, default = SCALES["quick"], SCALES["default"]

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_retrieval_preset.py [--preset retrieval-tiny] [--seeds 0,1,2]
 
-Trains ``lostmid train --task kv`` (``train_retrieval``) once per seed into a temporary
+Trains ``lostmid train --task kv`` (``run_retrieval_training``) once per seed into a temporary
 folder and prints one row per seed: wall and training seconds, final mean teacher-
 forced argmax accuracy with its Wilson interval, the accuracy at the first, middle and
 last gold index, gap / primacy / recency, and the link (Spearman of accuracy and of
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lostmid.behaviour.training import resolve_retrieval_config, train_retrieval
-from lostmid.behaviour.training_eval import gap_noise_floor
+from lostmid.behaviour.training import resolve_retrieval_config, run_retrieval_training
+from lostmid.behaviour.training.evaluate import gap_noise_floor
 from lostmid.stats import seed_interval
 
 
@@ -45,7 +45,7 @@ def main() -> None:
     for seed in seeds:
         config = resolve_retrieval_config(args.preset, seed=seed, steps=args.steps)
         with tempfile.TemporaryDirectory() as tmp:
-            result = train_retrieval(config, out=Path(tmp) / "run")
+            result = run_retrieval_training(config, out=Path(tmp) / "run")
         s = result.final.summary
         acc = [p.accuracy for p in result.final.positions]
         finals.append(s.mean_accuracy)

@@ -23,8 +23,9 @@ import numpy as np
 import torch
 
 from lostmid.behaviour.decoding import greedy_decode, teacher_forced
+from lostmid.behaviour.kv import kv_example
 from lostmid.behaviour.score import encode_examples
-from lostmid.behaviour.tasks import kv_example, make_examples
+from lostmid.behaviour.tasks import make_examples
 from lostmid.behaviour.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer
 from lostmid.models import load_model
 

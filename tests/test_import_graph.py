@@ -145,3 +145,59 @@ def test_no_import_cycle_in_lostmid() -> None:
 
 def test_layers_point_one_way() -> None:
     assert layer_violations(import_graph()) == []
+
+
+def defined_names(path: Path) -> set[str]:
+    """Names a module defines itself at top level (functions, classes, assignments), or
+    takes from outside lostmid (``lostmid.typing`` is the home of jaxtyping's names)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if not node.module.startswith("lostmid"):
+                names |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def imports_through_other_modules(roots: list[Path]) -> list[str]:
+    """Every ``from lostmid.X import name`` (in the package, its tests and benchmarks)
+    whose module X is not a package and does not define ``name`` itself: an import
+    through a module that only passes the name on (a shim)."""
+    paths = {module_name(p): p for p in ROOT.rglob("*.py")}
+    packages = {m for m, p in paths.items() if p.name == "__init__.py"}
+    defined = {m: defined_names(p) for m, p in paths.items()}
+    bad = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                    continue
+                if node.module not in paths or node.module in packages:
+                    continue
+                for alias in node.names:
+                    name = alias.name
+                    if name not in defined[node.module] and f"{node.module}.{name}" not in paths:
+                        bad.append(f"{path.name}: from {node.module} import {name}")
+    return bad
+
+
+def test_the_shim_check_flags_an_import_through_a_module(tmp_path: Path) -> None:
+    user = tmp_path / "user.py"
+    user.write_text("from lostmid.theory.run import parse_mask\n")  # defined in theory.masks
+    assert imports_through_other_modules([tmp_path]) == [
+        "user.py: from lostmid.theory.run import parse_mask"
+    ]
+
+
+def test_every_name_is_imported_from_its_home() -> None:
+    """No module only passes names on (package ``__init__`` files are the public surface
+    and may): src, tests and benchmarks import each name from where it is defined."""
+    repo = ROOT.parent.parent
+    roots = [ROOT] + [p for p in (repo / "tests", repo / "benchmarks") if p.is_dir()]
+    assert imports_through_other_modules(roots) == []

@@ -212,7 +212,7 @@ def test_cli_ablate_and_its_errors(tmp_path: Path, run_cli) -> None:
 def test_a_rung_that_overflows_is_skipped_not_fatal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lostmid.influence.estimator import NonFiniteError
+    from lostmid.influence.passes import NonFiniteError
 
     measure = ablation.measure_rung
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lostmid.behaviour.tasks import REPEAT_SENTENCES, kv_example
+from lostmid.behaviour.kv import kv_example
+from lostmid.behaviour.niah import REPEAT_SENTENCES
 
 
 def _training_text() -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lostmid.behaviour.run import RetrieveConfig
+from lostmid.behaviour.retrieve_config import RetrieveConfig
 from lostmid.behaviour.tasks import make_examples
 from lostmid.errors import UserError
 

@@ -10,20 +10,12 @@ import mpmath
 import numpy as np
 import pytest
 
-from lostmid.behaviour.tasks import (
-    REPEAT_SENTENCES,
-    byte_count,
-    default_depths,
-    default_gold_indices,
-    export_jsonl,
-    format_kv_records,
-    gold_distribution,
-    insertion_point,
-    kv_example,
-    make_examples,
-    mqar_example,
-    niah_example,
-)
+from lostmid.behaviour.example import default_depths, default_gold_indices
+from lostmid.behaviour.gold import gold_distribution
+from lostmid.behaviour.kv import format_kv_records, kv_example
+from lostmid.behaviour.mqar import mqar_example
+from lostmid.behaviour.niah import REPEAT_SENTENCES, byte_count, insertion_point, niah_example
+from lostmid.behaviour.tasks import export_jsonl, make_examples
 from lostmid.errors import UserError
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")

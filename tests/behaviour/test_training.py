@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from lostmid.behaviour.tasks import gold_distribution
+from lostmid.behaviour.gold import gold_distribution
 from lostmid.behaviour.training import (
     HeldOut,
     RetrievalBatches,
@@ -21,9 +21,9 @@ from lostmid.behaviour.training import (
     evaluate_checkpoint,
     masked_next_token_loss,
     retrieval_preset,
+    run_retrieval_training,
     sequence_length,
     span_means,
-    train_retrieval,
 )
 from lostmid.errors import UserError
 from lostmid.train.loop import next_token_loss
@@ -152,7 +152,7 @@ def test_short_run_checkpoints_read_back_by_retrieve(
     tmp_path: Path, run_cli: Callable[..., tuple[int, str, str]]
 ) -> None:
     config = dataclasses.replace(retrieval_preset("retrieval-micro"), save_checkpoints=True)
-    result = train_retrieval(config, out=tmp_path / "t")
+    result = run_retrieval_training(config, out=tmp_path / "t")
     assert [c.step for c in result.checkpoints] == [0, 3, 6]
     written = json.loads((tmp_path / "t" / "retrieval.json").read_text())
     assert [c["step"] for c in written["checkpoints"]] == [0, 3, 6]
@@ -173,7 +173,7 @@ def test_short_run_checkpoints_read_back_by_retrieve(
     code, _, err = run_cli("retrieve", "--model", "x", "--out", tmp_path / "t")
     assert code == 2
     with pytest.raises(UserError, match="already exists; pass --overwrite"):
-        train_retrieval(config, out=tmp_path / "t")
+        run_retrieval_training(config, out=tmp_path / "t")
 
 
 def test_train_command_applies_its_overrides(tmp_path: Path) -> None:
@@ -211,7 +211,7 @@ def test_gap_noise_floor_against_exact_enumeration() -> None:
     from itertools import product
     from math import comb
 
-    from lostmid.behaviour.training_eval import gap_noise_floor
+    from lostmid.behaviour.training.evaluate import gap_noise_floor
 
     n, p, positions = 4, 0.3, 3
     pmf = [comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(n + 1)]

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from lostmid.behaviour.learning import half_times
-from lostmid.behaviour.training import (
+from lostmid.behaviour.training.config import resolve_retrieval_config
+from lostmid.behaviour.training.run import (
     RESULT,
     RESUME,
     RetrievalHooks,
     can_resume,
-    resolve_retrieval_config,
-    train_retrieval,
 )
+from lostmid.behaviour.training.run import run_retrieval_training as train_retrieval
 from lostmid.errors import UserError
 
 

@@ -14,10 +14,11 @@ from rich.console import Console
 
 from lostmid.compare.candidates import compare_measurement, compare_measurements
 from lostmid.compare.claims import VERDICTS
+from lostmid.compare.config import CompareConfig
 from lostmid.compare.inputs import MeasuredProfile, load_measured
 from lostmid.compare.metrics import wasserstein1
 from lostmid.compare.predicted import positional_predictions, predicted_theory
-from lostmid.compare.run import CompareConfig, run_compare
+from lostmid.compare.run import run_compare
 from lostmid.errors import UserError
 from lostmid.report.html import PNG_SIGNATURE
 from lostmid.theory import influence_row

@@ -11,8 +11,8 @@ import torch
 from lostmid.compare import wasserstein1
 from lostmid.errors import UserError
 from lostmid.influence import influence_profile, random_token_ids, residual_strength
-from lostmid.influence.estimator import NonFiniteError
 from lostmid.influence.gains import BranchGains, branch_gains
+from lostmid.influence.passes import NonFiniteError
 from lostmid.models import load_model
 from lostmid.theory import influence_row
 

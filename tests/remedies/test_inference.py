@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lostmid.behaviour.tasks import kv_example
+from lostmid.behaviour.kv import kv_example
 from lostmid.errors import UserError
 from lostmid.remedies import RemediesConfig, run_remedies
 

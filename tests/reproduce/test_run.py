@@ -270,7 +270,8 @@ def test_bad_input_is_one_line(run_cli, tmp_path, args, message) -> None:
 def test_compare_on_the_per_seed_files_scores_what_the_report_scores(
     quick_run: Path, tmp_path: Path
 ) -> None:
-    from lostmid.compare.run import CompareConfig, run_compare
+    from lostmid.compare.config import CompareConfig
+    from lostmid.compare.run import run_compare
 
     files = tuple(quick_run / "tiny-gpt2" / f"seed-{s}" / "measure.json" for s in (0, 1))
     result = run_compare(CompareConfig(measured=files, predict=True), out=tmp_path)

@@ -18,21 +18,42 @@ from lostmid.sweep import Unit, expand, grid_from_flags, load_sweep_file, parse_
     ("text", "seeds"),
     [
         ("0-4", [0, 1, 2, 3, 4]),
-        ("3", [3]),
+        ("3", [0, 1, 2]),  # a bare number is a count, from --seed (0)
+        ("3-3", [3]),
         ("0,2,5-7", [0, 2, 5, 6, 7]),
         (" 1 - 2 , 9", [1, 2, 9]),
         ("2-3,1-4", [2, 3, 1, 4]),  # repeats dropped, first occurrence kept
         ([4, 1, 4], [4, 1]),
-        (7, [7]),
+        (2, [0, 1]),
     ],
 )
 def test_seed_lists_and_ranges(text: object, seeds: list[int]) -> None:
     assert list(parse_seeds(text)) == seeds  # type: ignore[arg-type]
 
 
+def test_a_count_starts_at_the_first_seed() -> None:
+    assert parse_seeds("3", first=5) == (5, 6, 7) == parse_seeds(3, first=5)
+    assert parse_seeds("5-7", first=100) == (5, 6, 7)  # a range names its seeds
+    with pytest.raises(UserError, match="a count of seeds must be >= 1"):
+        parse_seeds("0")
+
+
+def test_seeds_of_a_multi_seed_task_are_one_unit_not_an_axis() -> None:
+    """``--seeds`` means N seeds in every command: a reproduce unit runs them itself, so the
+    sweep gives it seed (the first) and seeds (the count), not N overlapping windows."""
+    units = grid_from_flags("reproduce", models="tiny-gpt2,tiny-qwen2", seeds="4", seed=2).units()
+    assert [(u.params_dict()["seed"], u.params_dict()["seeds"]) for u in units] == [(2, 4)] * 2
+    units = grid_from_flags("measure", models="tiny-gpt2", seeds="3", seed=2).units()
+    assert [u.params_dict()["seed"] for u in units] == [2, 3, 4]
+    with pytest.raises(UserError, match="runs consecutive seeds in one unit"):
+        grid_from_flags("remedies", seeds="0,2")
+
+
 @pytest.mark.parametrize("text", ["4-1", "a", "-1", "1-", "", "1.5", "0-2,x", "1--3"])
 def test_bad_seed_ranges_are_one_line_errors(text: str) -> None:
-    with pytest.raises(UserError, match=r"^--seeds '.*' is not a seed list; write e\.g\. 0-4"):
+    with pytest.raises(
+        UserError, match=r"^--seeds '.*' is not a seed list; write e\.g\. 3 \(a count\), 0-4"
+    ):
         parse_seeds(text)
     with pytest.raises(UserError, match="is not a seed list"):
         parse_seeds([-1])
@@ -153,8 +174,8 @@ def test_a_cuda_unit_asks_for_a_gpu_unless_told_otherwise() -> None:
     [
         (
             {"task": "thoery"},
-            r"^--task 'thoery' unknown; choose one of theory, measure, train, train-retrieval, retrieve, "
-            r"remedies, reproduce$",
+            r"^--task 'thoery' unknown; choose one of theory, measure, train, "
+            r"train-retrieval, retrieve, remedies, reproduce$",
         ),
         ({"task": "retrieve", "params": ["pairz=3"]}, r"^task retrieve has no parameter .pairz."),
         ({"task": None}, r"^give --task"),

@@ -52,7 +52,7 @@ def test_ray_retries_a_failing_unit_and_reports_one_that_keeps_failing(
 ) -> None:
     grids = (
         grid_from_flags("flaky", seeds="0-1", params=["fail_times=1"]),
-        grid_from_flags("flaky", seeds="7", params=["fail_times=9"]),
+        grid_from_flags("flaky", seeds="7-7", params=["fail_times=9"]),
     )
     result = run_sweep(SweepConfig(grids=grids, backend="ray", retries=1), out=tmp_path)
     outcomes = [(u.outcome.status, u.outcome.attempts, u.outcome.error) for u in result.units]

@@ -102,7 +102,7 @@ def test_a_failing_unit_is_retried(tmp_path: Path, flaky: Any) -> None:
 def test_a_unit_failing_every_try_is_reported_then_retried_by_a_rerun(
     tmp_path: Path, flaky: Any
 ) -> None:
-    grid = grid_from_flags("flaky", seeds="0", params=["fail_times=3"])
+    grid = grid_from_flags("flaky", seeds="0-0", params=["fail_times=3"])
     result = run_sweep(SweepConfig(grids=(grid,), retries=1), out=tmp_path)
     (unit,) = _sweep_json(tmp_path)["units"]
     assert unit["status"] == "failed" and unit["attempts"] == 2
@@ -242,20 +242,22 @@ def test_reproduce_and_remedies_units_give_what_the_commands_give(tmp_path: Path
     from lostmid.reproduce.run import run_reproduce
 
     small = ["length=16", "samples=1", "train_steps=0", "behaviour_steps=0"]
-    reproduce = grid_from_flags("reproduce", models="tiny-gpt2", seeds="0-1", params=small)
+    # --seeds of a multi-seed task: one unit running those seeds (first 1, count 2)
+    reproduce = grid_from_flags("reproduce", models="tiny-gpt2", seeds="1-2", params=small)
     remedies = grid_from_flags(
         "remedies",
         models="retrieval-micro",
-        seeds="3",
-        params=["remedies=baseline+loss-weight", "steps=2", "seeds=2", "examples=2", "quick=true"],
+        seeds="3-4",
+        params=["remedies=baseline+loss-weight", "steps=2", "examples=2", "quick=true"],
     )
     result = run_sweep(SweepConfig(grids=(reproduce, remedies)), out=tmp_path / "sweep")
-    assert result.counts()["done"] == 3
+    assert result.counts()["done"] == 2
     units = {(u.unit.task, u.unit.params_dict().get("seed")): u for u in result.units}
     direct = ReproduceConfig.at_scale(
         "quick",
         models=("tiny-gpt2",),
         seed=1,
+        seeds=2,
         length=16,
         samples=1,
         train_steps=0,

@@ -66,7 +66,9 @@ def test_design_sweep_writes_units_and_one_dose_summary(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_unit_resumes_from_its_saved_state(tmp_path: Path) -> None:
-    from lostmid.behaviour.training import RESUME, resolve_retrieval_config, train_retrieval
+    from lostmid.behaviour.training.config import resolve_retrieval_config
+    from lostmid.behaviour.training.run import RESUME
+    from lostmid.behaviour.training.run import run_retrieval_training as train_retrieval
     from lostmid.sweep.units import task_spec
 
     spec = task_spec("train-retrieval")
@@ -84,7 +86,7 @@ def test_an_interrupted_unit_resumes_from_its_saved_state(tmp_path: Path) -> Non
 
 
 def test_bad_parameters_fail_before_any_unit(tmp_path: Path) -> None:
-    grid = grid_from_flags("train-retrieval", models="retrieval-nope", seeds="0")
+    grid = grid_from_flags("train-retrieval", models="retrieval-nope", seeds="1")
     with pytest.raises(UserError, match="--preset"):
         run_sweep(SweepConfig(grids=(grid,)), out=tmp_path)
     with pytest.raises(UserError, match="no parameter 'depth'"):

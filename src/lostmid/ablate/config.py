@@ -7,7 +7,8 @@ from typing import Any
 
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
-from lostmid.influence.config import HELP, OUTPUTS
+from lostmid.influence.config import HELP
+from lostmid.influence.profile import OUTPUTS
 
 RUNGS = ("uniform", "mlp", "logits", "real", "frozen-norm", "scaled-embeddings")
 """The ablation ladder of ``lostmid ablate``, from the theory's world to the real model
@@ -108,7 +109,7 @@ class AblationConfig:
             raise UserError("--rungs names a rung twice; give each once")
         object.__setattr__(self, "rungs", tuple(r for r in RUNGS if r in rungs))
         if self.device_map is not None:  # the map's form here; its modules at load time
-            from lostmid.models.load import parse_device_map
+            from lostmid.models.placement import parse_device_map
 
             parse_device_map(self.device_map)
 

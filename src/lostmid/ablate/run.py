@@ -65,7 +65,7 @@ from lostmid.ablate.rungs import (
     measure_rung,
 )
 from lostmid.errors import UserError
-from lostmid.influence.estimator import NonFiniteError
+from lostmid.influence.passes import NonFiniteError
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.store import StageStore

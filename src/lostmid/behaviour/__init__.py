@@ -6,8 +6,8 @@ key-value retrieval, RULER's needle in a haystack, MQAR; scoring
 (:mod:`~lostmid.behaviour.score`): Liu's substring rule, accuracy by position with
 Wilson intervals (:mod:`lostmid.stats`); model calls (:mod:`~lostmid.behaviour.decoding`):
 greedy generation and teacher forcing; the ``lostmid retrieve`` job
-(:func:`run_retrieve`); small models trained on retrieval (:func:`train_retrieval`,
-with ``training_data``, ``training_config`` and ``training_eval``).
+(:func:`run_retrieve`); small models trained on retrieval (the subpackage
+:mod:`~lostmid.behaviour.training`, :func:`run_retrieval_training`).
 
 >>> from lostmid.behaviour import kv_example
 >>> from lostmid.stats import wilson_interval
@@ -41,14 +41,12 @@ __getattr__, __dir__, __all__ = attach(
         "niah": ["niah_example"],
         "tasks": ["export_jsonl", "make_examples"],
         "tokenizers": ["ByteTokenizer", "load_tokenizer", "tokenizer_for_model"],
-        "training": ["RetrievalHooks", "RetrievalTrainResult", "train_retrieval"],
-        "training_config": [
+        "training": [
             "RETRIEVAL_PRESETS",
+            "RetrievalCheckpoint",
+            "RetrievalTask",
             "RetrievalTrainConfig",
-            "resolve_retrieval_config",
-            "retrieval_preset",
+            "run_retrieval_training",
         ],
-        "training_data": ["RetrievalTask"],
-        "training_eval": ["RetrievalCheckpoint"],
     },
 )

@@ -7,21 +7,49 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lostmid.behaviour.tasks import (
-    HAYSTACKS,
-    KV_STYLES,
+from lostmid.behaviour.example import (
     TASKS,
-    UUID_CHARS,
     check_depths,
     check_gold_indices,
     default_depths,
     default_gold_indices,
 )
+from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
+from lostmid.behaviour.niah import HAYSTACKS
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
+from lostmid.influence.config import HELP as MEASURE_HELP
 
 SCORINGS = ("generate", "teacher", "both")
 NIAH_LENGTH = 1024
+
+HELP = {  # the CLI's help for each option, and the meaning of each RetrieveConfig field
+    "model": "Local directory, cached hub id, preset, or a lostmid checkpoint.",
+    "task": " | ".join(TASKS),
+    "pairs": "Key-value pairs (kv, mqar).",
+    "gold_index": "Gold indices, 0-indexed, e.g. 0,10,20 (kv, mqar).",
+    "depth": "Needle depths in %, e.g. 0,50,100 (niah).",
+    "positions": "K evenly spaced positions, first and last included.",
+    "examples": "Examples per gold position.",
+    "length": f"Context length in tokens (niah; default {NIAH_LENGTH}).",
+    "key_chars": f"Key/value characters ({UUID_CHARS}: a UUID4).",
+    "style": "kv prompt: liu (Liu et al.) | compact {kv,kv,..}k",
+    "query_aware": "Also put the key before the data (kv).",
+    "haystack": "niah filler: " + " | ".join(HAYSTACKS),
+    "vocab": "mqar vocabulary (keys | values).",
+    "offset": "mqar: first token id of the key/value vocabulary.",
+    "scoring": " | ".join(SCORINGS),
+    "extra_tokens": "Greedy decoding runs len(target tokens) + this many new tokens.",
+    "tokenizer": "Tokenizer directory, cached hub id, or 'bytes'.",
+    "init": "auto | random | pretrained: weights of --model.",
+    "seed": "Random seed.",
+    "batch_size": "Examples per forward.",
+    "padding": "left | right: how prompts of a batch are padded.",
+    "device": "cpu | cuda[:N]",
+    "dtype": "float32 | bfloat16 | float16",
+    "device_map": MEASURE_HELP["device_map"],
+    "export": "Also write the examples as JSON lines.",
+}
 
 
 @dataclass(frozen=True)
@@ -94,7 +122,7 @@ class RetrieveConfig:
             if self.gold_index is not None:
                 check_gold_indices(self.gold_index, self.pairs)
         if self.device_map is not None:  # the map's form here; its modules at load time
-            from lostmid.models.load import parse_device_map
+            from lostmid.models.placement import parse_device_map
 
             parse_device_map(self.device_map)
         if self.query_aware and (self.task != "kv" or self.style != "liu"):

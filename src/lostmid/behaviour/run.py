@@ -13,15 +13,6 @@ Writes under ``--out``:
 
 from __future__ import annotations
 
-__all__ = [
-    "NIAH_LENGTH",
-    "SCORINGS",
-    "RetrieveConfig",
-    "RetrieveResult",
-    "ScoreSet",
-    "run_retrieve",
-]
-
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.behaviour.decoding import greedy_decode, teacher_forced
-from lostmid.behaviour.retrieve_config import NIAH_LENGTH, SCORINGS, RetrieveConfig
+from lostmid.behaviour.retrieve_config import NIAH_LENGTH, RetrieveConfig
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,
@@ -39,10 +30,7 @@ from lostmid.behaviour.score import (
     score_positions,
     summarise_positions,
 )
-from lostmid.behaviour.tasks import (
-    export_jsonl,
-    make_examples,
-)
+from lostmid.behaviour.tasks import export_jsonl, make_examples
 from lostmid.errors import UserError
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 

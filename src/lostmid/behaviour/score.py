@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.behaviour.tasks import RetrievalExample
+from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.checks import check_choice
 from lostmid.errors import UserError

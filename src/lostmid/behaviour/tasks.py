@@ -3,8 +3,7 @@
 The generators live in one module each (:mod:`~lostmid.behaviour.kv`,
 :mod:`~lostmid.behaviour.niah`, :mod:`~lostmid.behaviour.mqar`), the example record and
 its positions in :mod:`~lostmid.behaviour.example`, the training gold laws in
-:mod:`~lostmid.behaviour.gold`; this module gathers them (every name above is importable
-from here) and makes batches of examples.
+:mod:`~lostmid.behaviour.gold`; this module makes batches of examples from them.
 
 Every generator is pure Python/numpy, seeded and deterministic: example ``i`` of a
 run is a function of ``(seed, i)`` only, and the gold position only moves the gold
@@ -20,6 +19,7 @@ Conventions (positions):
 * ``spans`` are half-open ``[start, end)`` character offsets into ``prompt`` (kv,
   niah) or token offsets into ``prompt_ids`` (mqar).
 
+>>> from lostmid.behaviour.kv import kv_example
 >>> ex = kv_example(seed=0, index=0, pairs=3, gold_index=2, key_chars=1, style="compact")
 >>> ex.prompt, ex.target
 ('{18,c5,37}3', '7')
@@ -38,66 +38,18 @@ from lostmid.behaviour.example import (
     RetrievalExample,
     check_depths,
     check_gold_indices,
-    default_depths,
-    default_gold_indices,
-    example_seed,
 )
-from lostmid.behaviour.gold import gold_distribution
 from lostmid.behaviour.kv import (
-    HEX,
-    KV_PROMPT,
-    KV_PROMPT_QUERY_AWARE,
-    KV_STYLES,
     UUID_CHARS,
-    format_kv_records,
     kv_example,
-    kv_records,
 )
-from lostmid.behaviour.mqar import mqar_example, mqar_pairs
+from lostmid.behaviour.mqar import mqar_example
 from lostmid.behaviour.niah import (
-    HAYSTACKS,
-    NIAH_NEEDLE,
-    NIAH_PROMPT,
-    REPEAT_SENTENCES,
     TokenCounter,
     byte_count,
-    haystack_sentences,
-    insertion_point,
     niah_example,
 )
 from lostmid.checks import check_choice, check_positive
-
-__all__ = [
-    "HAYSTACKS",
-    "HEX",
-    "KV_PROMPT",
-    "KV_PROMPT_QUERY_AWARE",
-    "KV_STYLES",
-    "NIAH_NEEDLE",
-    "NIAH_PROMPT",
-    "REPEAT_SENTENCES",
-    "TASKS",
-    "UUID_CHARS",
-    "RetrievalExample",
-    "TokenCounter",
-    "byte_count",
-    "check_depths",
-    "check_gold_indices",
-    "default_depths",
-    "default_gold_indices",
-    "example_seed",
-    "export_jsonl",
-    "format_kv_records",
-    "gold_distribution",
-    "haystack_sentences",
-    "insertion_point",
-    "kv_example",
-    "kv_records",
-    "make_examples",
-    "mqar_example",
-    "mqar_pairs",
-    "niah_example",
-]
 
 
 def make_examples(

@@ -1,10 +1,10 @@
 """Tokenizers for retrieval: a Hugging Face tokenizer, or the byte tokenizer of lostmid.
 
-``lostmid train`` (and :func:`lostmid.behaviour.training.train_retrieval`) trains byte
+``lostmid train`` (and :func:`lostmid.behaviour.training.run_retrieval_training`) trains byte
 models: token ids are UTF-8 bytes (:func:`lostmid.train.corpus.encode`). Their
 checkpoints (``OUT/checkpoints/step_NNNNNN/``, ``save_pretrained`` files only) carry no
 tokenizer files, so a checkpoint is recognised as a byte model when it holds
-``lostmid_tokenizer.json`` (written by ``train_retrieval``) or sits in the
+``lostmid_tokenizer.json`` (written by ``run_retrieval_training``) or sits in the
 ``checkpoints/`` folder of a ``lostmid train`` run (a ``dynamics.json`` next to it).
 
 >>> tok = load_tokenizer("bytes")
@@ -85,7 +85,7 @@ def write_byte_marker(directory: Path, **facts: Any) -> Path:
 
 
 def is_byte_checkpoint(directory: Path) -> bool:
-    """True for a checkpoint written by ``lostmid train`` or ``train_retrieval``."""
+    """True for a checkpoint written by ``lostmid train`` or ``run_retrieval_training``."""
     directory = Path(directory)
     if (directory / MARKER).is_file():
         return True

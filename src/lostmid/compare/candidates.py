@@ -29,6 +29,7 @@ from lostmid.compare.claims import (
     verdict_at_least,
     verdict_at_most,
 )
+from lostmid.compare.config import FIT_METRICS, LOG_BINS, SPIKE_POLICIES
 from lostmid.compare.fit import TheoryFamily, _log_scale
 from lostmid.compare.fitting import Family, pin_spike, place
 from lostmid.compare.inputs import (
@@ -38,7 +39,6 @@ from lostmid.compare.inputs import (
     check_theory_matches,
 )
 from lostmid.compare.metrics import ProfileComparison, compare_profiles
-from lostmid.compare.options import FIT_METRICS, LOG_BINS, SPIKE_POLICIES
 from lostmid.compare.predicted import (
     Prediction,
     pooled_measurement,

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lostmid.checks import check_choice, check_position
+from lostmid.compare.config import FIT_METRICS, SPIKE_POLICIES
 from lostmid.compare.fitting import Family, FamilyFit, fit_shape
 from lostmid.compare.metrics import validate_profile
-from lostmid.compare.options import FIT_METRICS, SPIKE_POLICIES
 from lostmid.errors import UserError
 from lostmid.theory import KERNELS, Mask, influence_row, log_influence_row, resolve_alphas
 

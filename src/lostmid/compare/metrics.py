@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lostmid.checks import check_position, check_positive
-from lostmid.compare.options import LOG_BINS
+from lostmid.compare.config import LOG_BINS
 from lostmid.errors import UserError
 from lostmid.stats.ranks import pearson, spearman
 from lostmid.theory import summarize_profile

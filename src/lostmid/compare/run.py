@@ -17,16 +17,13 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from lostmid.checks import check_choice, check_positive
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
+from lostmid.compare.config import CompareConfig
 from lostmid.compare.inputs import load_measured, load_theory
 from lostmid.compare.metrics import AGREEMENT_METRICS
-from lostmid.compare.options import FIT_METRICS, OPTION_DEFAULTS, SPIKE_POLICIES
 from lostmid.compare.plot import plot_overlay
-from lostmid.errors import UserError
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
-from lostmid.theory import KERNELS
 
 OUTPUT_FILES = ["compare.json", "compare.png"]
 
@@ -60,78 +57,6 @@ POLICY_DEFINITIONS = {
     "fit_metric:w1": "fitted candidates minimise W1, the metric they are judged by",
     "fit_metric:log-lsq": "fitted candidates minimise the squared log error off the target",
 }
-
-
-def parse_kernels(kernel: str) -> tuple[str, ...]:
-    """``rollout``, ``jacobian`` or ``both`` as a tuple of kernels.
-
-    >>> parse_kernels("both")
-    ('rollout', 'jacobian')
-    """
-    if kernel == "both":
-        return KERNELS
-    return (check_choice("--kernel", kernel, (*KERNELS, "both")),)
-
-
-@dataclass(frozen=True)
-class CompareConfig:
-    """What ``lostmid compare`` compares; validated on construction, values parsed.
-
-    Attributes:
-        measured: the measure.json files, one per seed of one model (paths).
-        theory: a theory.json to compare too, or None.
-        predict: also predict the theory from the measured residual strengths.
-        kernels: the kernels of the predicted and fitted theory; ``"both"``,
-            ``"rollout"`` or ``"jacobian"`` are parsed into a tuple.
-        fit_metric: ``w1`` or ``log-lsq`` (:mod:`lostmid.compare.fitting`).
-        spike: ``free`` or ``pinned`` (:mod:`lostmid.compare.fitting`).
-        bins: log-position bins of the binned metrics.
-        seed: recorded for provenance (the comparison itself is deterministic).
-
-    >>> CompareConfig(measured="m.json", kernels="both").kernels
-    ('rollout', 'jacobian')
-    """
-
-    measured: tuple[Path, ...]
-    theory: Path | None = None
-    predict: bool = False
-    kernels: tuple[str, ...] = parse_kernels(OPTION_DEFAULTS["kernel"])
-    fit_metric: str = OPTION_DEFAULTS["fit_metric"]
-    spike: str = OPTION_DEFAULTS["spike"]
-    bins: int = OPTION_DEFAULTS["bins"]
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        measured = (self.measured,) if isinstance(self.measured, str | Path) else self.measured
-        if not measured:
-            raise UserError("--measured: give at least one measure.json")
-        measured = tuple(Path(m) for m in measured)
-        if len(set(measured)) != len(measured):
-            raise UserError("--measured: the same file is given twice; give one per seed")
-        object.__setattr__(self, "measured", measured)
-        if self.theory is not None:
-            object.__setattr__(self, "theory", Path(self.theory))
-        kernels = parse_kernels(self.kernels) if isinstance(self.kernels, str) else self.kernels
-        kernels = tuple(check_choice("--kernel", k, KERNELS) for k in kernels)
-        if not kernels:
-            raise UserError("--kernel: give at least one kernel (rollout, jacobian or both)")
-        object.__setattr__(self, "kernels", kernels)
-        check_choice("--fit-metric", self.fit_metric, FIT_METRICS)
-        check_choice("--spike", self.spike, SPIKE_POLICIES)
-        check_positive("--bins", self.bins)
-
-    def record(self) -> dict[str, Any]:
-        """The resolved config as JSON (paths as text)."""
-        return {
-            "measured": [str(m) for m in self.measured],
-            "theory": None if self.theory is None else str(self.theory),
-            "predict": self.predict,
-            "kernels": list(self.kernels),
-            "fit_metric": self.fit_metric,
-            "spike": self.spike,
-            "bins": self.bins,
-            "seed": self.seed,
-        }
 
 
 @dataclass(frozen=True)

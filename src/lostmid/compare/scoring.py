@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from lostmid.compare.config import LOG_BINS
 from lostmid.compare.fitting import Family, pin_spike
 from lostmid.compare.metrics import AGREEMENT_METRICS, ProfileComparison, compare_profiles
-from lostmid.compare.options import LOG_BINS
 from lostmid.errors import UserError
 from lostmid.typing import Float
 

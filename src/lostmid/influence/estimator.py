@@ -56,7 +56,7 @@ import torch
 from lostmid.checks import check_choice, check_position, check_positive
 from lostmid.errors import UserError
 from lostmid.influence.inputs import check_fits_model
-from lostmid.influence.passes import NonFiniteError, measure_batches
+from lostmid.influence.passes import measure_batches
 from lostmid.influence.profile import (
     OUTPUTS,
     PROBE_KINDS,
@@ -69,15 +69,6 @@ from lostmid.influence.profile import (
 from lostmid.models import LoadedModel
 
 # The estimator's vocabulary, importable from here as before (homes: profile, passes).
-__all__ = [
-    "OUTPUTS",
-    "PROBE_KINDS",
-    "STRATEGIES",
-    "InfluenceProfile",
-    "NonFiniteError",
-    "influence_profile",
-    "influence_to_precision",
-]
 
 
 def _check_request(

@@ -52,8 +52,9 @@ def inference_config(config: RemediesConfig, seed: int) -> dict[str, Any]:
 def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str, Any]:
     """Teacher-forced accuracy by gold index of ``config.model`` under ``remedy`` (the
     per-seed record, JSON-ready, with the same keys as a training run's where they apply)."""
+    from lostmid.behaviour.example import default_gold_indices
     from lostmid.behaviour.score import encode_examples, score_positions, summarise_positions
-    from lostmid.behaviour.tasks import default_gold_indices, make_examples
+    from lostmid.behaviour.tasks import make_examples
     from lostmid.behaviour.tokenizers import tokenizer_for_model
     from lostmid.models import load_model
     from lostmid.train.model import parameter_count

@@ -41,10 +41,7 @@ from lostmid.models.devices import resolve_device
 from lostmid.remedies.config import RemediesConfig
 from lostmid.remedies.registry import get_remedy
 from lostmid.remedies.summary import (
-    METRICS,
-    SCHEMA,
     RemediesResult,
-    RemedyRecord,
     remedies_table,
     summarise_runs,
     verdict_lines,
@@ -58,26 +55,6 @@ from lostmid.remedies.training import (
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import Job, Resources
-
-__all__ = [  # the names of the summary and training modules were imported from here
-    "FIGURE",
-    "METRICS",
-    "RESULT",
-    "RUNS",
-    "SCHEMA",
-    "RemediesResult",
-    "RemedyRecord",
-    "RemedyStage",
-    "plan_remedy_stages",
-    "remedies_table",
-    "run_remedies",
-    "summarise_runs",
-    "theory_prediction",
-    "train_config",
-    "train_remedy",
-    "training_setting",
-    "verdict_lines",
-]
 
 RESULT = "remedies.json"
 FIGURE = "remedies.png"

@@ -43,7 +43,7 @@ def train_config(config: RemediesConfig, seed: int) -> Any:
 def training_setting(rconfig: Any, alpha: float) -> Setting:
     """What a remedy reads about a retrieval run: record centres, the context length
     (records end), the query position, depth and steps."""
-    from lostmid.behaviour.training import example_ids
+    from lostmid.behaviour.training.task import example_ids
 
     example = rconfig.task.example(0, 0, 0)
     prompt, _ = example_ids(example)
@@ -100,7 +100,7 @@ def train_remedy(
     """Train one seed with the remedy's hooks (its gold law combined with the data's by
     ``law``, :func:`combine_laws`); the per-seed record (JSON-ready)."""
     from lostmid.behaviour import gold_distribution
-    from lostmid.behaviour.training import RetrievalHooks, train_retrieval
+    from lostmid.behaviour.training import RetrievalHooks, run_retrieval_training
 
     setting = training_setting(rconfig, alpha)
     data = gold_distribution(rconfig.task.gold, rconfig.task.pairs)
@@ -110,7 +110,7 @@ def train_remedy(
         variant=remedy.surgery(setting),
         on_checkpoint=remedy.on_checkpoint,
     )
-    result = train_retrieval(rconfig, out=out, overwrite=True, console=None, hooks=hooks)
+    result = run_retrieval_training(rconfig, out=out, overwrite=True, console=None, hooks=hooks)
     final, init = result.final, result.initial
     s = final.summary
     return {

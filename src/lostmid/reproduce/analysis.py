@@ -36,9 +36,9 @@ import numpy as np
 
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
 from lostmid.compare.claims import Claim
+from lostmid.compare.config import LOG_BINS
 from lostmid.compare.inputs import MeasuredProfile
 from lostmid.compare.metrics import compare_profiles
-from lostmid.compare.options import LOG_BINS
 from lostmid.compare.predicted import pooled_measurement
 from lostmid.compare.scoring import MeanSpread, summarize
 from lostmid.reproduce.behaviour import Behaviour

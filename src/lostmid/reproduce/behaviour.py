@@ -1,7 +1,7 @@
 """The behavioural section of ``lostmid reproduce``: small models trained on retrieval.
 
 Each seed trains one retrieval model (``lostmid train --task kv``,
-:func:`lostmid.behaviour.train_retrieval`) and measures, at every evaluation step,
+:func:`lostmid.behaviour.run_retrieval_training`) and measures, at every evaluation step,
 teacher-forced accuracy by gold index on held-out examples and the influence of each
 record on the query (:class:`BehaviourSeed`). The section shows the U at each checkpoint
 (pooled over seeds, Wilson 95% intervals) and judges one claim.
@@ -295,10 +295,10 @@ def gold_note(gold: str) -> str:
 def behaviour_stage(preset: str, steps: int | None, seed: int, folder: Path) -> BehaviourSeed:
     """Train one retrieval model (``preset``, ``steps`` or the preset's, ``seed``) into
     ``folder`` and reduce it to a :class:`BehaviourSeed`."""
-    from lostmid.behaviour import resolve_retrieval_config, train_retrieval
+    from lostmid.behaviour.training import resolve_retrieval_config, run_retrieval_training
 
     config = resolve_retrieval_config(preset, steps=steps, seed=seed, save_checkpoints=False)
-    result = train_retrieval(config, out=folder, overwrite=True)
+    result = run_retrieval_training(config, out=folder, overwrite=True)
     return BehaviourSeed.of(result, folder)
 
 

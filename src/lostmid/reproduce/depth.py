@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from lostmid.compare.config import LOG_BINS
 from lostmid.compare.metrics import ProfileComparison, compare_profiles
-from lostmid.compare.options import LOG_BINS
 from lostmid.reproduce.stages import SeedMeasurement
 from lostmid.theory import KERNELS, influence_row, positional_influence_row
 from lostmid.typing import Float

@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from lostmid.attention_choice import attention_for
 from lostmid.errors import UserError
 from lostmid.influence import forward_ratio, influence_profile, random_token_ids
-from lostmid.influence.config import attention_for
-from lostmid.influence.estimator import InfluenceProfile
 from lostmid.influence.gains import BranchGains, branch_gains
+from lostmid.influence.profile import InfluenceProfile
 from lostmid.models import LoadedModel, load_model
 from lostmid.reproduce.config import ReproduceConfig, Scale
 from lostmid.train.model import resolve_device

@@ -25,12 +25,12 @@ from lostmid.errors import UserError
 
 BACKENDS = ("local", "ray")
 RAY_MISSING = "--backend ray needs Ray: pip install 'lostmid[cluster]'"
-BACKEND_HELP = {  # the help of the options every command with stages shares
-    "backend": "local (one stage after the other, in-process) | ray (independent stages "
+HELP = {  # the help of each Backend field: the options every command with stages shares
+    "name": "local (one stage after the other, in-process) | ray (independent stages "
     "in parallel, one Ray task each).",
     "address": "Ray cluster: auto | HOST:PORT (default: a local Ray instance).",
-    "cpus_per_stage": "Ray: CPUs per stage (its torch threads; default 1).",
-    "gpus_per_stage": "Ray: GPUs per stage (default 1 when the stages run on cuda, else 0).",
+    "cpus": "Ray: CPUs per stage (its torch threads; default 1).",
+    "gpus": "Ray: GPUs per stage (default 1 when the stages run on cuda, else 0).",
 }
 
 

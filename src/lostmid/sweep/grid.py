@@ -34,24 +34,31 @@ Scalar = str | int | float | bool | None
 # The grid flags, by the name of the flag (and of the TOML key); each task maps them to
 # one of its own parameters (see lostmid.sweep.units.TaskSpec.axes).
 AXIS_FLAGS = ("models", "seeds", "lengths")
-_SEEDS_HELP = "write e.g. 0-4 or 0,2,5-7"  # ranges inclusive, seeds >= 0
+_SEEDS_HELP = "write e.g. 3 (a count), 0-4 or 0,2,5-7"  # ranges inclusive, seeds >= 0
 _SLUG_CHARS = re.compile(r"[^A-Za-z0-9._=-]+")
 
 
-def parse_seeds(text: str | int | Sequence[int], flag: str = "--seeds") -> tuple[int, ...]:
-    """Seeds from ``"0-4"`` (inclusive), ``"0,2,5-7"``, one int or a list; repeats dropped.
+def parse_seeds(
+    text: str | int | Sequence[int], flag: str = "--seeds", first: int = 0
+) -> tuple[int, ...]:
+    """A set of seeds, the one meaning of ``--seeds`` in every command: a bare number N
+    is a count (N seeds from ``first``, the ``--seed``), ``"0-4"`` (inclusive),
+    ``"0,2,5-7"`` or a list name the seeds themselves; repeats dropped.
 
-    >>> parse_seeds("0-2,7")
-    (0, 1, 2, 7)
-    >>> parse_seeds("4-1")
+    >>> parse_seeds("3"), parse_seeds(3, first=10), parse_seeds("0-2,7")
+    ((0, 1, 2), (10, 11, 12), (0, 1, 2, 7))
+    >>> parse_seeds("4-1")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    lostmid.errors.UserError: --seeds '4-1' is not a seed list; write e.g. 0-4 or 0,2,5-7
+    lostmid.errors.UserError: --seeds '4-1' is not a seed list; write e.g. 3 (a count), ...
     """
     if isinstance(text, bool):
         raise UserError(f"{flag} {text!r} is not a seed list; {_SEEDS_HELP}")
-    if isinstance(text, int):
-        text = str(text)
+    if isinstance(text, int) or (isinstance(text, str) and text.strip().isdigit()):
+        count = int(text)
+        if count < 1:
+            raise UserError(f"{flag} {text!r}: a count of seeds must be >= 1; {_SEEDS_HELP}")
+        return tuple(range(first, first + count))
     if not isinstance(text, str):  # a TOML list
         if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in text):
             raise UserError(f"{flag} {list(text)!r} is not a seed list; {_SEEDS_HELP}")
@@ -61,11 +68,11 @@ def parse_seeds(text: str | int | Sequence[int], flag: str = "--seeds") -> tuple
         match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if match is None:
             raise UserError(f"{flag} {text!r} is not a seed list; {_SEEDS_HELP}")
-        first = int(match.group(1))
-        last = int(match.group(2)) if match.group(2) is not None else first
-        if last < first:
+        start = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else start
+        if last < start:
             raise UserError(f"{flag} {text!r} is not a seed list; {_SEEDS_HELP}")
-        seeds.extend(range(first, last + 1))
+        seeds.extend(range(start, last + 1))
     return tuple(dict.fromkeys(seeds))
 
 
@@ -216,7 +223,12 @@ class Grid:
         }
 
 
-def _axis_values(task: str, flag: str, value: Any) -> tuple[str, tuple[Scalar, ...]]:
+def _axis_values(
+    task: str, flag: str, value: Any, first: int = 0
+) -> list[tuple[str, tuple[Scalar, ...]]]:
+    """The axes (or fixed parameters) a grid flag stands for. ``--seeds`` of a task that
+    runs several seeds itself (reproduce, remedies: ``TaskSpec.seed_count``) is that
+    task's own first seed and count, one unit for them all, not an axis."""
     spec = task_spec(task)
     name = spec.axes.get(flag)
     if name is None:
@@ -225,35 +237,46 @@ def _axis_values(task: str, flag: str, value: Any) -> tuple[str, tuple[Scalar, .
             f"task {task} takes no --{flag} (its axis flags: {known}); use --param NAME=V1,V2"
         )
     if flag == "seeds":
-        return name, parse_seeds(value, f"--{flag}")
+        seeds = parse_seeds(value, f"--{flag}", first)
+        if spec.seed_count is None:
+            return [(name, seeds)]
+        if list(seeds) != list(range(seeds[0], seeds[0] + len(seeds))):
+            raise UserError(
+                f"--seeds {value!r}: task {task} runs consecutive seeds in one unit; give a "
+                "count and --seed, or a range such as 2-4"
+            )
+        return [(name, (seeds[0],)), (spec.seed_count, (len(seeds),))]
     if flag == "lengths":
-        return name, _parse_lengths(value, f"--{flag}")
-    return name, _split_names(value, f"--{flag}")
+        return [(name, _parse_lengths(value, f"--{flag}"))]
+    return [(name, _split_names(value, f"--{flag}"))]
 
 
 def grid_from_flags(
     task: str | None,
     *,
     models: str | None = None,
-    seeds: str | None = None,
+    seeds: str | int | None = None,
     lengths: str | None = None,
     params: Sequence[str] = (),
     resources: Resources | None = None,
+    seed: int = 0,
 ) -> Grid:
-    """The grid of ``lostmid sweep --task T --models a,b --seeds 0-4 --lengths ... --param``."""
+    """The grid of ``lostmid sweep --task T --models a,b --seeds 0-4 --lengths ... --param``
+    (``seed``: the first seed of a ``--seeds`` count)."""
     if task is None:
         raise UserError("give --task (measure, theory, train...) or a sweep file with --config")
     task_spec(task)
     axes = [
-        _axis_values(task, flag, value)
+        axis
         for flag, value in (("models", models), ("seeds", seeds), ("lengths", lengths))
         if value is not None
+        for axis in _axis_values(task, flag, value, seed)
     ]
     axes += [parse_param(p) for p in params]
     return Grid(task, tuple(axes), resources or Resources())
 
 
-_FILE_KEYS = ("task", *AXIS_FLAGS, "params", "resources")
+_FILE_KEYS = ("task", *AXIS_FLAGS, "seed", "params", "resources")
 
 
 def _grid_from_table(table: Mapping[str, Any], where: str) -> Grid:
@@ -264,7 +287,15 @@ def _grid_from_table(table: Mapping[str, Any], where: str) -> Grid:
     if not isinstance(task, str):
         raise UserError(f'{where}: give task = "measure" (or theory, train...)')
     task_spec(task)
-    axes = [_axis_values(task, flag, table[flag]) for flag in AXIS_FLAGS if flag in table]
+    first = table.get("seed", 0)
+    if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+        raise UserError(f"{where}: seed (the first seed of a seeds count) must be an int >= 0")
+    axes = [
+        axis
+        for flag in AXIS_FLAGS
+        if flag in table
+        for axis in _axis_values(task, flag, table[flag], first)
+    ]
     params = table.get("params", {})
     if not isinstance(params, Mapping):
         raise UserError(f"{where}: params must be a table, e.g. [params] samples = 4")
@@ -287,7 +318,7 @@ def load_sweep_file(path: Path) -> list[Grid]:
 
         task = "measure"
         models = ["tiny-qwen2", "tiny-gpt2"]   # axis flags: models, seeds, lengths
-        seeds = "0-1"                          # or [0, 1]
+        seeds = "0-1"                          # or [0, 1]; 2 (a count) from seed
         lengths = [32, 64]
         [params]                               # a scalar is fixed, a list is an axis
         samples = 2

@@ -37,6 +37,25 @@ from lostmid.sweep.summaries import summarise_tasks
 from lostmid.sweep.units import TaskSpec, task_spec
 
 SWEEP_JSON = "sweep.json"
+
+HELP = {  # the help of each ``lostmid sweep`` option
+    "task": "The task of every unit: theory | measure | train | retrieve | remedies | reproduce.",
+    "models": "Axis: comma-separated models (train, remedies: presets).",
+    "seeds": "Seeds: a count N (seeds --seed .. --seed+N-1), a range 0-4 or a list 0,2,5-7; "
+    "an axis, except for tasks that run several seeds per unit (reproduce, remedies), "
+    "where it is each unit's own seeds.",
+    "seed": "The first seed of a --seeds count.",
+    "lengths": "Axis: sequence lengths, e.g. 256,512 (train: context).",
+    "param": "Task option NAME=VALUE, or NAME=V1,V2 for an axis (repeatable), e.g. "
+    "--param samples=4 --param alpha=0.1,0.3.",
+    "config": "TOML sweep file (instead of the grid flags).",
+    "backend": "local (in-process) | ray",
+    "address": "Ray cluster: auto | HOST:PORT (default: a local Ray instance).",
+    "retries": "Extra tries for a unit that fails.",
+    "cpus": "Ray: CPUs per unit (default 1).",
+    "gpus": "Ray: GPUs per unit (default 1 on cuda, else 0).",
+    "memory_gb": "Ray: GiB reserved per unit.",
+}
 _TABLE_ROWS = 40  # longer sweeps list their failed units only
 
 

@@ -11,7 +11,7 @@ runner does not depend on the return type of ``run_X``.
 Registered: ``theory`` (:func:`lostmid.theory.run.run_theory`), ``measure``
 (:func:`lostmid.influence.run.run_measure`), ``train``
 (:func:`lostmid.train.run.run_training`), ``train-retrieval``
-(:func:`lostmid.behaviour.train_retrieval`: ``lostmid train --task``; resumes a unit
+(:func:`lostmid.behaviour.training.run_retrieval_training`: ``lostmid train --task``; resumes a unit
 that was interrupted, and summarises the finished units as the depth dose-response,
 :mod:`lostmid.behaviour.dose`), ``retrieve``
 (:func:`lostmid.behaviour.run.run_retrieve`), ``remedies``
@@ -60,6 +60,9 @@ class TaskSpec:
         build: parameters -> the task's validated config (raises ``UserError``).
         run: (config, unit folder) -> summary ``{"file": ..., ...}``.
         needs_gpu: parameters -> whether the unit asks Ray for a GPU by default.
+        seed_count: for a task that runs several seeds in one unit (reproduce,
+            remedies), the parameter holding their count: ``--seeds`` then sets that
+            count and the first seed (``axes["seeds"]``), one unit for them all.
         summarise: None, or what to make of the task's finished units together once the
             sweep has run them (a summary file in the sweep folder; see :data:`Summarise`).
     """
@@ -70,6 +73,7 @@ class TaskSpec:
     build: Callable[[Params], Any]
     run: Callable[[Any, Path], dict[str, Any]]
     needs_gpu: Callable[[Params], bool] = _never
+    seed_count: str | None = None
     summarise: Summarise | None = None
 
     def check_name(self, name: str) -> None:
@@ -148,13 +152,13 @@ def _run_theory(config: Any, folder: Path) -> dict[str, Any]:
 
 @functools.cache
 def _measure_defaults() -> dict[str, Any]:
-    from lostmid.influence.run import MeasureConfig
+    from lostmid.influence.config import MeasureConfig
 
     return _fields(MeasureConfig)
 
 
 def _build_measure(params: Params) -> Any:
-    from lostmid.influence.run import MeasureConfig
+    from lostmid.influence.config import MeasureConfig
 
     return MeasureConfig(**params)  # validates on construction
 
@@ -238,17 +242,17 @@ def _train_retrieval_defaults() -> dict[str, Any]:
 
 
 def _build_train_retrieval(params: Params) -> Any:
-    from lostmid.behaviour.training_config import resolve_retrieval_config
+    from lostmid.behaviour.training.config import resolve_retrieval_config
 
     p = {**_train_retrieval_defaults(), **params}
     return resolve_retrieval_config(str(p.pop("preset")), **p)  # validated on construction
 
 
 def _run_train_retrieval(config: Any, folder: Path) -> dict[str, Any]:
-    from lostmid.behaviour.training import can_resume, train_retrieval
+    from lostmid.behaviour.training.run import can_resume, run_retrieval_training
 
     resume = can_resume(config, folder)  # an interrupted unit continues where it was
-    train_retrieval(config, out=folder, overwrite=not resume, resume=resume, console=None)
+    run_retrieval_training(config, out=folder, overwrite=not resume, resume=resume, console=None)
     written = _read(folder, "retrieval.json")
     learning = written.get("learning") or {}
     return {
@@ -295,9 +299,9 @@ def _run_retrieve(config: Any, folder: Path) -> dict[str, Any]:
 
 
 # -- remedies --------------------------------------------------------------------------
-# Axis flags: --models are retrieval presets, --seeds the first seed. ``remedies`` lists
-# the remedies of one unit joined by "+" (a comma would make them a grid axis: one unit
-# per remedy), e.g. remedies=baseline+loss-weight.
+# Axis flags: --models are retrieval presets; --seeds the unit's own seeds (first,
+# count). ``remedies`` lists the remedies of one unit joined by "+" (a comma would make
+# them a grid axis: one unit per remedy), e.g. remedies=baseline+loss-weight.
 
 
 @functools.cache
@@ -332,8 +336,8 @@ def _run_remedies(config: Any, folder: Path) -> dict[str, Any]:
 
 # -- reproduce -------------------------------------------------------------------------
 # Axis flags: --models (one model spec per unit, or a comma-separated list), --seeds the
-# first seed, --lengths L. ``scale`` is quick, default or full; the other parameters
-# override the scale's fields (Scale) or set the run's (remedies, device).
+# unit's own seeds (first, count), --lengths L. ``scale`` is quick, default or full; the
+# other parameters override the scale's fields (Scale) or set the run's (remedies, device).
 
 
 @functools.cache
@@ -419,6 +423,7 @@ TASKS: dict[str, TaskSpec] = {
         axes={"models": "preset", "seeds": "seed"},
         build=_build_remedies,
         run=_run_remedies,
+        seed_count="seeds",
     ),
     "reproduce": TaskSpec(
         name="reproduce",
@@ -427,6 +432,7 @@ TASKS: dict[str, TaskSpec] = {
         build=_build_reproduce,
         run=_run_reproduce,
         needs_gpu=_on_cuda,
+        seed_count="seeds",
     ),
 }
 

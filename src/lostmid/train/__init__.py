@@ -20,6 +20,7 @@ __getattr__, __dir__, __all__ = attach(
         "claims": ["training_claims"],
         "config": [
             "TRAIN_PRESETS",
+            "checkpoint_steps",
             "DynamicsProbeConfig",
             "ModelSpec",
             "TrainConfig",
@@ -41,7 +42,6 @@ __getattr__, __dir__, __all__ = attach(
             "Interventions",
             "PositionWeight",
             "Trainer",
-            "checkpoint_steps",
             "learning_rate",
             "next_token_loss",
         ],

@@ -24,6 +24,24 @@ BYTE_VOCAB = 256
 T = TypeVar("T")
 
 
+def checkpoint_steps(steps: int) -> list[int]:
+    """Log-spaced checkpoints 0, 10, 30, 100, 300, 1000, 3000, ... below ``steps``, and ``steps``.
+
+    >>> checkpoint_steps(2000)
+    [0, 10, 30, 100, 300, 1000, 2000]
+    >>> checkpoint_steps(1)
+    [0, 1]
+    """
+    found = {0, steps}
+    scale = 10
+    while scale < steps:
+        found.add(scale)
+        if 3 * scale < steps:
+            found.add(3 * scale)
+        scale *= 10
+    return sorted(found)
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Shape of a small causal LM built from Hugging Face config classes.

@@ -54,28 +54,10 @@ class Interventions:
     name: str = "none"
 
 
-def checkpoint_steps(steps: int) -> list[int]:
-    """Log-spaced checkpoints 0, 10, 30, 100, 300, 1000, 3000, ... below ``steps``, and ``steps``.
-
-    >>> checkpoint_steps(2000)
-    [0, 10, 30, 100, 300, 1000, 2000]
-    >>> checkpoint_steps(1)
-    [0, 1]
-    """
-    found = {0, steps}
-    scale = 10
-    while scale < steps:
-        found.add(scale)
-        if 3 * scale < steps:
-            found.add(3 * scale)
-        scale *= 10
-    return sorted(found)
-
-
 def learning_rate(step: int, config: TrainConfig) -> float:
     """lr(step): linear warmup, then cosine decay to ``lr * min_lr_ratio`` (see TrainConfig).
 
-    >>> from lostmid.train.config import TrainConfig
+    >>> from lostmid.train.config import TrainConfig, checkpoint_steps
     >>> c = TrainConfig(lr=1.0, warmup_steps=10, steps=110, min_lr_ratio=0.0)
     >>> learning_rate(4, c), learning_rate(10, c), round(learning_rate(60, c), 6)
     (0.5, 1.0, 0.5)

@@ -30,10 +30,10 @@ from rich.table import Table
 
 from lostmid.errors import UserError
 from lostmid.runinfo import Timer, prepare_out, read_json, run_metadata, write_json
-from lostmid.train.config import TrainConfig
+from lostmid.train.config import TrainConfig, checkpoint_steps
 from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
 from lostmid.train.dynamics import Checkpoint, measure_checkpoint
-from lostmid.train.loop import Interventions, Trainer, checkpoint_steps, learning_rate
+from lostmid.train.loop import Interventions, Trainer, learning_rate
 from lostmid.train.model import build_model, parameter_count, resolve_device, save_checkpoint
 from lostmid.train.plot import plot_dynamics
 

@@ -6,13 +6,34 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from lostmid.behaviour.training_data import RetrievalTask, sequence_length
+from lostmid.behaviour.training.task import RetrievalTask, sequence_length
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
-from lostmid.train.config import ModelSpec, TrainConfig
-from lostmid.train.loop import checkpoint_steps
+from lostmid.train.config import ModelSpec, TrainConfig, checkpoint_steps
 
 GENERATION_MARGIN = 16
+
+HELP = {  # the help of the retrieval options of ``lostmid train --task`` (RetrievalTask
+    # fields and RetrievalTrainConfig.eval_every); each is an override of the preset's value
+    "task": "Train on retrieval instead of text: kv | mqar (presets retrieval-tiny, "
+    "retrieval-valley, mqar-tiny, retrieval-depth-2/4/8, retrieval-micro).",
+    "pairs": "Retrieval: pairs per example.",
+    "key_chars": "Retrieval (kv): key/value characters.",
+    "style": "Retrieval (kv): compact | liu.",
+    "vocab": "Retrieval (mqar): key/value vocabulary.",
+    "queries": "Retrieval: queries per training row.",
+    "gold": "Retrieval: gold index law for training: uniform | power:A | beta:A (A < 1: "
+    "the ends more often) | LAW+LAW (equal mixture).",
+    "mix": "Retrieval: fraction of rows from the stdlib corpus.",
+    "eval_every": "Retrieval: also evaluate every N steps (0: off).",
+    "no_rope": "Retrieval: train without positional encoding (rotary embeddings made the "
+    "identity; the paper says the bias needs none).",
+    "signal_examples": "Retrieval: held-out examples per gold index behind each record's "
+    "learning signal (0: off).",
+    "layers": "Retrieval: model depth (default: the preset's).",
+    "resume": "Continue the run in --out: from resume.pt (text), or from the last saved "
+    "state of the retrieval run there (--task).",
+}
 
 
 @dataclass(frozen=True)
@@ -148,13 +169,9 @@ RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
     # beta:0.3 (the first and last of the 8 pairs asked ~27% of the time each, the middle
     # ~4-7%; natural text asks about its ends more often), evaluated with gold spread
     # uniformly. 2-character keys keep the 2-layer model capacity-limited, so retrieval is
-    # learnt gradually and the better-trained ends stay ahead. Seeds 0-2 (1 thread, 50-51 s
-    # each): accuracy 0.52 / 0.37 / 0.52, by gold index (mean) 0.71 0.43 0.36 0.37 0.37 0.38
-    # 0.45 0.70; gap 0.37 [0.18, 0.56] (noise floor 0.13), primacy +0.34 [0.13, 0.55],
-    # recency +0.33 [0.08, 0.58] (95% t over seeds; docs/BENCHMARKS.md).
-    # The same setting with gold uniform: accuracy 0.16, flat (gap 0.06; seed 0). At 2000
-    # steps the valley stays (acc 0.70, gap 0.30; seed 0); with 1-character keys the model
-    # ends flat at 1.0 once general retrieval forms (the training module's notes).
+    # learnt gradually and the better-trained ends stay ahead. Its measured valley over
+    # seeds, and the same setting with gold uniform (flat): docs/BENCHMARKS.md,
+    # "retrieval training: trial log" and bench_retrieval_preset.py.
     "retrieval-valley": RetrievalTrainConfig(
         preset="retrieval-valley",
         task=RetrievalTask(

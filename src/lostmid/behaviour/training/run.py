@@ -1,67 +1,22 @@
 """Small models that learn to retrieve, watched by gold position and by influence.
 
-The run (:func:`train_retrieval`) lives here; the task, batches and masked loss in
-:mod:`~lostmid.behaviour.training_data`, the configuration and presets in
-:mod:`~lostmid.behaviour.training_config`, the evaluation at each checkpoint in
-:mod:`~lostmid.behaviour.training_eval` (every public name of those is importable from
-here too).
+The run (:func:`run_retrieval_training`) lives here; the task in
+:mod:`~lostmid.behaviour.training.task`, the batches and masked loss in
+:mod:`~lostmid.behaviour.training.data`, the configuration and presets in
+:mod:`~lostmid.behaviour.training.config`, the evaluation at each checkpoint in
+:mod:`~lostmid.behaviour.training.evaluate`.
 
 Each training row is one retrieval example (kv or MQAR) with its gold index drawn from a
 gold law (:mod:`~lostmid.behaviour.gold`, uniform by default), optionally mixed with
 stdlib text; the loss covers the answer tokens.
 
-Evaluation at each checkpoint (log-spaced, :func:`lostmid.train.loop.checkpoint_steps`,
+Evaluation at each checkpoint (log-spaced, :func:`lostmid.train.config.checkpoint_steps`,
 plus every ``eval_every`` steps): teacher-forced argmax accuracy and mean log-prob by
 gold index on held-out examples (the same ones each time, paired across gold indices),
 the influence profile, the influence of each record and their link (Spearman).
 
-What short runs showed (2 layers x 128, 0.43M parameters, batch 32, AdamW 1e-3 cosine,
-seed 0, one run each, 2 shared CPU cores; accuracy = teacher-forced argmax on 64
-held-out examples per gold index, 48 for 12+ pairs):
-
-* ``retrieval-tiny`` (6 pairs, 1-character keys, 4 queries a row): accuracy 1.00 at
-  every gold index from step 500 on (the jump happens between steps 300 and 500);
-  2000 steps in 113 s. With 1 query a row it stayed at 0.26-0.33 after 4000 steps, and
-  with a ``k:v ... k:`` layout (the value two tokens after its key) also at 0.26.
-* 12 pairs, 1-character keys: 1.00 everywhere from step 500 on.
-* 8 pairs, 2-character keys: plateau 0.63-0.72, flat across gold indices.
-* 16 pairs, 2-character keys: 0.07 after 2500 steps (not learnt).
-* 12 pairs with 75 % of the rows stdlib text (``mix=0.75``): 0.70 after 2000 steps,
-  the ends slightly *below* the middle (0.62 first, 0.66 last, 0.70-0.75 between;
-  within the intervals).
-
-With gold indices drawn uniformly, no setting tried gives a valley after training: each
-index is trained equally often and the models solve all of them or none better than the
-others. The influence profile does show a structural primacy tail at init (record 1
-about 2.8x record 6 in ``retrieval-tiny``), which training reshapes.
-
-A valley after training, from the data law (gold ``beta:A``, A < 1, in training; 8
-pairs unless said, compact, 4 queries a row, batch 32 unless said; evaluation with gold
-uniform, 128 examples per index,
-1 thread, load 2-6; acc = mean accuracy [by gold index]; prim/rec = first/last - middle):
-
-* 12 pairs, 1-char keys, beta:0.3, 1500 steps, 201 s: acc 0.22 [0.78 0.09 .. 0.17
-  0.50], gap 0.70, prim +0.66, rec +0.38: the ends read by position, the middle near
-  chance (with gold uniform this setting is 1.00 everywhere by step 500).
-* 1-char keys, beta:0.3, 500 steps, seeds 0-2, 50-70 s: acc 0.21-0.25, ends 0.51-0.64,
-  middle 0.09-0.16 (~1/8: some value of the context), gap 0.45/0.52/0.49, prim
-  +0.40/+0.41/+0.41, rec +0.42/+0.52/+0.49. beta:0.5: gap 0.27 (+0.26/+0.26); uniform:
-  0.34 flat (gap 0.05). At 1500 steps: the U until step 750, then 1.00 everywhere
-  (general retrieval forms and the valley goes).
-* 2-char keys (capacity-limited: retrieval learnt gradually), beta:0.3, 1000 steps,
-  153 s: acc 0.69 [0.87 0.64 0.59 0.62 0.59 0.61 0.67 0.88], gap 0.29, prim +0.25, rec
-  +0.27, the same from step 750 on. Batch 16 (half the cost), seeds 0-2, 50-51 s
-  (``retrieval-valley``): acc 0.52/0.37/0.52, gap 0.34/0.45/0.30, prim +0.29/+0.44/+0.29,
-  rec +0.30/+0.44/+0.24; with gold uniform 0.16 flat (gap 0.06). 6 pairs: 600 steps 31 s
-  acc 0.48 gap 0.37 (+0.37/+0.34); 1200 steps acc 0.76 gap 0.19 (~2x noise).
-* ``retrieval-valley`` at 2000 steps, 112 s: acc 0.70 [0.82 0.63 0.61 0.63 0.65 0.66 0.73
-  0.91], gap 0.30, prim +0.19, rec +0.27; the valley held from step 1000 to 2000.
-* The primacy + recency mixture ``power:0.3+power:3`` (0.19 first, 0.09 middle, 0.14
-  last) in that preset: acc 0.13, gap 0.12, prim +0.12, rec +0.03 (too mild a law).
-* Width 64: 0.04 after 1000 steps (not learnt). lr 1.5e-3-2e-3 at batch 16: ends
-  0.37-0.72, middle 0.00-0.02 (a positional shortcut only).
-
-Not tried: longer contexts, corpus mixing with a U law.
+The trial runs behind the presets are logged in docs/BENCHMARKS.md ("retrieval
+training: trial log").
 """
 
 from __future__ import annotations
@@ -77,30 +32,10 @@ from typing import Any
 import numpy as np
 
 from lostmid.behaviour.learning import LearningReadouts
-from lostmid.behaviour.training_config import (
-    GENERATION_MARGIN,
-    RETRIEVAL_PRESETS,
-    RetrievalTrainConfig,
-    resolve_retrieval_config,
-    retrieval_preset,
-)
-from lostmid.behaviour.training_data import (
-    TRAIN_TASKS,
-    MaskedTrainer,
-    RetrievalBatches,
-    RetrievalTask,
-    example_ids,
-    masked_next_token_loss,
-    mqar_training_row,
-    sequence_length,
-)
-from lostmid.behaviour.training_eval import (
-    HeldOut,
-    RetrievalCheckpoint,
-    evaluate_checkpoint,
-    span_means,
-    spearman,
-)
+from lostmid.behaviour.training.config import RetrievalTrainConfig
+from lostmid.behaviour.training.data import MaskedTrainer, RetrievalBatches
+from lostmid.behaviour.training.evaluate import HeldOut, RetrievalCheckpoint, evaluate_checkpoint
+from lostmid.behaviour.training.task import sequence_length
 from lostmid.errors import UserError
 from lostmid.runinfo import (
     Timer,
@@ -111,40 +46,6 @@ from lostmid.runinfo import (
     write_json,
 )
 from lostmid.train.model import ModelVariant
-
-__all__ = [
-    "CHECKPOINTS",
-    "FIGURE",
-    "GENERATION_MARGIN",
-    "RESULT",
-    "RETRIEVAL_PRESETS",
-    "SCHEMA",
-    "TRAIN_TASKS",
-    "RESUME",
-    "HeldOut",
-    "LearningReadouts",
-    "MaskedTrainer",
-    "RetrievalBatches",
-    "RetrievalCheckpoint",
-    "RetrievalHooks",
-    "RetrievalTask",
-    "RetrievalTrainConfig",
-    "RetrievalTrainResult",
-    "can_resume",
-    "evaluate_checkpoint",
-    "example_ids",
-    "learning_readouts",
-    "masked_next_token_loss",
-    "mqar_training_row",
-    "no_rope_variant",
-    "resolve_retrieval_config",
-    "retrieval_preset",
-    "sequence_length",
-    "span_means",
-    "spearman",
-    "train_retrieval",
-    "training_table",
-]
 
 SCHEMA = "lostmid.behaviour.retrieval_train/1"
 RESULT = "retrieval.json"
@@ -317,7 +218,7 @@ def _resumed(
     )
 
 
-def train_retrieval(
+def run_retrieval_training(
     config: RetrievalTrainConfig,
     *,
     out: Path,

@@ -24,8 +24,8 @@ from lostmid.behaviour.score import (
     score_positions,
     summarise_positions,
 )
-from lostmid.behaviour.training_config import RetrievalTrainConfig
-from lostmid.behaviour.training_data import example_ids
+from lostmid.behaviour.training.config import RetrievalTrainConfig
+from lostmid.behaviour.training.task import example_ids
 from lostmid.checks import check_positive, check_unit_interval
 from lostmid.stats import finite_or_none, spearman
 

@@ -1,0 +1,38 @@
+"""``lostmid ablate``: the options are :class:`~lostmid.ablate.config.AblationConfig`'s
+fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lostmid.ablate.config import ABLATE_HELP, AblationConfig, parse_rungs
+from lostmid.cli.options import (
+    Flag,
+    command,
+    console,
+    options,
+    out_option,
+    overwrite_option,
+    parsed,
+)
+
+FLAGS = {"length": Flag(names=("--length", "-L")), "rungs": Flag(parse=parse_rungs)}
+
+
+def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
+    from lostmid.ablate.run import run_ablate
+
+    config = AblationConfig(**parsed(fields, FLAGS))
+    run_ablate(config, out=out, overwrite=overwrite, console=console)
+
+
+COMMAND = command(
+    "ablate",
+    "Ablation ladder: which real ingredient (MLP, logits, positions, norms) breaks the theory.",
+    [
+        *options(AblationConfig, ABLATE_HELP, flags=FLAGS),
+        out_option("ablate"),
+        overwrite_option("Remeasure every rung instead of resuming."),
+    ],
+    _run,
+)

@@ -1,0 +1,34 @@
+"""``lostmid compare``: the options are :class:`~lostmid.compare.config.CompareConfig`'s
+fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lostmid.cli.options import (
+    Flag,
+    command,
+    console,
+    options,
+    out_option,
+    overwrite_option,
+    parsed,
+)
+from lostmid.compare.config import HELP, CompareConfig, parse_kernels
+
+FLAGS = {"measured": Flag(repeat=True), "kernels": Flag(names=("--kernel",), parse=parse_kernels)}
+
+
+def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
+    from lostmid.compare.run import run_compare
+
+    config = CompareConfig(**parsed(fields, FLAGS))
+    run_compare(config, out=out, overwrite=overwrite, console=console)
+
+
+COMMAND = command(
+    "compare",
+    "Theory (given, predicted, fitted) and naive baselines against measured profiles.",
+    [*options(CompareConfig, HELP, flags=FLAGS), out_option("compare"), overwrite_option()],
+    _run,
+)

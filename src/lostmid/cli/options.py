@@ -1,0 +1,263 @@
+"""Command-line options made from the config dataclasses: one place for each default and
+each help text.
+
+A command's options are the fields of its config (their defaults), each with the help
+of the config's ``HELP`` entry of the same name; :func:`options` turns them into typer
+parameters and :func:`command` into a typer command whose body receives the parsed
+values by field name. An option's flag is ``--field-name`` unless an :class:`Flag`
+says otherwise (another name, a short alias, text parsed into a tuple, an override
+whose default None means "the preset's").
+
+Types a field may have on the command line: ``int``, ``float``, ``str``, ``bool``
+(a ``--flag``), ``Path``, any of these ``| None``, and tuples, which are read from one
+comma-separated value by a :class:`Flag` ``parse`` function, or repeated (``list``)
+for paths.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Demo:
+...     length: int = 8
+...     kernel: str = "rollout"
+>>> [(p.name, p.default) for p in options(Demo, {"length": "L.", "kernel": "K."})]
+[('length', 8), ('kernel', 'rollout')]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+console = Console()  # where every command prints its tables and progress
+
+SIMPLE = (int, float, str, bool, Path)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How one config field appears on the command line, where the default rule does not
+    fit.
+
+    Attributes:
+        names: the flag and its aliases (default ``--field-name``).
+        parse: text -> the field's value (for tuples: ``"0,10,20"`` -> (0, 10, 20)); the
+            option is then a string.
+        override: whose value the option overrides (``"the preset's"``, ``"the
+            scale's"``): its default is None, meaning "keep that value"; the help says so.
+        repeat: a list option (``--measured A --measured B``) for a tuple of paths.
+        hidden: not shown in ``--help``.
+    """
+
+    names: tuple[str, ...] = ()
+    parse: Callable[[str], Any] | None = None
+    override: str = ""
+    repeat: bool = False
+    hidden: bool = False
+
+
+def flag_name(field: str) -> str:
+    """``per_position_gains`` -> ``--per-position-gains``."""
+    return "--" + field.replace("_", "-")
+
+
+def _cli_type(annotation: Any) -> tuple[type, bool]:
+    """(the option's type, whether None is allowed) for a field annotation."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or isinstance(annotation, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(annotation))
+        simple = [a for a in args if a in SIMPLE]
+        if str in simple:  # str | Mask and the like: read as text
+            return str, optional
+        if len(simple) == 1:
+            return simple[0], optional
+        raise TypeError(f"no command-line type for {annotation!r}; give the field a Flag")
+    if annotation in SIMPLE:
+        return annotation, False
+    raise TypeError(f"no command-line type for {annotation!r}; give the field a Flag")
+
+
+def _default(field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return inspect.Parameter.empty  # a required option
+
+
+def options(
+    config: type,
+    help: Mapping[str, str],
+    *,
+    flags: Mapping[str, Flag] | None = None,
+    only: Iterable[str] | None = None,
+    skip: Iterable[str] = (),
+) -> list[inspect.Parameter]:
+    """One typer parameter per init field of the dataclass ``config`` (in field order;
+    only those in ``only`` if given, none in ``skip``), with the field's default and
+    ``help[field]``. A field without help is an error: every option is documented."""
+    flags = flags or {}
+    hints = typing.get_type_hints(config)
+    wanted = None if only is None else list(only)
+    fields = {f.name: f for f in dataclasses.fields(config) if f.init}
+    names = wanted if wanted is not None else [n for n in fields if n not in set(skip)]
+    params = []
+    for name in names:
+        field = fields[name]
+        flag = flags.get(name, Flag())
+        if name not in help:
+            raise KeyError(f"{config.__name__}.{name} has no help text; add it to HELP")
+        text = help[name]
+        default = _default(field)
+        if flag.repeat:
+            kind: Any = list[Path]
+            if default is not inspect.Parameter.empty:
+                default = list(default) if default else inspect.Parameter.empty
+        elif flag.parse is not None:
+            kind = str | None if flag.override or default is None else str
+            if flag.override:
+                default = None
+            elif default is not inspect.Parameter.empty and default is not None:
+                default = ",".join(str(v) for v in default)
+        else:
+            base, optional = _cli_type(hints[name])
+            if flag.override:
+                optional, default = True, None
+            kind = base | None if optional else base
+        if flag.override and "default" not in text:
+            text = f"{text} (default: {flag.override})"
+        names_ = flag.names or (flag_name(name),)
+        info = typer.Option(*names_, help=text, hidden=flag.hidden)
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=default,
+                annotation=Annotated[kind, info],
+            )
+        )
+    return params
+
+
+def parsed(values: Mapping[str, Any], flags: Mapping[str, Flag]) -> dict[str, Any]:
+    """The values of a command's options as config fields: text parsed by each field's
+    :class:`Flag`, repeated paths as tuples."""
+    out = dict(values)
+    for name, flag in flags.items():
+        if name not in out or out[name] is None:
+            continue
+        if flag.parse is not None:
+            out[name] = flag.parse(out[name])
+        elif flag.repeat:
+            out[name] = tuple(out[name])
+    return out
+
+
+def extra(name: str, kind: Any, default: Any, *names: str, help: str) -> inspect.Parameter:
+    """A parameter that is not a config field (``--out``, ``--overwrite``, ``--quick``)."""
+    info = typer.Option(*(names or (flag_name(name),)), help=help)
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
+    )
+
+
+def out_option(command: str) -> inspect.Parameter:
+    """``--out DIR`` (default ``results/COMMAND``)."""
+    return extra("out", Path, Path(f"results/{command}"), help="Directory for results.")
+
+
+def overwrite_option(
+    help: str = "Recompute everything instead of reusing saved results.",
+) -> inspect.Parameter:
+    """``--overwrite``: never replace results without it."""
+    return extra("overwrite", bool, False, help=help)
+
+
+def command(
+    name: str, doc: str, params: Iterable[inspect.Parameter], body: Callable[..., None]
+) -> Callable[..., None]:
+    """A function typer can register as command ``name``: its signature is ``params``
+    (keyword-only, in order) and calling it calls ``body(**values)``."""
+    params = list(params)
+    seen: set[str] = set()
+    for p in params:
+        if p.name in seen:
+            raise ValueError(f"command {name}: option {p.name!r} declared twice")
+        seen.add(p.name)
+
+    def run(**values: Any) -> None:
+        body(**values)
+
+    run.__name__ = name.replace("-", "_")
+    run.__doc__ = doc
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    return run
+
+
+# -- the backend options of every command with stages ---------------------------------
+
+BACKEND_FLAGS = {
+    "name": Flag(names=("--backend",)),
+    "cpus": Flag(names=("--cpus-per-stage",)),
+    "gpus": Flag(names=("--gpus-per-stage",)),
+}
+BACKEND_PREFIX = "backend_"  # the parameters' names, apart from the command's own fields
+
+
+def backend_options() -> list[inspect.Parameter]:
+    """``--backend``, ``--address``, ``--cpus-per-stage``, ``--gpus-per-stage`` from the
+    fields of :class:`lostmid.runs.backend.Backend` and its help."""
+    from lostmid.runs.backend import HELP, Backend
+
+    return [
+        p.replace(name=BACKEND_PREFIX + p.name) for p in options(Backend, HELP, flags=BACKEND_FLAGS)
+    ]
+
+
+def split_backend(values: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    """(the command's own values, the :class:`~lostmid.runs.backend.Backend` the backend
+    options describe)."""
+    from lostmid.runs.backend import Backend
+
+    own = {k: v for k, v in values.items() if not k.startswith(BACKEND_PREFIX)}
+    backend = {
+        k[len(BACKEND_PREFIX) :]: v for k, v in values.items() if k.startswith(BACKEND_PREFIX)
+    }
+    return own, Backend(**backend)
+
+
+def comma_names(text: str) -> tuple[str, ...]:
+    """``"a, b,"`` -> ("a", "b"): comma-separated names, blanks dropped.
+
+    >>> comma_names("baseline, loss-weight,")
+    ('baseline', 'loss-weight')
+    """
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def comma_ints(option: str) -> Callable[[str], tuple[int, ...]]:
+    """A parser of ``"0,10,20"`` -> (0, 10, 20) for ``option``; anything else is one line.
+
+    >>> comma_ints("--gold-index")("0, 10,20")
+    (0, 10, 20)
+    """
+    from lostmid.errors import UserError
+
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            return tuple(int(part) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise UserError(
+                f"{option} takes comma-separated whole numbers, e.g. 0,10,20; got {text!r}"
+            ) from None
+
+    return parse

@@ -1,0 +1,43 @@
+"""``lostmid remedies``: the options are
+:class:`~lostmid.remedies.config.RemediesConfig`'s fields and the backend's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lostmid.cli.options import (
+    Flag,
+    backend_options,
+    comma_names,
+    command,
+    console,
+    options,
+    out_option,
+    overwrite_option,
+    parsed,
+    split_backend,
+)
+from lostmid.remedies.config import HELP, RemediesConfig
+
+FLAGS = {"remedies": Flag(parse=comma_names)}
+
+
+def _run(*, out: Any, overwrite: bool, **values: Any) -> None:
+    from lostmid.remedies.run import run_remedies
+
+    fields, backend = split_backend(values)
+    config = RemediesConfig(**parsed(fields, FLAGS))
+    run_remedies(config, out=out, overwrite=overwrite, console=console, backend=backend)
+
+
+COMMAND = command(
+    "remedies",
+    "Remedies for the valley against the baseline at equal budget, over seeds.",
+    [
+        *options(RemediesConfig, HELP, flags=FLAGS),
+        *backend_options(),
+        out_option("remedies"),
+        overwrite_option("Recompute every stage instead of resuming."),
+    ],
+    _run,
+)

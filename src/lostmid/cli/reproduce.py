@@ -1,0 +1,65 @@
+"""``lostmid reproduce``: a named scale (``--quick``, the default, ``--full``) with the
+overrides of its :class:`~lostmid.reproduce.config.Scale` fields, the run's own fields
+(:class:`~lostmid.reproduce.config.ReproduceConfig`) and the backend's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lostmid.cli.options import (
+    Flag,
+    backend_options,
+    command,
+    console,
+    extra,
+    options,
+    out_option,
+    overwrite_option,
+    parsed,
+    split_backend,
+)
+from lostmid.errors import UserError
+from lostmid.reproduce.config import HELP, ReproduceConfig, Scale, parse_models
+
+SCALE_OVERRIDES = (
+    "length",
+    "seeds",
+    "samples",
+    "probes",
+    "train_steps",
+    "train_preset",
+    "train_seeds",
+    "behaviour_preset",
+    "behaviour_steps",
+    "behaviour_seeds",
+)
+FLAGS = {"models": Flag(parse=parse_models)} | {
+    f: Flag(override="the scale's") for f in SCALE_OVERRIDES
+}
+
+
+def _run(*, quick: bool, full: bool, out: Any, overwrite: bool, **values: Any) -> None:
+    from lostmid.reproduce.run import run_reproduce
+
+    if quick and full:
+        raise UserError("choose at most one of --quick and --full")
+    fields, backend = split_backend(values)
+    fields = parsed(fields, FLAGS)
+    config = ReproduceConfig.at_scale("quick" if quick else "full" if full else "default", **fields)
+    run_reproduce(config, out=out, overwrite=overwrite, console=console, backend=backend)
+
+
+COMMAND = command(
+    "reproduce",
+    "Main job: the paper's core experiments end to end -> report.html, claims.json.",
+    [
+        extra("quick", bool, False, help=HELP["quick"]),
+        extra("full", bool, False, help=HELP["full"]),
+        *options(ReproduceConfig, HELP, flags=FLAGS, skip=("scale",)),
+        *options(Scale, HELP, flags=FLAGS, only=SCALE_OVERRIDES),
+        *backend_options(),
+        out_option("reproduce"),
+        overwrite_option(HELP["overwrite"]),
+    ],
+    _run,
+)

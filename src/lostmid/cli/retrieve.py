@@ -1,0 +1,38 @@
+"""``lostmid retrieve``: the options are
+:class:`~lostmid.behaviour.retrieve_config.RetrieveConfig`'s fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lostmid.behaviour.retrieve_config import HELP, RetrieveConfig
+from lostmid.cli.options import (
+    Flag,
+    comma_ints,
+    command,
+    console,
+    options,
+    out_option,
+    overwrite_option,
+    parsed,
+)
+
+FLAGS = {
+    "gold_index": Flag(parse=comma_ints("--gold-index")),
+    "depth": Flag(parse=comma_ints("--depth")),
+}
+
+
+def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
+    from lostmid.behaviour.run import run_retrieve
+
+    config = RetrieveConfig(**parsed(fields, FLAGS))
+    run_retrieve(config, out=out, overwrite=overwrite, console=console)
+
+
+COMMAND = command(
+    "retrieve",
+    "Retrieval accuracy by gold position (Liu's kv, RULER's needle, MQAR).",
+    [*options(RetrieveConfig, HELP, flags=FLAGS), out_option("retrieve"), overwrite_option()],
+    _run,
+)

@@ -1,0 +1,28 @@
+"""``lostmid theory``: the options are :class:`~lostmid.theory.run.TheoryConfig`'s fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lostmid.cli.options import Flag, command, console, options, out_option, overwrite_option
+from lostmid.theory.run import HELP, TheoryConfig
+
+FLAGS = {
+    "layers": Flag(names=("--layers", "-H")),
+    "length": Flag(names=("--length", "-L")),
+    "alpha": Flag(names=("--alpha", "-a")),
+}
+
+
+def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
+    from lostmid.theory.run import run_theory
+
+    run_theory(TheoryConfig(**fields), out=out, overwrite=overwrite, console=console)
+
+
+COMMAND = command(
+    "theory",
+    "Exact theory: the influence of every position on the target after H layers.",
+    [*options(TheoryConfig, HELP, flags=FLAGS), out_option("theory"), overwrite_option()],
+    _run,
+)

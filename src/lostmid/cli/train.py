@@ -1,0 +1,104 @@
+"""``lostmid train``: a preset (language model, or retrieval with ``--task``) with the
+overrides of its fields: :class:`~lostmid.train.config.TrainConfig`'s for both, and
+:class:`~lostmid.behaviour.training.task.RetrievalTask`'s for retrieval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP
+from lostmid.behaviour.training.config import RetrievalTrainConfig
+from lostmid.behaviour.training.task import RetrievalTask
+from lostmid.cli.options import (
+    Flag,
+    command,
+    console,
+    extra,
+    options,
+    out_option,
+    overwrite_option,
+)
+from lostmid.errors import UserError
+from lostmid.train.config import HELP, TrainConfig
+
+TRAIN_FLAGS = {name: Flag(override="the preset's") for name in ("steps", "seed", "corpus")}
+RETRIEVAL_FIELDS = ("task", "pairs", "key_chars", "style", "vocab", "queries", "gold", "mix")
+RUN_FIELDS = ("eval_every", "signal_examples")  # RetrievalTrainConfig's own overrides
+RETRIEVAL_FLAGS = {name: Flag(override="the preset's") for name in (*RETRIEVAL_FIELDS, *RUN_FIELDS)}
+
+
+def _run(
+    *,
+    preset: str,
+    steps: int | None,
+    seed: int | None,
+    corpus: str | None,
+    config: Path | None,
+    resume: bool,
+    out: Path,
+    overwrite: bool,
+    eval_every: int | None,
+    signal_examples: int | None,
+    no_rope: bool,
+    layers: int | None,
+    **retrieval: Any,
+) -> None:
+    task = retrieval["task"]
+    if task is None:
+        from lostmid.train.config import resolve_cli_config
+        from lostmid.train.run import run_training
+
+        given = [f"--{k.replace('_', '-')}" for k, v in retrieval.items() if v is not None]
+        given += ["--eval-every"] if eval_every is not None else []
+        given += ["--signal-examples"] if signal_examples is not None else []
+        given += ["--no-rope"] if no_rope else []
+        given += ["--layers"] if layers is not None else []
+        if given:
+            raise UserError(f"{', '.join(given)} need --task kv|mqar (retrieval training)")
+        path = None if corpus is None else Path(corpus)
+        resolved = resolve_cli_config(preset, config, steps=steps, seed=seed, corpus=path)
+        run_training(resolved, out=out, overwrite=overwrite, console=console, resume=resume)
+        return
+    from lostmid.behaviour.training import run_retrieval_training
+    from lostmid.behaviour.training.config import resolve_retrieval_config
+
+    if corpus is not None or config is not None:
+        raise UserError(
+            "--corpus and --config are for language-model training; drop them with --task"
+        )
+    if preset == TrainConfig.preset:  # the LM default: take the task's own preset instead
+        preset = "mqar-tiny" if task == "mqar" else "retrieval-tiny"
+    resolved_retrieval = resolve_retrieval_config(
+        preset,
+        steps=steps,
+        seed=seed,
+        eval_every=eval_every,
+        signal_examples=signal_examples,
+        no_rope=no_rope or None,
+        layers=layers,
+        **retrieval,
+    )
+    run_retrieval_training(
+        resolved_retrieval, out=out, overwrite=overwrite, console=console, resume=resume
+    )
+
+
+COMMAND = command(
+    "train",
+    "Train a small causal LM and measure its position bias at log-spaced checkpoints.\n\n"
+    "With --task kv|mqar the model learns retrieval instead, evaluated by gold position.",
+    [
+        *options(TrainConfig, HELP, flags=TRAIN_FLAGS, only=("preset", "steps", "corpus")),
+        extra("config", Path | None, None, help=HELP["config"]),
+        extra("resume", bool, False, help=RETRIEVAL_HELP["resume"]),
+        *options(RetrievalTask, RETRIEVAL_HELP, flags=RETRIEVAL_FLAGS, only=RETRIEVAL_FIELDS),
+        *options(RetrievalTrainConfig, RETRIEVAL_HELP, flags=RETRIEVAL_FLAGS, only=RUN_FIELDS),
+        *options(RetrievalTrainConfig, RETRIEVAL_HELP, only=("no_rope",)),
+        extra("layers", int | None, None, help=RETRIEVAL_HELP["layers"]),
+        out_option("train"),
+        *options(TrainConfig, HELP, flags=TRAIN_FLAGS, only=("seed",)),
+        overwrite_option(),
+    ],
+    _run,
+)

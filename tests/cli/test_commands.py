@@ -1,0 +1,146 @@
+"""Every command's options are its config's fields: same defaults, the config's HELP,
+nothing declared twice; and ``lostmid --help`` stays light."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import typer
+
+from lostmid.ablate.config import ABLATE_HELP, AblationConfig
+from lostmid.behaviour.retrieve_config import HELP as RETRIEVE_HELP
+from lostmid.behaviour.retrieve_config import RetrieveConfig
+from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP
+from lostmid.cli import app
+from lostmid.compare.config import HELP as COMPARE_HELP
+from lostmid.compare.config import CompareConfig
+from lostmid.errors import UserError
+from lostmid.influence.config import HELP as MEASURE_HELP
+from lostmid.influence.config import MeasureConfig
+from lostmid.remedies.config import HELP as REMEDIES_HELP
+from lostmid.remedies.config import RemediesConfig
+from lostmid.reproduce.config import HELP as REPRODUCE_HELP
+from lostmid.runs.backend import HELP as BACKEND_HELP
+from lostmid.theory.run import HELP as THEORY_HELP
+from lostmid.theory.run import TheoryConfig
+from lostmid.train.config import HELP as TRAIN_HELP
+
+SHARED = {"out", "overwrite"}  # options every command has, with one help
+BACKEND = {f"backend_{name}": text for name, text in BACKEND_HELP.items()}
+
+
+def params(command: str) -> dict[str, click.Parameter]:
+    return {p.name: p for p in typer.main.get_command(app).commands[command].params}  # type: ignore[attr-defined,misc]
+
+
+def init_fields(cls: type) -> dict[str, Any]:
+    """Field -> default of a config's init fields (MISSING for required ones)."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.init:
+            out[f.name] = (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            )
+    return out
+
+
+# Command, its config, that config's HELP: the command offers exactly the config's fields.
+CONFIG_COMMANDS = [
+    ("theory", TheoryConfig, THEORY_HELP),
+    ("measure", MeasureConfig, MEASURE_HELP),
+    ("ablate", AblationConfig, ABLATE_HELP),
+    ("compare", CompareConfig, COMPARE_HELP),
+    ("retrieve", RetrieveConfig, RETRIEVE_HELP),
+    ("remedies", RemediesConfig, REMEDIES_HELP | BACKEND),
+]
+
+
+@pytest.mark.parametrize(("command", "config", "help_"), CONFIG_COMMANDS)
+def test_options_are_the_config_fields_with_their_help_and_defaults(
+    command: str, config: type, help_: dict[str, str]
+) -> None:
+    options = params(command)
+    fields = init_fields(config)
+    assert set(options) - SHARED - set(BACKEND) == set(fields)
+    assert set(help_) >= set(fields)
+    for name, option in options.items():
+        if name in SHARED:
+            continue
+        assert option.help == help_[name], name
+        default = fields.get(name)
+        if name in BACKEND or default is dataclasses.MISSING:
+            continue
+        if isinstance(default, tuple):  # read back from text or a repeated option
+            assert option.default in (",".join(map(str, default)), list(default) or None), name
+        elif isinstance(default, Path):
+            assert Path(option.default) == default, name
+        else:
+            assert option.default == default, name
+
+
+def test_every_config_field_default_reaches_the_config_unchanged() -> None:
+    """The options' defaults, fed back, build the config's own defaults (tuples parsed)."""
+    from lostmid.cli import ablate, compare, remedies, retrieve
+    from lostmid.cli.options import parsed
+
+    for module, config, required in [
+        (ablate, AblationConfig, {"model": "m"}),
+        (compare, CompareConfig, {"measured": ["m.json"]}),
+        (retrieve, RetrieveConfig, {"model": "m"}),
+        (remedies, RemediesConfig, {}),
+    ]:
+        name = module.__name__.rsplit(".", 1)[1]
+        values = {
+            n: p.default
+            for n, p in params(name).items()
+            if n not in SHARED and not n.startswith("backend_")
+        }
+        values |= required
+        built = config(**parsed(values, module.FLAGS))
+        assert built == config(**{k: v for k, v in parsed(required, module.FLAGS).items()}), name
+
+
+def test_reproduce_and_train_options_are_overrides_with_the_configs_help() -> None:
+    options = params("reproduce")
+    for name in set(options) - SHARED - set(BACKEND):
+        assert options[name].help.startswith(REPRODUCE_HELP[name]), name
+    for name in ("length", "seeds", "train_steps", "behaviour_seeds"):
+        assert options[name].default is None, name  # None: the scale's
+    options = params("train")
+    for name in set(options) - SHARED:
+        assert options[name].help.startswith((TRAIN_HELP | RETRIEVAL_HELP)[name]), name
+    assert options["preset"].default == "tiny" and options["task"].default is None
+
+
+def test_measure_help_names_every_choice() -> None:
+    from lostmid.influence.profile import OUTPUTS, STRATEGIES
+
+    assert all(o in MEASURE_HELP["output"] for o in OUTPUTS)
+    assert all(s in MEASURE_HELP["strategy"] for s in STRATEGIES)
+
+
+def test_help_does_not_load_torch() -> None:
+    code = "import sys, lostmid.cli; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_errors_keep_their_brackets(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    """Rich markup must not eat "[cluster]" or "[0, 1]" from a message."""
+    from lostmid import cli
+
+    def fail() -> None:
+        raise UserError("pip install 'lostmid[cluster]'; a in [0, 1]; [bold]x[/bold]")
+
+    monkeypatch.setattr(cli, "app", fail)
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "error: pip install 'lostmid[cluster]'; a in [0, 1]; [bold]x[/bold]"
