@@ -89,7 +89,8 @@ def test_reproduce_judges_a_finished_remedies_run(run_cli, tmp_path: Path) -> No
     )
     run_remedies(config, out=tmp_path / "rem")
     args = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
-    args += ["--train-steps", "0", "--behaviour-steps", "0", "--remedies", str(tmp_path / "rem")]
+    args += ["--train-steps", "0", "--behaviour-steps", "0", "--dose", "off"]
+    args += ["--remedies", str(tmp_path / "rem")]
     code, _, err = run_cli("reproduce", *args, "--out", tmp_path / "out")
     assert code == 0, err
     record = json.loads((tmp_path / "out" / "reproduce.json").read_text())

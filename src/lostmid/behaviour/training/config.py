@@ -189,6 +189,20 @@ RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
     ),
     # the depth dose-response (issue 19): the same setting at depths 2, 4 and 8
     **{f"retrieval-depth-{h}": _depth_preset(h) for h in DOSE_DEPTHS},
+    # the dose-response at reproduce's small scales (depth set by --layers, default 2):
+    # 6 records, 6 queries a row, width 128, 500 steps; at depth 2 1.00 by step 300, at
+    # depth 4 0.84 at step 500 (seed 0; trial log in docs/BENCHMARKS.md)
+    "retrieval-depth-small": RetrievalTrainConfig(
+        preset="retrieval-depth-small",
+        task=RetrievalTask(task="kv", pairs=6, key_chars=1, style="compact", queries=6),
+        train=_optimiser(500, 32, _llama_style(2, 128, 4)),
+        eval_examples=16,
+        eval_every=50,
+        influence_samples=8,
+        influence_probes=1,
+        signal_examples=2,
+        save_checkpoints=False,
+    ),
     # seconds, for tests and smoke runs
     "retrieval-micro": RetrievalTrainConfig(
         preset="retrieval-micro",
@@ -205,7 +219,7 @@ RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
 
 def retrieval_preset(name: str) -> RetrievalTrainConfig:
     """The preset ``name`` (``retrieval-tiny``, ``retrieval-valley``, ``mqar-tiny``,
-    ``retrieval-depth-2/4/8``, ``retrieval-micro``)."""
+    ``retrieval-depth-2/4/8``, ``retrieval-depth-small``, ``retrieval-micro``)."""
     check_choice("--preset", name, RETRIEVAL_PRESETS)
     return RETRIEVAL_PRESETS[name]
 
