@@ -104,7 +104,7 @@ def main() -> None:
             f"{base.wasserstein1.mean:.4f}): "
             f"{'yes' if positional.mean <= base.wasserstein1.mean else 'no'}"
         )
-        a = sum(m.residual_strength for m in measurements) / len(measurements)
+        a = sum(m.measurement.residual_strength for m in measurements) / len(measurements)
         print("a_l (jacobian, mean over seeds): " + " ".join(f"{v:.2f}" for v in a))
 
 

@@ -18,6 +18,7 @@ ROOT = Path(lostmid.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "typing", "lazy"),
     ("checks", "stats", "runinfo", "attention_choice"),
+    ("records",),
     ("runs", "report"),
     ("theory",),
     ("models",),

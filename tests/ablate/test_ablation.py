@@ -42,7 +42,7 @@ def test_depth_one_uniform_rung_is_the_exact_theory(tmp_path: Path) -> None:
         ratio = measured[: t - 1] / predicted[: t - 1]
         np.testing.assert_allclose(ratio, ratio[0], rtol=1e-12)
         assert rung.candidates[name].wasserstein1.mean < 1e-3
-    a = float(rung.seeds[0].residual_strength[0])
+    a = float(rung.seeds[0].measurement.residual_strength[0])
     spike = measured[t - 1] / measured[: t - 1].mean()
     assert spike == pytest.approx(t * (1 - a) / a, rel=0.05)
     # the uniform theory with a from the forward-free Jacobian gain, not a fit: the rollout
@@ -246,7 +246,8 @@ def test_a_device_map_gives_the_undivided_ladder_and_refuses_offloaded_switches(
     )
     whole = run_ablate(config, out=tmp_path / "whole")
     for a, b in zip(split.rungs[0].seeds, whole.rungs[0].seeds, strict=True):
-        assert a.model["device_map"]["transformer.h.1"] == "disk" and b.model["device_map"] is None
+        a, b = a.measurement, b.measurement
+        assert a.facts["device_map"]["transformer.h.1"] == "disk" and b.facts["device_map"] is None
         np.testing.assert_allclose(a.influence, b.influence, rtol=1e-5)
         np.testing.assert_allclose(a.branch_gain, b.branch_gain, rtol=1e-5)
     code, _, err = run_cli(

@@ -15,11 +15,11 @@ from rich.console import Console
 from lostmid.compare.candidates import compare_measurement, compare_measurements
 from lostmid.compare.claims import VERDICTS
 from lostmid.compare.config import CompareConfig
-from lostmid.compare.inputs import MeasuredProfile, load_measured
 from lostmid.compare.metrics import wasserstein1
 from lostmid.compare.predicted import positional_predictions, predicted_theory
 from lostmid.compare.run import run_compare
 from lostmid.errors import UserError
+from lostmid.influence.record import MeasureRecord, read_measure
 from lostmid.report.html import PNG_SIGNATURE
 from lostmid.theory import influence_row
 
@@ -168,23 +168,23 @@ def test_user_errors_leave_no_output(
 
 def test_missing_and_malformed_measurement(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such file"):
-        load_measured(tmp_path / "nope.json")
+        read_measure(tmp_path / "nope.json")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"influence": [1, 2, 3], "config": {"length": 4, "layers": 2}}))
     with pytest.raises(UserError, match="config.length is 4 but influence has 3 values"):
-        load_measured(bad)
+        read_measure(bad)
     bad.write_text(
         json.dumps({"influence": [1, 2, 3], "residual_strength": [0.1], "config": {"layers": 2}})
     )
     with pytest.raises(UserError, match="residual_strength has 1 values but config.layers is 2"):
-        load_measured(bad)
+        read_measure(bad)
 
 
 def test_compare_measurement_in_memory_target_inside() -> None:
     """The pure entry point for `reproduce`: no files, an inner target."""
     t = 40
     influence = influence_row(L, H, 0.3, kernel="jacobian", target=t)
-    measured = MeasuredProfile(
+    measured = MeasureRecord(
         influence=influence, stderr=None, residual_strength=np.full(H, 0.3), layers=H, target=t
     )
     cands = compare_measurement(measured, predict=True, kernels=("jacobian",))
@@ -248,7 +248,7 @@ def test_one_measurement_says_there_is_no_fold(tmp_path: Path) -> None:
 
 def test_pinned_spike_holds_for_every_candidate(tmp_path: Path) -> None:
     files = [write_measure(tmp_path / f"m{k}.json", noise_seed=k) for k in range(2)]
-    measurements = [load_measured(f) for f in files]
+    measurements = [read_measure(f) for f in files]
     card = compare_measurements(measurements, predict=True, spike="pinned")
     share = card.measured.influence[-1] / card.measured.influence.sum()
     assert {c.kind for c in card.candidates.values()} == {"predicted", "fitted", "baseline"}
@@ -261,7 +261,7 @@ def test_outside_predictions_are_scored_like_the_others() -> None:
     truth = influence_row(L, H, ALPHAS, kernel="jacobian")
     wrong = influence_row(L, H, 0.9, kernel="rollout")
     measured = [
-        MeasuredProfile(
+        MeasureRecord(
             influence=truth * (1 + 0.01 * k),
             stderr=None,
             residual_strength=None,
@@ -300,12 +300,12 @@ def test_positional_prediction_uses_each_seeds_gains(tmp_path: Path) -> None:
         )
         for k in range(2)
     ]
-    loaded = load_measured(files[1])
+    loaded = read_measure(files[1])
     assert loaded.residual_strength_method == "jacobian"
     np.testing.assert_array_equal(loaded.gain_per_position, gains[1])
     np.testing.assert_array_equal(loaded.residual_strength_forward, [0.01] * H)
 
-    measurements = [load_measured(f) for f in files]
+    measurements = [read_measure(f) for f in files]
     card = compare_measurements(measurements, predict=True)
     assert {"predicted:positional", "predicted:positional-rollout"} <= set(card.candidates)
     predictions, notes = positional_predictions(measurements, ("jacobian", "rollout"))
@@ -321,7 +321,7 @@ def test_positional_prediction_uses_each_seeds_gains(tmp_path: Path) -> None:
             np.testing.assert_allclose(rows[k] / rows[k].sum(), want / want.sum(), atol=1e-12)
     assert card.candidates["predicted:positional"].out_of_sample is not None
 
-    old = [load_measured(write_measure(tmp_path / f"old{k}.json", noise_seed=k)) for k in range(2)]
+    old = [read_measure(write_measure(tmp_path / f"old{k}.json", noise_seed=k)) for k in range(2)]
     assert old[0].gain_per_position is None and old[0].residual_strength_method is None
     card = compare_measurements(old, predict=True)
     assert "predicted:positional" not in card.candidates
@@ -331,7 +331,7 @@ def test_positional_prediction_uses_each_seeds_gains(tmp_path: Path) -> None:
 def test_new_measure_keys_are_checked(tmp_path: Path) -> None:
     bad = write_measure(tmp_path / "m.json", extra={"gain_per_position": [[1.0] * L] * (H - 1)})
     with pytest.raises(UserError, match=f"'gain_per_position' must be {H} x {L} finite numbers"):
-        load_measured(bad)
+        read_measure(bad)
 
 
 def test_seeds_of_different_settings_are_refused(tmp_path: Path) -> None:
@@ -345,12 +345,12 @@ def test_seeds_of_different_settings_are_refused(tmp_path: Path) -> None:
         CompareConfig(measured=[a], spike="loose")
 
 
-def _positional_files(tmp_path: Path, name: str, extra: dict) -> list[MeasuredProfile]:
+def _positional_files(tmp_path: Path, name: str, extra: dict) -> list[MeasureRecord]:
     """Two seeds whose gains vary over positions and layers, plus ``extra`` keys."""
     rng = np.random.default_rng(7)
     gains = 0.1 + rng.random((H, L))
     return [
-        load_measured(
+        read_measure(
             write_measure(
                 tmp_path / f"{name}{k}.json",
                 noise_seed=k,
@@ -361,7 +361,7 @@ def _positional_files(tmp_path: Path, name: str, extra: dict) -> list[MeasuredPr
     ]
 
 
-def _positional_rows(measurements: list[MeasuredProfile]) -> dict[str, np.ndarray]:
+def _positional_rows(measurements: list[MeasureRecord]) -> dict[str, np.ndarray]:
     predictions, notes = positional_predictions(measurements, ("jacobian", "rollout"))
     assert notes == []
     return {name: p.rows for name, p in predictions.items()}
@@ -416,7 +416,7 @@ def test_mixed_layer_masks_reach_both_predictions(tmp_path: Path) -> None:
     gains = np.full((H, L), 0.4)
     gains[-1] = 0.25
     files = [
-        load_measured(
+        read_measure(
             write_measure(
                 tmp_path / f"x{k}.json",
                 noise_seed=k,
@@ -439,7 +439,20 @@ def test_mixed_layer_masks_reach_both_predictions(tmp_path: Path) -> None:
     np.testing.assert_allclose(predicted["predicted:jacobian"][0], want / want.sum(), rtol=1e-10)
     other = write_measure(tmp_path / "y.json", extra={"layer_masks": ["causal"] * H})
     with pytest.raises(UserError, match="has layer masks"):
-        compare_measurements([files[0], load_measured(other)])
+        compare_measurements([files[0], read_measure(other)])
     bad = write_measure(tmp_path / "z.json", extra={"layer_masks": ["causal"] * (H - 1)})
     with pytest.raises(UserError, match="layer_masks: mask list has 3 masks but there are 4"):
-        load_measured(bad)
+        read_measure(bad)
+
+
+def test_a_measurement_passed_as_theory_is_refused(tmp_path: Path) -> None:
+    from lostmid.compare.inputs import load_theory
+
+    measured = tmp_path / "m.json"
+    measured.write_text(json.dumps({"influence": [2.0, 1.0, 3.0], "config": {"layers": 1}}))
+    with pytest.raises(UserError, match="a measurement .* not a theory"):
+        load_theory(measured)
+    tagged = tmp_path / "t.json"
+    tagged.write_text(json.dumps({"schema": "lostmid.measure/1", "influence": [1.0, 2.0]}))
+    with pytest.raises(UserError, match="lostmid.measure/1 file, not a theory"):
+        load_theory(tagged)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lostmid.reproduce.analysis import analyse_model, extra_predictions, measured_profiles
+from lostmid.compare.predicted import forward_ratio_prediction
+from lostmid.influence.record import MeasureRecord
+from lostmid.reproduce.analysis import analyse_model, measured_profiles
 from lostmid.reproduce.depth import depth_growth, depth_theory
 from lostmid.theory import influence_row
 
@@ -48,8 +50,11 @@ def test_depth_one_rows_have_their_closed_forms(make_seed) -> None:
     a1 = g[0].mean() / (1 + g[0].mean())
     row = depth_theory(run, "jacobian")[0]
     np.testing.assert_allclose(row / row.sum(), depth1_closed_form(a1))
-    extra = extra_predictions([run], depth=1)
-    row = extra["predicted:jacobian-forward"][0]
+    one = MeasureRecord.from_gains(
+        influence=np.ones(L), stderr=None, target=L, layers=H, depth=1, gains=run.gains,
+        forward=run.residual_strength_forward,
+    )  # fmt: skip
+    row = forward_ratio_prediction([one])["predicted:jacobian-forward"].rows[0]
     np.testing.assert_allclose(row / row.sum(), depth1_closed_form(0.1))
 
 

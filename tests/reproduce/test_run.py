@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import lostmid.reproduce.run as rp
-from lostmid.compare.inputs import load_measured
+from lostmid.influence.record import read_measure
 
 TINY = [
     "--models",
@@ -121,7 +121,7 @@ def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
         for s in (0, 1)
     ]
     for seed, stage in enumerate(stages):
-        measured = load_measured(quick_run / "tiny-qwen2" / f"seed-{seed}" / "measure.json")
+        measured = read_measure(quick_run / "tiny-qwen2" / f"seed-{seed}" / "measure.json")
         assert measured.layers == 2 and measured.residual_strength_method == "jacobian"
         assert measured.gain_per_position.shape == (2, 24)
         np.testing.assert_allclose(measured.influence, stage["result"]["on"]["influence"])
@@ -272,19 +272,27 @@ def test_bad_input_is_one_line(run_cli, tmp_path, args, message) -> None:
 
 
 def test_compare_on_the_per_seed_files_scores_what_the_report_scores(
-    quick_run: Path, tmp_path: Path
+    quick_run: Path, tmp_path: Path, run_cli
 ) -> None:
-    from lostmid.compare.config import CompareConfig
-    from lostmid.compare.run import run_compare
-
-    files = tuple(quick_run / "tiny-gpt2" / f"seed-{s}" / "measure.json" for s in (0, 1))
-    result = run_compare(CompareConfig(measured=files, predict=True), out=tmp_path)
-    record = json.loads((quick_run / "reproduce.json").read_text())
-    ours = record["models"]["tiny-gpt2"]["scorecard"]["candidates"]
-    assert "predicted:positional" in result.candidates
-    for name, c in result.candidates.items():
-        held = ours[name]["out_of_sample"]["metrics"]["wasserstein1"]["mean"]
-        assert c.out_of_sample.metrics["wasserstein1"].mean == pytest.approx(held, rel=1e-9)
+    """A user who re-checks the report's headline from its saved files gets the same
+    candidates (the MLP and forward-ratio predictions included) and the same numbers."""
+    for model in ("tiny-gpt2", "tiny-qwen2"):
+        files = [quick_run / model / f"seed-{s}" / "measure.json" for s in (0, 1)]
+        args = [a for f in files for a in ("--measured", str(f))]
+        code, _, err = run_cli("compare", *args, "--predict", "--out", tmp_path / model)
+        assert code == 0, err
+        theirs = json.loads((tmp_path / model / "compare.json").read_text())["candidates"]
+        record = json.loads((quick_run / "reproduce.json").read_text())
+        ours = record["models"][model]["scorecard"]["candidates"]
+        assert set(theirs) == set(ours)
+        assert {"predicted:positional-mlp", "predicted:jacobian-forward"} <= set(ours)
+        for name, c in theirs.items():
+            assert c["metrics"]["wasserstein1"] == pytest.approx(
+                ours[name]["metrics"]["wasserstein1"], rel=1e-9
+            ), (model, name)
+            held = c["out_of_sample"]["metrics"]["wasserstein1"]["mean"]
+            want = ours[name]["out_of_sample"]["metrics"]["wasserstein1"]["mean"]
+            assert held == pytest.approx(want, rel=1e-9), (model, name)
 
 
 def test_behaviour_section_pools_its_seeds(run_cli, tmp_path) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from lostmid.influence import influence_profile, random_token_ids
-from lostmid.influence.gains import branch_gains
+from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.models import load_model
-from lostmid.reproduce.stages import ProfileRun, gains_from_record
+from lostmid.reproduce.stages import ProfileRun
 
 
 def test_two_halves_joined_are_the_measurement_on_all_inputs() -> None:
@@ -28,5 +28,5 @@ def test_two_halves_joined_are_the_measurement_on_all_inputs() -> None:
 def test_branch_gains_survive_their_record() -> None:
     loaded = load_model("tiny-qwen2", seed=1)
     gains = branch_gains(loaded, random_token_ids(loaded.vocab_size, 1, 6, seed=1))
-    back = gains_from_record(gains.record())
+    back = BranchGains.from_record(gains.record())
     assert back.record() == gains.record()

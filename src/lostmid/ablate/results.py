@@ -133,10 +133,12 @@ class RungResult:
             "seeds": [m.seed for m in self.seeds],
             "measured": self.measured,
             "log10_peak_to_valley": self.log10_peak_to_valley,
-            "residual_strength": np.mean([m.residual_strength for m in self.seeds], axis=0),
-            "mlp_gain": np.mean([m.mlp_gain for m in self.seeds], axis=0),
-            "mlp_coherence": _nanmean([m.mlp_coherence for m in self.seeds]),
-            "layer_masks": list(first.layer_masks),
+            "residual_strength": np.mean(
+                [m.measurement.residual_strength for m in self.seeds], axis=0
+            ),
+            "mlp_gain": np.mean([m.measurement.mlp_gain for m in self.seeds], axis=0),
+            "mlp_coherence": _nanmean([m.measurement.mlp_coherence for m in self.seeds]),
+            "layer_masks": list(first.measurement.layer_masks or ()),
             "candidates": {name: c.record() for name, c in self.candidates.items()},
             "best_prediction": self.best_prediction.name,
             "best_baseline": None if self.best_baseline is None else self.best_baseline.name,
@@ -156,7 +158,7 @@ class RungResult:
 def score_rung(spec: RungSpec, measurements: Sequence[RungMeasurement]) -> RungResult:
     """Every candidate of :func:`lostmid.compare.compare_measurements` on one rung."""
     card = compare_measurements(
-        [m.measured_profile() for m in measurements], predict=True, kernels=KERNELS
+        [m.measurement for m in measurements], predict=True, kernels=KERNELS
     )
     summary = summarize_profile(card.measured.influence, target=card.measured.target)
     return RungResult(

@@ -16,16 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from lostmid.ablate.config import RUNGS, AblationConfig
 from lostmid.attention_choice import attention_for
-from lostmid.compare.inputs import MeasuredProfile
 from lostmid.errors import UserError
 from lostmid.influence.estimator import influence_profile
 from lostmid.influence.gains import branch_gains
 from lostmid.influence.inputs import random_token_ids
+from lostmid.influence.record import MeasureRecord
 from lostmid.models import (
     LoadedModel,
     freeze_norm_scale,
@@ -35,7 +34,6 @@ from lostmid.models import (
     scale_embeddings,
     uniform_attention,
 )
-from lostmid.typing import Float
 
 
 @dataclass(frozen=True)
@@ -143,114 +141,46 @@ def _offloaded(loaded: LoadedModel) -> bool:
     return any(p.device.type == "meta" for p in loaded.model.parameters())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RungMeasurement:
-    """One rung at one seed: the profile, the gains and what was switched.
-
-    Arrays are indexed by layer l-1 and position j-1.
+    """One rung at one seed: the measurement (the one measure record, with every gain)
+    and what was switched.
 
     Attributes:
         rung, seed: which.
-        influence, stderr: (L,) the measured profile and its standard error.
-        target: the 1-indexed target t.
-        layers: the depth H.
-        residual_strength: (H,) a_l = s_l/(1+s_l) from the branch gain.
-        branch_gain: (H,) s_l.
-        gain_per_position: (H, L) s_l(j).
-        mlp_gain, mlp_coherence: (H,) the MLP's gain and coherence (NaN: no MLP).
-        mlp_gain_per_position, mlp_coherence_per_position: (H, L).
-        layer_masks: each layer's mask spec.
+        measurement: the profile, its error and the gains
+            (:class:`~lostmid.influence.record.MeasureRecord`).
         switches: the one-line descriptions of the switches applied.
-        model: the model's resolved facts (:meth:`LoadedModel.describe`).
         seconds: the time the measurement took.
     """
 
     rung: str
     seed: int
-    influence: Float[np.ndarray, " L"]
-    stderr: Float[np.ndarray, " L"]
-    target: int
-    layers: int
-    residual_strength: Float[np.ndarray, " H"]
-    branch_gain: Float[np.ndarray, " H"]
-    gain_per_position: Float[np.ndarray, "H L"]
-    mlp_gain: Float[np.ndarray, " H"]
-    mlp_coherence: Float[np.ndarray, " H"]
-    mlp_gain_per_position: Float[np.ndarray, "H L"]
-    mlp_coherence_per_position: Float[np.ndarray, "H L"]
-    layer_masks: tuple[str, ...]
+    measurement: MeasureRecord
     switches: tuple[str, ...]
-    model: Mapping[str, Any]
     seconds: float
 
     def record(self) -> dict[str, Any]:
         return {
             "rung": self.rung,
             "seed": self.seed,
-            "influence": self.influence,
-            "stderr": self.stderr,
-            "target": self.target,
-            "layers": self.layers,
-            "residual_strength": self.residual_strength,
-            "branch_gain": self.branch_gain,
-            "gain_per_position": self.gain_per_position,
-            "mlp_gain": self.mlp_gain,
-            "mlp_coherence": self.mlp_coherence,
-            "mlp_gain_per_position": self.mlp_gain_per_position,
-            "mlp_coherence_per_position": self.mlp_coherence_per_position,
-            "layer_masks": list(self.layer_masks),
+            "measurement": self.measurement.record(),
             "switches": list(self.switches),
-            "model": dict(self.model),
             "seconds": self.seconds,
         }
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> RungMeasurement:
-        """Read back a :meth:`record` (null -> NaN in the arrays)."""
-
-        def array(key: str) -> np.ndarray:
-            return np.array(record[key], dtype=np.float64)  # None -> nan
-
-        arrays = (
-            "influence",
-            "stderr",
-            "residual_strength",
-            "branch_gain",
-            "gain_per_position",
-            "mlp_gain",
-            "mlp_coherence",
-            "mlp_gain_per_position",
-            "mlp_coherence_per_position",
-        )
+        """Read back a :meth:`record`."""
+        rung, seed = str(record["rung"]), int(record["seed"])
         return cls(
-            rung=str(record["rung"]),
-            seed=int(record["seed"]),
-            target=int(record["target"]),
-            layers=int(record["layers"]),
-            layer_masks=tuple(record["layer_masks"]),
+            rung=rung,
+            seed=seed,
+            measurement=MeasureRecord.from_record(
+                record["measurement"], source=f"{rung} seed {seed}"
+            ),
             switches=tuple(record["switches"]),
-            model=dict(record["model"]),
             seconds=float(record["seconds"]),
-            **{key: array(key) for key in arrays},
-        )
-
-    def measured_profile(self) -> MeasuredProfile:
-        """The measurement as :mod:`lostmid.compare` reads a measure.json."""
-        masks = self.layer_masks
-        return MeasuredProfile(
-            influence=self.influence,
-            stderr=self.stderr,
-            residual_strength=self.residual_strength,
-            layers=self.layers,
-            target=self.target,
-            mask=masks[0] if len(set(masks)) == 1 else "causal",
-            source=f"{self.rung} seed {self.seed}",
-            residual_strength_method="jacobian",
-            branch_gain=self.branch_gain,
-            gain_per_position=self.gain_per_position,
-            mlp_gain_per_position=self.mlp_gain_per_position,
-            mlp_coherence_per_position=self.mlp_coherence_per_position,
-            layer_masks=masks,
         )
 
 
@@ -276,24 +206,17 @@ def measure_rung(config: AblationConfig, rung: str, seed: int) -> RungMeasuremen
         batch_size=config.batch_size,
         exact=config.exact,
     )
-    assert gains.per_position is not None and gains.mlp_gain_per_position is not None
-    assert gains.mlp_coherence_per_position is not None
-    return RungMeasurement(
-        rung=rung,
-        seed=seed,
+    masks = tuple(loaded.adapter.layer_masks(loaded.model.config, config.length))
+    measurement = MeasureRecord.from_gains(
         influence=profile.influence,
         stderr=profile.stderr,
         target=profile.target,
         layers=loaded.num_layers,
-        residual_strength=gains.residual_strength,
-        branch_gain=gains.gain,
-        gain_per_position=gains.per_position,
-        mlp_gain=gains.mlp_gain,
-        mlp_coherence=gains.mlp_coherence,
-        mlp_gain_per_position=gains.mlp_gain_per_position,
-        mlp_coherence_per_position=gains.mlp_coherence_per_position,
-        layer_masks=tuple(loaded.adapter.layer_masks(loaded.model.config, config.length)),
-        switches=tuple(switches),
-        model=loaded.describe(),
-        seconds=time.perf_counter() - start,
+        gains=gains,
+        forward=None,
+        mask=masks[0] if len(set(masks)) == 1 else "causal",
+        layer_masks=masks,
+        facts=loaded.describe(),
+        source=f"{rung} seed {seed}",
     )
+    return RungMeasurement(rung, seed, measurement, tuple(switches), time.perf_counter() - start)

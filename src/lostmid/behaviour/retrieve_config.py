@@ -145,7 +145,7 @@ class RetrieveConfig:
             return check_gold_indices(self.gold_index, self.pairs)
         return default_gold_indices(self.pairs, self.positions)
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         data = asdict(self)
         data["export"] = None if self.export is None else str(self.export)
         data["resolved_positions"] = list(self.resolved_positions())

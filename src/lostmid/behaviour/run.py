@@ -83,7 +83,7 @@ class RetrieveResult:
             "tokenizer": self.tokenizer,
             "examples": self.examples,
             "seconds": self.seconds,
-            "config": self.config.to_dict(),
+            "config": self.config.record(),
         }
 
 
@@ -218,7 +218,7 @@ def run_retrieve(
         seconds=timer.seconds["total"],
     )
     record = result.record()
-    record["metadata"] = run_metadata("retrieve", config.to_dict(), config.seed, timer.seconds)
+    record["metadata"] = run_metadata("retrieve", config.record(), config.seed, timer.seconds)
     write_json(out / "retrieve.json", record)
     _write_predictions(out / "predictions.jsonl", examples, answers, gen_correct, teacher)
     chance = 2.0 / config.vocab if config.task == "mqar" else None

@@ -5,7 +5,8 @@ The public surface, by task:
 
 * run a comparison: :class:`CompareConfig`, :func:`run_compare` -> :class:`CompareResult`
   (``lostmid compare``);
-* read a measurement: :func:`load_measured` -> :class:`MeasuredProfile`;
+* read a measurement: :func:`lostmid.influence.read_measure` ->
+  :class:`~lostmid.influence.MeasureRecord` (the one reader of measure.json);
 * score two profiles: :func:`compare_profiles` -> :class:`ProfileComparison` (the one
   agreement record), :func:`wasserstein1`, :func:`log_bin`;
 * score candidates: :func:`compare_measurements` (seeds of one model: in and out of
@@ -45,7 +46,6 @@ __getattr__, __dir__, __all__ = attach(
         ],
         "config": ["CompareConfig"],
         "fit": ["predict_theory"],
-        "inputs": ["MeasuredProfile", "load_measured"],
         "metrics": ["ProfileComparison", "compare_profiles", "log_bin", "wasserstein1"],
         "run": ["CompareResult", "run_compare"],
         "scoring": ["noise_floor", "score_out_of_sample"],

@@ -32,15 +32,11 @@ from lostmid.compare.claims import (
 from lostmid.compare.config import FIT_METRICS, LOG_BINS, SPIKE_POLICIES
 from lostmid.compare.fit import TheoryFamily, _log_scale
 from lostmid.compare.fitting import Family, pin_spike, place
-from lostmid.compare.inputs import (
-    MeasuredProfile,
-    TheoryProfile,
-    check_same_model,
-    check_theory_matches,
-)
+from lostmid.compare.inputs import TheoryProfile, check_same_model, check_theory_matches
 from lostmid.compare.metrics import ProfileComparison, compare_profiles
 from lostmid.compare.predicted import (
     Prediction,
+    forward_ratio_prediction,
     pooled_measurement,
     positional_predictions,
     predicted_theory,
@@ -55,6 +51,7 @@ from lostmid.compare.scoring import (
     score_out_of_sample,
 )
 from lostmid.errors import UserError
+from lostmid.influence.record import MeasureRecord
 from lostmid.theory import KERNELS
 
 KINDS = ("theory", "predicted", "fitted", "baseline")
@@ -123,7 +120,7 @@ class Scorecard:
         fit_metric, spike, bins: the scoring policy used.
     """
 
-    measured: MeasuredProfile
+    measured: MeasureRecord
     seeds: int
     candidates: dict[str, Candidate]
     noise_floor: NoiseFloor | None
@@ -135,7 +132,7 @@ class Scorecard:
 
 
 def compare_measurement(
-    measured: MeasuredProfile,
+    measured: MeasureRecord,
     theory: TheoryProfile | None = None,
     predict: bool = False,
     kernels: Sequence[str] = KERNELS,
@@ -164,7 +161,7 @@ def compare_measurement(
 
 
 def compare_measurements(
-    measurements: Sequence[MeasuredProfile],
+    measurements: Sequence[MeasureRecord],
     theory: TheoryProfile | None = None,
     *,
     predict: bool = False,
@@ -184,7 +181,7 @@ def compare_measurements(
     per-seed scores against that floor.
 
     Args:
-        measurements: one :class:`MeasuredProfile` per seed, all of one length, target,
+        measurements: one :class:`MeasureRecord` per seed, all of one length, target,
             depth and mask.
         theory: a theory file's row, scored as a zero-parameter candidate.
         predict: add ``predicted:<kernel>`` from the measured residual strengths (each
@@ -226,6 +223,8 @@ def compare_measurements(
         )
     if predict:
         fixed.update(predicted_theory(measurements, kernels))
+        if "jacobian" in kernels and first.residual_strength_method != "forward":
+            fixed.update(forward_ratio_prediction(measurements))
         positional, skipped = positional_predictions(measurements, kernels)
         fixed.update(positional)
         notes += skipped

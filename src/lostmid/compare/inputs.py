@@ -1,19 +1,6 @@
-"""Reading the two inputs of a comparison: a measured profile and a theory profile.
-
-measure.json (written by ``lostmid measure``): ``influence`` (L floats, positions 1..L),
-``stderr`` (L floats, optional), ``residual_strength`` (H floats, one per layer, first
-layer first; needed only to predict the theory) and ``config`` with at least
-``length``, ``layers`` and ``target`` (1-indexed, null meaning L), optionally ``mask``.
-Optional, read when present (None when missing, so older files still load):
-``residual_strength_method`` (``"jacobian"``: a_l = s_l/(1+s_l) from the branch gain;
-``"forward"``: the peer's forward ratio), ``branch_gain`` (H floats, s_l),
-``residual_strength_forward`` (H floats), ``gain_per_position`` (H x L floats, the
-branch gain of each layer at each source position), ``mlp_gain_per_position`` and
-``mlp_coherence_per_position`` (H x L: the MLP's gain and Jacobian coherence at each
-position; a coherence may be null where the MLP is zero) and ``layer_masks`` (H mask
-specs, layer 1 first, e.g. Gemma2's alternating ``sliding:W`` and ``causal``). The
-single ``config.mask`` is the mask of every layer when they agree; files whose layers
-differ carry ``layer_masks`` only, and the single-mask candidates then use ``causal``.
+"""The inputs of a comparison besides the measurements (read by
+:func:`lostmid.influence.record.read_measure`, the one reader of measure.json): a theory
+profile, and the checks that the inputs belong together.
 
 theory.json (written by ``lostmid theory``): ``influence`` (L floats) or
 ``log10_influence`` (L floats, null meaning -inf) and ``params`` with ``length``,
@@ -29,55 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.checks import check_position
 from lostmid.compare.metrics import validate_profile
 from lostmid.errors import UserError
+from lostmid.influence.record import MeasureRecord
+from lostmid.records import json_floats, json_object, json_target
 from lostmid.runinfo import read_json
-from lostmid.theory.masks import layer_masks
-
-
-@dataclass(frozen=True)
-class MeasuredProfile:
-    """A measured influence profile and what the theory needs to predict it.
-
-    Attributes:
-        influence: (L,) mean measured influence of positions 1..L on the target.
-        stderr: (L,) its standard error across inputs/seeds, or None.
-        residual_strength: (H,) measured a_l per layer, or None.
-        layers: depth H of the measured model.
-        target: 1-indexed target position t.
-        mask: attention mask spec of the model (``causal`` for decoders).
-        source: where it was read from, for provenance.
-        residual_strength_method: how ``residual_strength`` was measured (``jacobian``
-            or ``forward``), or None when the file does not say.
-        branch_gain: (H,) the attention branch's Jacobian gain s_l per layer, or None.
-        residual_strength_forward: (H,) the peer's forward ratio per layer, or None.
-        gain_per_position: (H, L) the branch gain of each layer at each source
-            position (array index j-1: position j), or None.
-        mlp_gain_per_position: (H, L) the MLP branch gain per layer and position, or None.
-        mlp_coherence_per_position: (H, L) the MLP's Jacobian coherence per layer and
-            position (NaN where undefined: a zero MLP), or None.
-        layer_masks: H mask specs (layer 1 first), or None.
-    """
-
-    influence: np.ndarray
-    stderr: np.ndarray | None
-    residual_strength: np.ndarray | None
-    layers: int
-    target: int
-    mask: str = "causal"
-    source: str | None = None
-    residual_strength_method: str | None = None
-    branch_gain: np.ndarray | None = None
-    residual_strength_forward: np.ndarray | None = None
-    gain_per_position: np.ndarray | None = None
-    mlp_gain_per_position: np.ndarray | None = None
-    mlp_coherence_per_position: np.ndarray | None = None
-    layer_masks: tuple[str, ...] | None = None
-
-    @property
-    def length(self) -> int:
-        return int(self.influence.size)
+from lostmid.theory.run import SCHEMA as THEORY_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -95,68 +39,25 @@ class TheoryProfile:
         return int(self.influence.size)
 
 
-def load_measured(path: Path) -> MeasuredProfile:
-    """Read and check a measure.json (see the module docstring)."""
-    data = _object(read_json(path), path)
-    config = _object(data.get("config"), path, "config")
-    influence = validate_profile(_floats(data, "influence", path), f"{path}: influence")
-    length = influence.size
-    if "length" in config and int(config["length"]) != length:
-        raise UserError(
-            f"{path}: config.length is {config['length']} but influence has {length} values"
-        )
-    stderr = None
-    if data.get("stderr") is not None:
-        stderr = _floats(data, "stderr", path)
-        if stderr.size != length or np.any(~np.isfinite(stderr)) or np.any(stderr < 0):
-            raise UserError(
-                f"{path}: stderr must be {length} finite non-negative values, one per position"
-            )
-    residual = None
-    if data.get("residual_strength") is not None:
-        residual = _floats(data, "residual_strength", path)
-    layers = config.get("layers", None if residual is None else residual.size)
-    if layers is None:
-        raise UserError(f"{path}: config.layers is missing; the theory needs the depth H")
-    layers = int(layers)
-    if residual is not None and residual.size != layers:
-        raise UserError(
-            f"{path}: residual_strength has {residual.size} values but config.layers is "
-            f"{layers}; give one value per layer"
-        )
-    per_layer = {
-        key: _optional_floats(data, key, path, (layers,))
-        for key in ("branch_gain", "residual_strength_forward")
-    }
-    method = data.get("residual_strength_method")
-    grid = (layers, length)
-    return MeasuredProfile(
-        influence=influence,
-        stderr=stderr,
-        residual_strength=residual,
-        layers=layers,
-        target=_target(config.get("target"), length, path),
-        mask=str(config.get("mask", "causal")),
-        source=str(path),
-        residual_strength_method=None if method is None else str(method),
-        gain_per_position=_optional_floats(data, "gain_per_position", path, grid),
-        mlp_gain_per_position=_optional_floats(data, "mlp_gain_per_position", path, grid),
-        mlp_coherence_per_position=_optional_floats(
-            data, "mlp_coherence_per_position", path, grid, undefined=True
-        ),
-        layer_masks=_layer_masks(data.get("layer_masks"), layers, length, path),
-        **per_layer,
-    )
-
-
 def load_theory(path: Path) -> TheoryProfile:
     """Read and check a theory.json (see the module docstring)."""
-    data = _object(read_json(path), path)
+    where = str(path)
+    data = json_object(read_json(path), where)
+    if data.get("schema") not in (None, THEORY_SCHEMA):
+        raise UserError(
+            f"{path}: a {data['schema']} file, not a theory ({THEORY_SCHEMA}); pass the "
+            "theory.json that lostmid theory wrote"
+        )
+    if "params" not in data and "config" in data:
+        raise UserError(
+            f"{path}: a measurement (it has config, not params), not a theory; pass it as "
+            "--measured, and a theory.json written by lostmid theory as --theory"
+        )
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise UserError(f"{path}: params must be a JSON object")
     if data.get("influence") is not None:
-        influence = _floats(data, "influence", path)
+        influence = json_floats(data, "influence", where)
     elif data.get("log10_influence") is not None:
         log10 = np.array(
             [-np.inf if v is None else float(v) for v in data["log10_influence"]], dtype=float
@@ -168,74 +69,14 @@ def load_theory(path: Path) -> TheoryProfile:
     kernel = params.get("kernel")
     return TheoryProfile(
         influence=influence,
-        target=_target(params.get("target"), influence.size, path),
+        target=json_target(params.get("target"), influence.size, where),
         kernel=None if kernel is None else str(kernel),
         params=params,
         source=str(path),
     )
 
 
-def _object(data: Any, path: Path, key: str | None = None) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        where = f"'{key}'" if key else "the file"
-        raise UserError(f"{path}: {where} must be a JSON object")
-    return data
-
-
-def _floats(data: dict[str, Any], key: str, path: Path) -> np.ndarray:
-    values = data.get(key)
-    if not isinstance(values, list) or not values:
-        raise UserError(f"{path}: '{key}' must be a non-empty list of numbers")
-    try:
-        return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
-    except (TypeError, ValueError):
-        raise UserError(f"{path}: '{key}' has an entry that is not a number") from None
-
-
-def _optional_floats(
-    data: dict[str, Any], key: str, path: Path, shape: tuple[int, ...], undefined: bool = False
-) -> np.ndarray | None:
-    """``data[key]`` as a finite float array of ``shape``, or None when absent;
-    ``undefined``: null entries are allowed and read as NaN."""
-    if data.get(key) is None:
-        return None
-    try:
-        raw = data[key]
-        if undefined:
-            raw = [[np.nan if v is None else v for v in row] for row in raw]
-        values = np.array(raw, dtype=np.float64)
-    except (TypeError, ValueError):
-        values = np.array([])
-    finite = np.isfinite(values) | (undefined & np.isnan(values))
-    if values.shape != shape or not np.all(finite):
-        dims = " x ".join(map(str, shape))
-        what = "finite numbers or null" if undefined else "finite numbers"
-        raise UserError(f"{path}: '{key}' must be {dims} {what}, one per layer/position")
-    return values
-
-
-def _layer_masks(specs: Any, layers: int, length: int, path: Path) -> tuple[str, ...] | None:
-    """``layer_masks``: H mask specs that :func:`lostmid.theory.layer_masks` accepts."""
-    if specs is None:
-        return None
-    if not isinstance(specs, list) or not all(isinstance(m, str) for m in specs):
-        raise UserError(f"{path}: 'layer_masks' must be a list of {layers} mask specs")
-    try:
-        masks = layer_masks(specs, layers, length)
-    except UserError as err:
-        raise UserError(f"{path}: layer_masks: {err}") from None
-    return tuple(m.spec() for m in masks)
-
-
-def _target(target: Any, length: int, path: Path) -> int:
-    if target is not None and (
-        isinstance(target, bool) or not isinstance(target, int | float) or int(target) != target
-    ):
-        raise UserError(f"{path}: target must be a whole number or null, got {target!r}")
-    return check_position(f"{path}: target", None if target is None else int(target), length)
-
-
-def check_same_model(measurements: Sequence[MeasuredProfile]) -> int:
+def check_same_model(measurements: Sequence[MeasureRecord]) -> int:
     """The number of measurements, after checking they are seeds of one model and one
     measurement setting (same L, target, depth and masks)."""
     if not measurements:
@@ -258,7 +99,7 @@ def check_same_model(measurements: Sequence[MeasuredProfile]) -> int:
     return len(measurements)
 
 
-def check_theory_matches(theory: TheoryProfile, measured: MeasuredProfile) -> None:
+def check_theory_matches(theory: TheoryProfile, measured: MeasureRecord) -> None:
     """A theory file must have the measurement's length and target."""
     if theory.length != measured.length:
         raise UserError(

@@ -4,6 +4,9 @@ per seed, and the seeds pooled into one measurement.
 * ``predicted:<kernel>``: the uniform theory with each seed's measured residual
   strengths a_l (``residual_strength`` of measure.json: s/(1+s) from the branch's
   Jacobian gain, or the peer's forward ratio; ``residual_strength_method`` says which).
+* ``predicted:jacobian-forward``: the same (jacobian kernel) with the peer's forward
+  ratio (``residual_strength_forward``) as a_l, when the files carry it: what that
+  quantity predicts.
 * ``predicted:positional`` (jacobian kernel) and ``predicted:positional-rollout``: the
   position-resolved theory with each seed's per-position gains (``gain_per_position``),
   through :func:`lostmid.theory.positional_influence_row`, with everything else the
@@ -23,17 +26,16 @@ a A), the factor drops out of the normalised row).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from lostmid.compare.fit import predict_theory
-from lostmid.compare.inputs import MeasuredProfile
 from lostmid.compare.scoring import pool_profiles
 from lostmid.errors import UserError
+from lostmid.influence.record import MeasureRecord
 from lostmid.theory import positional_influence_row
 
 
@@ -58,7 +60,7 @@ class Prediction:
 
 
 def predicted_theory(
-    measurements: Sequence[MeasuredProfile], kernels: Sequence[str]
+    measurements: Sequence[MeasureRecord], kernels: Sequence[str]
 ) -> dict[str, Prediction]:
     """``predicted:<kernel>`` from each seed's measured a_l, for each kernel."""
     if any(m.residual_strength is None for m in measurements):
@@ -89,7 +91,35 @@ def predicted_theory(
     return out
 
 
-def _uniform_theory_row(m: MeasuredProfile, kernel: str) -> np.ndarray:
+def forward_ratio_prediction(measurements: Sequence[MeasureRecord]) -> dict[str, Prediction]:
+    """``predicted:jacobian-forward``: the uniform theory (jacobian kernel) with the peer's
+    forward ratio as a_l, to show what that quantity predicts (empty when a measurement
+    lacks it)."""
+    if any(m.residual_strength_forward is None for m in measurements):
+        return {}
+    rows = [
+        _uniform_theory_row(replace(m, residual_strength=m.residual_strength_forward), "jacobian")
+        for m in measurements
+    ]
+    alphas = np.mean([m.residual_strength_forward for m in measurements], axis=0)
+    return {
+        "predicted:jacobian-forward": Prediction(
+            kind="predicted",
+            kernel="jacobian",
+            description="theory, the peer's forward ratio as a_l, jacobian kernel (nothing fitted)",
+            parameters={
+                "kernel": "jacobian",
+                "layers": measurements[0].layers,
+                "alphas": alphas.tolist(),
+                "alpha": float(alphas.mean()),
+                "residual_strength_method": "forward",
+            },
+            rows=np.stack(rows),
+        )
+    }
+
+
+def _uniform_theory_row(m: MeasureRecord, kernel: str) -> np.ndarray:
     """The theory row with the measured a_l under the measured masks (see the module
     docstring for layers whose masks differ)."""
     assert m.residual_strength is not None
@@ -110,7 +140,7 @@ def _uniform_theory_row(m: MeasuredProfile, kernel: str) -> np.ndarray:
 
 
 def positional_predictions(
-    measurements: Sequence[MeasuredProfile], kernels: Sequence[str]
+    measurements: Sequence[MeasureRecord], kernels: Sequence[str]
 ) -> tuple[dict[str, Prediction], list[str]]:
     """``predicted:positional`` (jacobian) and ``predicted:positional-rollout`` from
     each seed's per-position gains, with a note instead when the gains are missing.
@@ -152,7 +182,7 @@ def positional_predictions(
     return out, []
 
 
-def positional_row(m: MeasuredProfile, kernel: str, *, mlp: bool = True) -> np.ndarray:
+def positional_row(m: MeasureRecord, kernel: str, *, mlp: bool = True) -> np.ndarray:
     """The position-resolved theory row of one measurement: its per-position gains and
     layer masks, and (``mlp``) its MLP gain and coherence when it has them (float64,
     sums to 1)."""
@@ -175,39 +205,15 @@ def positional_row(m: MeasuredProfile, kernel: str, *, mlp: bool = True) -> np.n
     return np.asarray(row, dtype=np.float64)
 
 
-def pooled_measurement(measurements: Sequence[MeasuredProfile]) -> MeasuredProfile:
+def pooled_measurement(measurements: Sequence[MeasureRecord]) -> MeasureRecord:
     """The seeds pooled (:func:`~lostmid.compare.scoring.pool_profiles`), with the
-    standard error of that mean across seeds and the per-layer quantities averaged;
-    one seed is returned as it is."""
+    standard error of that mean across seeds and every per-layer and per-position
+    quantity averaged (:meth:`MeasureRecord.pooled_with`); one seed is returned as it is."""
     if len(measurements) == 1:
         return measurements[0]
-    first = measurements[0]
     rows = np.stack([m.influence for m in measurements])
     shares = rows / rows.sum(axis=1, keepdims=True)
     stderr = shares.std(axis=0, ddof=1) / np.sqrt(len(rows)) * rows.sum(axis=1).mean()
-
-    def mean(key: str) -> np.ndarray | None:
-        values = [getattr(m, key) for m in measurements]
-        if any(v is None for v in values):
-            return None
-        with warnings.catch_warnings():  # all-NaN columns (a zero MLP) stay NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(values, axis=0)
-
-    methods = {m.residual_strength_method for m in measurements}
-    return MeasuredProfile(
-        influence=pool_profiles(rows),
-        stderr=stderr,
-        residual_strength=mean("residual_strength"),
-        layers=first.layers,
-        target=first.target,
-        mask=first.mask,
-        source=f"{len(measurements)} seeds pooled",
-        residual_strength_method=methods.pop() if len(methods) == 1 else None,
-        branch_gain=mean("branch_gain"),
-        residual_strength_forward=mean("residual_strength_forward"),
-        gain_per_position=mean("gain_per_position"),
-        mlp_gain_per_position=mean("mlp_gain_per_position"),
-        mlp_coherence_per_position=mean("mlp_coherence_per_position"),
-        layer_masks=first.layer_masks,
+    return measurements[0].pooled_with(
+        measurements[1:], pool_profiles(rows), stderr, f"{len(measurements)} seeds pooled"
     )

@@ -19,9 +19,10 @@ from rich.table import Table
 
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
 from lostmid.compare.config import CompareConfig
-from lostmid.compare.inputs import load_measured, load_theory
+from lostmid.compare.inputs import load_theory
 from lostmid.compare.metrics import AGREEMENT_METRICS
 from lostmid.compare.plot import plot_overlay
+from lostmid.influence.record import read_measure
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 
@@ -149,7 +150,7 @@ def run_compare(
     """
     timer = Timer()
     with timer("read"):
-        measurements = [load_measured(path) for path in config.measured]
+        measurements = [read_measure(path) for path in config.measured]
         theory = None if config.theory is None else load_theory(config.theory)
     prepare_out(out, OUTPUT_FILES, overwrite)
     with timer("compare"):

@@ -24,6 +24,7 @@ __getattr__, __dir__, __all__ = attach(
         "residual": ["forward_ratio", "residual_strength"],
         "gains": ["BranchGains", "branch_gains", "strength_from_gain"],
         "config": ["MeasureConfig"],
+        "record": ["MeasureRecord", "read_measure", "write_measure"],
         "run": ["MeasureResult", "run_measure"],
     },
 )

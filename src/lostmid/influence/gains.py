@@ -69,6 +69,7 @@ zero or when L = 1.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +152,33 @@ class BranchGains:
             "exact": self.exact,
             "seed": self.seed,
         }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> BranchGains:
+        """The gains back from their :meth:`record` (the one reader of that form)."""
+
+        def rows(key: str) -> np.ndarray | None:
+            return None if record.get(key) is None else _floats(record[key])
+
+        return cls(
+            gain=_floats(record["branch_gain"]),
+            per_position=rows("gain_per_position"),
+            residual_strength=_floats(record["residual_strength"]),
+            mlp_gain=_floats(record["mlp_gain"]),
+            mlp_gain_per_position=rows("mlp_gain_per_position"),
+            mlp_coherence=_floats(record["mlp_coherence"]),
+            mlp_coherence_per_position=rows("mlp_coherence_per_position"),
+            samples=int(record["samples"]),
+            length=int(record["length"]),
+            directions=int(record["directions"]),
+            exact=bool(record["exact"]),
+            seed=int(record["seed"]),
+        )
+
+
+def _floats(values: Any) -> np.ndarray:
+    """A JSON list (of lists) of numbers as float64; null (a non-finite value) is NaN."""
+    return np.asarray(values, dtype=np.float64)
 
 
 def branch_gains(

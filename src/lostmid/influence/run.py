@@ -1,23 +1,10 @@
 """``lostmid measure``: load a model, measure its influence profile, write results.
 
-Writes ``out/measure.json`` (the :class:`MeasureResult`'s record: profile, error,
-variance split, residual strength, branch gains, layer masks, summary, resolved
-config, provenance) and ``out/measure.png``.
-
-Residual strength keys of measure.json (one value per layer, layer 1 first):
-
-* ``branch_gain``: s_l, the attention branch's Jacobian gain per unit of attention
-  weight (:func:`lostmid.influence.gains.branch_gains`);
-* ``residual_strength``: the a_l that predictions use, ``residual_strength_method``
-  says which: ``jacobian`` (s_l/(1+s_l), the default) or ``forward`` (the peer's ratio);
-* ``residual_strength_jacobian`` and ``residual_strength_forward``: both, always;
-* ``mlp_gain``, ``mlp_coherence``: the MLP's gain and Jacobian coherence (means over
-  positions); ``gain_per_position``, ``mlp_gain_per_position``,
-  ``mlp_coherence_per_position``: H x L (row l-1, column j-1: position j) when
-  per-position gains are on, else null;
-* ``layer_masks``: each layer's attention mask as a theory mask spec.
-
-A family without an adapter has none of these (null) and a note says why.
+Writes ``out/measure.json`` (:class:`~lostmid.influence.record.MeasureRecord`, the one
+record of a measurement, through its one writer: profile, error, variance split,
+residual strengths, branch and MLP gains, layer masks, summary, resolved config,
+provenance; its module lists the keys) and ``out/measure.png``. A family without an
+adapter has no gains (null) and a note says why.
 """
 
 from __future__ import annotations
@@ -39,9 +26,10 @@ from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.influence.inputs import corpus_token_ids, random_token_ids
 from lostmid.influence.plot import plot_influence
 from lostmid.influence.profile import InfluenceProfile
+from lostmid.influence.record import MeasureRecord, write_measure
 from lostmid.influence.residual import forward_ratio
 from lostmid.models import LoadedModel, load_model
-from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runinfo import Timer, prepare_out, run_metadata
 from lostmid.theory import ProfileSummary, summarize_profile
 from lostmid.typing import Float
 
@@ -88,39 +76,37 @@ class MeasureResult:
         relative = self.profile.relative_stderr
         return float(np.nanmax(relative)) if np.isfinite(relative).any() else None
 
+    def measure_record(self) -> MeasureRecord:
+        """The one record of measure.json (:class:`~lostmid.influence.record.MeasureRecord`)."""
+        p = self.profile
+        masks = self.layer_masks
+        return MeasureRecord.from_gains(
+            influence=p.influence,
+            stderr=p.stderr,
+            target=p.target,
+            layers=int(self.resolved["layers"]),
+            gains=self.gains,
+            forward=self.residual_strength_forward,
+            strength=self.config.strength,
+            mask=masks[0] if masks is not None and len(set(masks)) == 1 else "causal",
+            layer_masks=masks,
+            per_layer=p.per_layer,
+            variance={
+                "mean_sq": p.mean_sq,
+                "stderr_sq": p.stderr_sq,
+                "var_probe": p.var_probe,
+                "var_sample": p.var_sample,
+                "stderr_basis": p.stderr_basis,
+                "best_probes_per_sample": p.best_probes_per_sample(),
+            },
+            facts=self.resolved,
+            requested=self.config.record(),
+            metadata=self.metadata,
+            notes=self.notes,
+        )
+
     def record(self) -> dict[str, Any]:
-        p, strength, g = self.profile, self.residual_strength, self.gains
-        return {
-            "positions": "1..L (index 0 is position 1)",
-            "influence": p.influence,
-            "stderr": p.stderr,
-            "mean_sq": p.mean_sq,
-            "stderr_sq": p.stderr_sq,
-            "var_probe": p.var_probe,
-            "var_sample": p.var_sample,
-            "stderr_basis": p.stderr_basis,
-            "best_probes_per_sample": p.best_probes_per_sample(),
-            "max_relative_stderr": self.max_relative_stderr,
-            "per_layer": p.per_layer,
-            "residual_strength": strength,
-            "residual_strength_method": None if strength is None else self.config.strength,
-            "residual_strength_mean": None if strength is None else float(strength.mean()),
-            "residual_strength_jacobian": None if g is None else g.residual_strength,
-            "residual_strength_forward": self.residual_strength_forward,
-            "branch_gain": None if g is None else g.gain,
-            "gain_per_position": None if g is None else g.per_position,
-            "mlp_gain": None if g is None else g.mlp_gain,
-            "mlp_gain_per_position": None if g is None else g.mlp_gain_per_position,
-            "mlp_coherence": None if g is None else g.mlp_coherence,
-            "mlp_coherence_per_position": None if g is None else g.mlp_coherence_per_position,
-            "gain_directions": None if g is None else g.directions,
-            "layer_masks": None if self.layer_masks is None else list(self.layer_masks),
-            "notes": list(self.notes),
-            "summary": self.summary,
-            "config": dict(self.resolved),
-            "requested": self.config.record(),
-            "metadata": dict(self.metadata),
-        }
+        return self.measure_record().record()
 
 
 def summary_table(result: MeasureResult) -> Table:
@@ -271,7 +257,7 @@ def run_measure(
         metadata=run_metadata("measure", resolved, config.seed, timer.seconds),
         notes=tuple(notes),
     )
-    write_json(out / "measure.json", result)
+    write_measure(out / "measure.json", result.measure_record())
     plot_influence(
         profile,
         out / "measure.png",

@@ -161,7 +161,7 @@ class RemediesConfig:
     def resolved_seeds(self) -> tuple[int, ...]:
         return tuple(self.seed + s for s in range(self.seeds or self.scale.seeds))
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         data = asdict(self)
         data["remedies"] = list(self.resolved_remedies())
         data["seeds"] = list(self.resolved_seeds())

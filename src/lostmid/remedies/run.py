@@ -110,7 +110,7 @@ def plan_remedy_stages(config: RemediesConfig, out: Path, backend: Backend) -> l
                 "knobs": remedy.parameters(),
                 "alpha": config.alpha,
                 "law": config.law,
-                "train": rconfig.to_dict(),
+                "train": rconfig.record(),
             }
             slug = spec.replace(":", "_")
             folder = out / RUNS / slug / f"seed_{seed}"
@@ -201,7 +201,7 @@ def run_remedies(
     stage_seconds = dict(store.seconds)
     document["metadata"] = run_metadata(
         "remedies",
-        config.to_dict(),
+        config.record(),
         config.seed,
         {**timer.seconds, **{f"stage {k}": v for k, v in stage_seconds.items()}},
     )

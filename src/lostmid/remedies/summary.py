@@ -179,7 +179,7 @@ class RemediesResult:
         return {
             "schema": SCHEMA,
             "remedies": [r.record() for r in self.remedies],
-            "config": self.config.to_dict(),
+            "config": self.config.record(),
             "rule": RULE,
             "seconds": self.seconds,
         }

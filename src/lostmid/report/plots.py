@@ -120,7 +120,7 @@ def plot_profiles(
             scale = v.sum() if normalise and v.sum() > 0 else 1.0
             positions = np.arange(1, v.size + 1)
             (line,) = ax.plot(positions, v / scale, lw=1.4, label=name)
-            if stderr is not None and name in stderr:
+            if stderr is not None and stderr.get(name) is not None:
                 se = np.asarray(stderr[name]) / scale
                 lo = np.maximum(v / scale - se, (v / scale)[v > 0].min() * 0.5)
                 ax.fill_between(

@@ -2,7 +2,7 @@
 
 Everything is scored by :mod:`lostmid.compare`, the way ``lostmid compare`` scores
 several measure.json files of one model: each seed's measurement becomes a
-:class:`~lostmid.compare.inputs.MeasuredProfile` in memory, and
+:class:`~lostmid.compare.inputs.MeasureRecord` in memory, and
 :func:`~lostmid.compare.candidates.compare_measurements` returns a
 :class:`~lostmid.compare.candidates.Scorecard`: every fitted candidate (theory fits and
 naive baselines alike) scored out of sample (leave one seed out), every zero-parameter
@@ -21,6 +21,10 @@ Zero-parameter candidates (nothing is fitted to the profile; a global scale only
 * ``predicted:jacobian-forward``: the uniform theory (jacobian kernel) with the peer's
   forward ratio as a_l, to show what that quantity predicts.
 
+All of them are built by :func:`~lostmid.compare.candidates.compare_measurements` from
+the records alone, so ``lostmid compare --predict`` on the saved per-seed files gives
+the same candidates and numbers.
+
 The depth-1 check scores the layer-1 profile of every seed (the residual stream after
 block 1) against the same candidates at H = 1, where the theory is exact.
 """
@@ -37,18 +41,17 @@ import numpy as np
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
 from lostmid.compare.claims import Claim
 from lostmid.compare.config import LOG_BINS
-from lostmid.compare.inputs import MeasuredProfile
 from lostmid.compare.metrics import compare_profiles
 from lostmid.compare.predicted import pooled_measurement
 from lostmid.compare.scoring import MeanSpread, summarize
+from lostmid.influence.record import MeasureRecord
 from lostmid.reproduce.behaviour import Behaviour
 from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.depth import DepthGrowth, LayerStrengths, depth_growth
 from lostmid.reproduce.remedies import RemediesSection
 from lostmid.reproduce.stages import SeedMeasurement
 from lostmid.reproduce.training import Training
-from lostmid.theory import KERNELS, influence_row, summarize_profile
-from lostmid.typing import Float
+from lostmid.theory import KERNELS, summarize_profile
 
 SCORING = {"fit_metric": "w1", "spike": "free", "bins": LOG_BINS}
 """The scoring policy of every scorecard: fitted candidates minimise W1 (the metric they
@@ -87,8 +90,10 @@ def scorecard_record(card: Scorecard) -> dict[str, Any]:
 
 def measured_profiles(
     name: str, runs: Sequence[SeedMeasurement], layer: int | None = None
-) -> list[MeasuredProfile] | None:
-    """One :class:`MeasuredProfile` per seed, with the gains the predictions need.
+) -> list[MeasureRecord] | None:
+    """One :class:`MeasureRecord` per seed (:meth:`MeasureRecord.from_gains`: every gain
+    the predictions need), the records ``lostmid compare`` reads back from the saved
+    ``seed-S/measure.json``.
 
     ``layer`` None: the final profile (depth H); ``layer`` l: the per-layer profile of
     layer l as a depth-l model (the first l layers' gains), or None when some seed did
@@ -96,48 +101,23 @@ def measured_profiles(
     """
     out = []
     for r in runs:
-        depth = r.gains.gain.size if layer is None else layer
         influence = r.on.influence if layer is None else r.on.layer(layer)
         if influence is None:
             return None
-        per_position = r.gains.per_position
         out.append(
-            MeasuredProfile(
+            MeasureRecord.from_gains(
                 influence=influence,
                 stderr=r.on.stderr if layer is None else None,
-                residual_strength=r.residual_strength[:depth],
-                layers=depth,
                 target=influence.size,
+                layers=r.gains.gain.size,
+                depth=layer,
+                gains=r.gains,
+                forward=r.residual_strength_forward,
+                facts=dict(r.model),
                 source=f"{name}, seed {r.seed}" + ("" if layer is None else f", layer {layer}"),
-                residual_strength_method="jacobian",
-                branch_gain=r.gains.gain[:depth],
-                residual_strength_forward=r.residual_strength_forward[:depth],
-                gain_per_position=None if per_position is None else per_position[:depth],
-                mlp_gain_per_position=_first(r.gains.mlp_gain_per_position, depth),
-                mlp_coherence_per_position=_first(r.gains.mlp_coherence_per_position, depth),
             )
         )
     return out
-
-
-def _first(rows: np.ndarray | None, depth: int) -> np.ndarray | None:
-    return None if rows is None else rows[:depth]
-
-
-def extra_predictions(
-    runs: Sequence[SeedMeasurement], depth: int | None = None
-) -> dict[str, Float[np.ndarray, "S L"]]:
-    """The zero-parameter candidate compare does not build itself, one row per seed:
-    ``predicted:jacobian-forward`` (the uniform jacobian theory with the peer's forward
-    ratio as a_l), for the first ``depth`` layers (None: all). ``predicted:positional``
-    and ``predicted:positional-mlp`` come from compare, from the gains in each
-    :class:`MeasuredProfile`."""
-    forward = []
-    for r in runs:
-        h = r.gains.gain.size if depth is None else depth
-        length = r.on.influence.size
-        forward.append(influence_row(length, h, r.residual_strength_forward[:h], kernel="jacobian"))
-    return {"predicted:jacobian-forward": np.stack(forward)}
 
 
 def score(name: str, runs: Sequence[SeedMeasurement], layer: int | None = None) -> Scorecard | None:
@@ -146,13 +126,7 @@ def score(name: str, runs: Sequence[SeedMeasurement], layer: int | None = None) 
     measurements = measured_profiles(name, runs, layer)
     if measurements is None:
         return None
-    return compare_measurements(
-        measurements,
-        predict=True,
-        kernels=KERNELS,
-        predicted=extra_predictions(runs, layer),
-        **SCORING,
-    )
+    return compare_measurements(measurements, predict=True, kernels=KERNELS, **SCORING)
 
 
 @dataclass(frozen=True)
@@ -247,7 +221,7 @@ class ModelAnalysis:
     seeds: tuple[int, ...]
     switch: str
     scorecard: Scorecard
-    off: MeasuredProfile
+    off: MeasureRecord
     positional_on_vs_off: Mapping[str, MeanSpread]
     sampling_floor: Mapping[str, MeanSpread] | None
     budget: FloorBudget | None
@@ -258,7 +232,7 @@ class ModelAnalysis:
     depth_growth: DepthGrowth | None
 
     @property
-    def on(self) -> MeasuredProfile:
+    def on(self) -> MeasureRecord:
         """The seeds pooled, with the positional encoding (what the candidates fit)."""
         return self.scorecard.measured
 
@@ -297,10 +271,9 @@ def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
     assert card is not None  # the final profile is always measured
     first = runs[0]
     off = [
-        MeasuredProfile(
+        MeasureRecord(
             influence=r.off.influence,
             stderr=r.off.stderr,
-            residual_strength=None,
             layers=r.gains.gain.size,
             target=r.off.influence.size,
             source=f"{name}, seed {r.seed}, {r.switch}",

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from rich.console import Console
 
 from lostmid.compare.claims import Claim
-from lostmid.compare.inputs import MeasuredProfile
 from lostmid.errors import UserError
+from lostmid.influence.record import MeasureRecord, write_measure
 from lostmid.reproduce.analysis import (
     ModelAnalysis,
     ReproduceResult,
@@ -35,7 +34,6 @@ from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import Job, Resources
 from lostmid.runs.stages import run_stages as run_backend_stages
 from lostmid.runs.store import StageStore
-from lostmid.theory import summarize_profile
 
 
 @dataclass(frozen=True)
@@ -148,30 +146,18 @@ def run_stages(
     return {stage.name: stage.read(records[stage.name]) for stage in plan}
 
 
-def measure_record(
-    measured: MeasuredProfile,
+def measure_file(
+    measured: MeasureRecord,
     facts: Mapping[str, Any],
     config: ReproduceConfig,
     seeds: list[int],
     metadata: Mapping[str, Any],
-) -> dict[str, Any]:
-    """A profile in the measure.json layout that ``lostmid compare`` reads
-    (:mod:`lostmid.compare.inputs`)."""
+) -> MeasureRecord:
+    """``measured`` with the facts of this run: what its measure.json says it is."""
     scale = config.scale
-    return {
-        "influence": measured.influence,
-        # undefined with one input and one probe: left out, as compare reads it
-        "stderr": measured.stderr
-        if measured.stderr is not None and np.all(np.isfinite(measured.stderr))
-        else None,
-        "residual_strength": measured.residual_strength,
-        "residual_strength_method": measured.residual_strength_method,
-        "branch_gain": measured.branch_gain,
-        "residual_strength_forward": measured.residual_strength_forward,
-        "gain_per_position": measured.gain_per_position,
-        "per_layer": None,
-        "summary": summarize_profile(measured.influence),
-        "config": {
+    return replace(
+        measured,
+        facts={
             **facts,
             "length": scale.length,
             "samples": scale.samples,
@@ -179,15 +165,14 @@ def measure_record(
             "gain_samples": scale.gain_inputs,
             "gain_directions": scale.gain_directions,
             "seeds": seeds,
-            "target": measured.target,
             "output": "hidden",
             "note": "one seed"
             if len(seeds) == 1
-            else "seeds pooled: the mean of the "
-            "profiles normalised to sum 1, times the mean total (compare's pooling)",
+            else "seeds pooled: the mean of the profiles normalised to sum 1, times the mean "
+            "total (compare's pooling)",
         },
-        "metadata": metadata,
-    }
+        metadata=metadata,
+    )
 
 
 def write_measure_json(
@@ -198,19 +183,16 @@ def write_measure_json(
     metadata: Mapping[str, Any],
 ) -> None:
     """``measure.json`` (the seeds pooled) and ``seed-S/measure.json`` (each seed) under
-    ``folder``: ``lostmid compare --measured F1 --measured F2 ... --predict`` on the
-    per-seed files scores them the way the report does."""
+    ``folder``, through the one writer (:func:`lostmid.influence.record.write_measure`):
+    ``lostmid compare --measured F1 --measured F2 ... --predict`` on the per-seed files
+    scores them the way the report does."""
     per_seed = measured_profiles(analysis.name, runs)
     assert per_seed is not None
     for run, measured in zip(runs, per_seed, strict=True):
-        write_json(
-            folder / f"seed-{run.seed}" / "measure.json",
-            measure_record(measured, run.model, config, [run.seed], metadata),
-        )
-    write_json(
-        folder / "measure.json",
-        measure_record(analysis.on, analysis.model, config, list(analysis.seeds), metadata),
-    )
+        path = folder / f"seed-{run.seed}" / "measure.json"
+        write_measure(path, measure_file(measured, run.model, config, [run.seed], metadata))
+    pooled = measure_file(analysis.on, analysis.model, config, list(analysis.seeds), metadata)
+    write_measure(folder / "measure.json", pooled)
 
 
 def run_reproduce(

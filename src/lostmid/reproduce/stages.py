@@ -161,28 +161,6 @@ class ProfileRun:
         )
 
 
-def gains_from_record(record: Mapping[str, Any]) -> BranchGains:
-    """A :class:`~lostmid.influence.gains.BranchGains` back from its ``record()``."""
-
-    def rows(key: str) -> np.ndarray | None:
-        return None if record.get(key) is None else _array(record[key])
-
-    return BranchGains(
-        gain=_array(record["branch_gain"]),
-        per_position=rows("gain_per_position"),
-        residual_strength=_array(record["residual_strength"]),
-        mlp_gain=_array(record["mlp_gain"]),
-        mlp_gain_per_position=rows("mlp_gain_per_position"),
-        mlp_coherence=_array(record["mlp_coherence"]),
-        mlp_coherence_per_position=rows("mlp_coherence_per_position"),
-        samples=int(record["samples"]),
-        length=int(record["length"]),
-        directions=int(record["directions"]),
-        exact=bool(record["exact"]),
-        seed=int(record["seed"]),
-    )
-
-
 @dataclass(frozen=True, eq=False)
 class SeedMeasurement:
     """The result of one measure stage.
@@ -241,7 +219,7 @@ class SeedMeasurement:
             switch=str(record["switch"]),
             on=ProfileRun.from_record(record["on"]),
             off=ProfileRun.from_record(record["off"]),
-            gains=gains_from_record(record["gains"]),
+            gains=BranchGains.from_record(record["gains"]),
             residual_strength_forward=_array(record["residual_strength_forward"]),
             seconds=float(record["seconds"]),
             gain_seconds=float(record["gain_seconds"]),

@@ -36,6 +36,8 @@ _TINY = 1e-290
 _CONTINUUM_MAX_LENGTH = 2_000_000
 
 
+SCHEMA = "lostmid.theory/1"  # the kind of theory.json
+
 HELP = {  # the CLI's help for each option, and the meaning of each TheoryConfig field
     "layers": "Depth H (layers).",
     "length": "Sequence length L.",
@@ -131,6 +133,7 @@ class TheoryResult:
         c = self.config
         return to_jsonable(
             {
+                "schema": SCHEMA,
                 "influence": self.influence,
                 "log10_influence": self.log10_influence,
                 "peak_to_valley": self.summary.peak_to_valley,

@@ -156,7 +156,7 @@ class TrainConfig:
         )
         check_choice("dtype", self.dtype, ("float32", "bfloat16"))
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 

@@ -190,13 +190,13 @@ class Trainer:
             "recent_losses": list(self.recent_losses),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "config": self.config.to_dict(),
+            "config": self.config.record(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state["config"] != self.config.to_dict():
+        if state["config"] != self.config.record():
             changed = sorted(
-                k for k in state["config"] if state["config"][k] != self.config.to_dict().get(k)
+                k for k in state["config"] if state["config"][k] != self.config.record().get(k)
             )
             raise UserError(
                 "cannot resume: the saved run used a different config "

@@ -88,7 +88,7 @@ class TrainResult:
     def record(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
-            "config": self.config.to_dict(),
+            "config": self.config.record(),
             "interventions": self.interventions,
             "model": self.model,
             "corpus": dict(self.corpus),
@@ -263,7 +263,7 @@ def run_training(
         tokens_per_second=trained_tokens / train_seconds if train_seconds else None,
         metadata=run_metadata(
             "train",
-            config.to_dict() | {"resumed_from_step": start_step},
+            config.record() | {"resumed_from_step": start_step},
             config.seed,
             timer.seconds,
         ),

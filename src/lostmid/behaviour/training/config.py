@@ -90,9 +90,9 @@ class RetrievalTrainConfig:
             steps |= set(range(0, self.train.steps + 1, self.eval_every))
         return sorted(steps)
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         data = asdict(self)
-        data["train"] = self.resolved_train().to_dict()
+        data["train"] = self.resolved_train().record()
         return data
 
 

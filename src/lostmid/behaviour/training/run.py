@@ -103,7 +103,7 @@ class RetrievalTrainResult:
         learning = self.learning()
         return {
             "schema": SCHEMA,
-            "config": self.config.to_dict(),
+            "config": self.config.record(),
             "parameters": self.parameters,
             "sequence_length": sequence_length(self.config.task),
             "prompt_length": len(self.initial.influence),
@@ -368,7 +368,7 @@ def run_retrieval_training(
     timer.seconds["total"] = time.perf_counter() - wall
     document = result.record()
     document["metadata"] = run_metadata(
-        "train-retrieval", config.to_dict(), train.seed, timer.seconds
+        "train-retrieval", config.record(), train.seed, timer.seconds
     )
     write_json(out / RESULT, document)
     if console is not None:

@@ -1,0 +1,89 @@
+"""Reading the fields of a result record (JSON written by lostmid), with one-line errors
+naming the file: the checks every record's ``from_json`` shares.
+
+>>> json_floats({"x": [1, 2.5, None]}, "x", "a.json").tolist()
+[1.0, 2.5, nan]
+>>> json_target(None, 8, "a.json"), json_target(3, 8, "a.json")
+(8, 3)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from lostmid.checks import check_position
+from lostmid.errors import UserError
+
+
+def json_object(data: Any, where: str, key: str | None = None) -> dict[str, Any]:
+    """``data`` if it is a JSON object, else one line naming ``where`` (and ``key``)."""
+    if not isinstance(data, dict):
+        what = f"'{key}'" if key else "the file"
+        raise UserError(f"{where}: {what} must be a JSON object")
+    return data
+
+
+def json_floats(data: Mapping[str, Any], key: str, where: str) -> np.ndarray:
+    """``data[key]``: a non-empty list of numbers (null read as NaN), as float64."""
+    values = data.get(key)
+    if not isinstance(values, list) or not values:
+        raise UserError(f"{where}: '{key}' must be a non-empty list of numbers")
+    try:
+        return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise UserError(f"{where}: '{key}' has an entry that is not a number") from None
+
+
+def json_profile(data: Mapping[str, Any], key: str, where: str) -> np.ndarray:
+    """``data[key]`` as an influence profile: at least 2 positions, finite, non-negative,
+    not all zero."""
+    values = json_floats(data, key, where)
+    if values.size < 2:
+        raise UserError(f"{where}: {key} must have at least 2 positions, got {values.size}")
+    if not np.all(np.isfinite(values)):
+        raise UserError(f"{where}: {key} has non-finite values (nan or inf); check the input file")
+    if np.any(values < 0):
+        j = int(np.flatnonzero(values < 0)[0]) + 1
+        raise UserError(f"{where}: {key} has a negative value at position {j}; influence is >= 0")
+    if not np.any(values > 0):
+        raise UserError(f"{where}: {key} is all zeros; there is no profile to compare")
+    return values
+
+
+def json_array(
+    data: Mapping[str, Any], key: str, where: str, shape: tuple[int, ...], undefined: bool = False
+) -> np.ndarray | None:
+    """``data[key]`` as a finite float array of ``shape``, or None when absent;
+    ``undefined``: null entries are allowed and read as NaN."""
+    if data.get(key) is None:
+        return None
+    raw = data[key]
+    try:
+        if undefined:
+            raw = (
+                [[math.nan if v is None else v for v in row] for row in raw]
+                if len(shape) == 2
+                else [math.nan if v is None else v for v in raw]
+            )
+        values = np.array(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        values = np.array([])
+    finite = np.isfinite(values) | (undefined & np.isnan(values))
+    if values.shape != shape or not np.all(finite):
+        dims = " x ".join(map(str, shape))
+        what = "finite numbers or null" if undefined else "finite numbers"
+        raise UserError(f"{where}: '{key}' must be {dims} {what}, one per layer/position")
+    return values
+
+
+def json_target(target: Any, length: int, where: str) -> int:
+    """A 1-indexed target position (null: the last, ``length``)."""
+    if target is not None and (
+        isinstance(target, bool) or not isinstance(target, int | float) or int(target) != target
+    ):
+        raise UserError(f"{where}: target must be a whole number or null, got {target!r}")
+    return check_position(f"{where}: target", None if target is None else int(target), length)
