@@ -170,7 +170,7 @@ def _variant(config: RetrievalTrainConfig, hooks: RetrievalHooks) -> ModelVarian
 
 def _saved_form(config: RetrievalTrainConfig) -> Any:
     """The configuration as ``retrieval.json`` holds it (JSON types: lists, not tuples)."""
-    return json.loads(json.dumps(to_jsonable(config.to_dict())))
+    return json.loads(json.dumps(to_jsonable(config.record())))
 
 
 def can_resume(config: RetrievalTrainConfig, out: Path) -> bool:
