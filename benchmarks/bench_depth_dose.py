@@ -2,6 +2,7 @@
 
     python benchmarks/bench_depth_dose.py [--seeds 0-5] [--depths 2,4,8] [--time]
     python benchmarks/bench_depth_dose.py --trial --depth 8 --steps 1500
+    python benchmarks/bench_depth_dose.py --summary results/depth-dose/dose.json
 
 For each candidate retrieval task (kv or mqar; records; key length; queries per row)
 builds untrained models at each depth (same width as the ``retrieval-depth-H`` presets)
@@ -13,6 +14,8 @@ over seeds (min, mean, max). ``--time``: CPU seconds of one training step and of
 evaluation at each depth for the chosen setting (one thread; under load these are upper
 bounds). ``--trial``: trains the chosen setting at one depth for ``--steps`` steps and
 prints the accuracy by record at each evaluation (does the deep model learn?).
+``--summary``: prints the readouts of a finished design's ``dose.json`` (``lostmid sweep
+--config benchmarks/depth_dose.toml``), every number with its 95% t interval over seeds.
 
 The chosen setting is the ``retrieval-depth-H`` preset family
 (:func:`lostmid.behaviour.training.config._depth_preset`).
@@ -119,6 +122,70 @@ def trial(depth: int, steps: int, seed: int) -> None:
         )
 
 
+def _iv(interval: dict | None, digits: int = 2) -> str:
+    if interval is None:
+        return "n/a"
+    if interval["ci_low"] is None:
+        return f"{interval['estimate']:.{digits}f} (n=1)"
+    return (
+        f"{interval['estimate']:.{digits}f} [{interval['ci_low']:.{digits}f}, "
+        f"{interval['ci_high']:.{digits}f}]"
+    )
+
+
+def summary(path: Path) -> None:
+    import json
+
+    record = json.loads(path.read_text())
+    print("arm | seeds | CPU s/run | wall s/run | span I1/min I | S | B | B (probability) "
+          "| T slope tokens/record | final mean | final gap | final primacy | final recency "
+          "| midpoint primacy | eta~rho Spearman | eta~rho W1 | eta~influence Spearman "
+          "| influence~rho W1")  # fmt: skip
+    for arm in record["arms"]:
+        st, le, fi, si = arm["structural"], arm["learning"], arm["final"], arm["signal"]
+        print(
+            " | ".join(
+                [
+                    arm["arm"],
+                    str(len(arm["seeds"])),
+                    _iv(arm["cpu_seconds"], 0),
+                    _iv(arm["wall_seconds"], 0),
+                    _iv(st["span"], 1),
+                    _iv(st["primacy"]),
+                    _iv(le["order"]),
+                    _iv(le["order_probability"]),
+                    _iv(le["time_slope_tokens_per_record"], 0),
+                    _iv(fi["mean"]),
+                    _iv(fi["gap"]),
+                    _iv(fi["primacy"]),
+                    _iv(fi["recency"]),
+                    _iv(le["midpoint"]["primacy"]),
+                    _iv(si["eta_vs_rho"]["spearman"]),
+                    _iv(si["eta_vs_rho"]["w1"], 3),
+                    _iv(si["eta_vs_influence"]["spearman"]),
+                    _iv(si["influence_vs_rho"]["w1"], 3),
+                ]
+            )
+        )
+    for arm in record["arms"]:
+        times = " ".join(_iv(t, 0).split(" ")[0] for t in arm["learning"]["half_time_tokens"])
+        final = " ".join(_iv(t).split(" ")[0] for t in arm["final"]["accuracy"])
+        mid = arm["learning"]["midpoint_accuracy"]
+        mids = "n/a" if mid is None else " ".join(_iv(t).split(" ")[0] for t in mid)
+        print(f"{arm['arm']}: half-time tokens by record {times}")
+        print(f"{arm['arm']}: accuracy by record at the midpoint {mids}; final {final}")
+    for v in record["variants"]:
+        print(
+            f"{v['arm']} - {v['against']} (paired): S {_iv(v['structural_primacy'])}, "
+            f"B {_iv(v['order'])}, final mean {_iv(v['final_mean'])}, "
+            f"gap {_iv(v['final_gap'])}"
+        )
+    verdict = record["dose_response"]
+    if verdict is not None:
+        print(f"dose-response: {verdict['verdict']} ({verdict['reason']}); per-seed slopes "
+              f"{verdict['seed_slopes']}; dose {_iv(verdict['dose'])}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0-5")
@@ -128,7 +195,11 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=8)
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--summary", type=Path, default=None)
     args = parser.parse_args()
+    if args.summary is not None:
+        summary(args.summary)
+        return
     torch.set_num_threads(1)
     first, _, last = args.seeds.partition("-")
     seeds = list(range(int(first), int(last or first) + 1))

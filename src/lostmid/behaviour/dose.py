@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from lostmid.behaviour.learning import LearningReadouts
 from lostmid.errors import UserError
 from lostmid.stats import Interval, paired_difference, seed_interval
 
@@ -241,10 +242,8 @@ class DoseRun:
     def final(self) -> np.ndarray:
         return np.asarray(self.accuracy[-1], dtype=np.float64)
 
-    def learning(self) -> Any:
+    def learning(self) -> LearningReadouts:
         """The run's :class:`~lostmid.behaviour.learning.LearningReadouts`."""
-        from lostmid.behaviour.learning import LearningReadouts
-
         return LearningReadouts.of(
             self.tokens,
             np.asarray(self.accuracy, dtype=np.float64),

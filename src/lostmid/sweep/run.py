@@ -241,7 +241,9 @@ def run_sweep(
         console.print(summary_table(result))
         for made in record["summaries"]:
             if "summary" in made:
-                console.print(f"{made['task']}: wrote {out / made['summary']['file']}")
+                verdict = made["summary"].get("verdict")
+                said = f" (verdict: {verdict})" if verdict else ""
+                console.print(f"{made['task']}: wrote {out / made['summary']['file']}{said}")
         counts = result.counts()
         console.print(
             f"{len(plan)} units: {counts['done']} done, {counts['reused']} reused, "
