@@ -242,6 +242,11 @@ class DoseRun:
     def final(self) -> np.ndarray:
         return np.asarray(self.accuracy[-1], dtype=np.float64)
 
+    @property
+    def learnt(self) -> bool:
+        """Whether the run learnt retrieval: final mean accuracy >= ``LEARNT`` (rule 2)."""
+        return float(self.final.mean()) >= LEARNT
+
     def learning(self) -> LearningReadouts:
         """The run's :class:`~lostmid.behaviour.learning.LearningReadouts`."""
         return LearningReadouts.of(
@@ -331,8 +336,13 @@ def _interval(values: Sequence[float | None]) -> dict[str, Any] | None:
     return seed_interval(defined).record() if defined else None
 
 
-def _per_record(rows: Sequence[Sequence[float]]) -> list[dict[str, Any] | None]:
-    """Per record, the interval over seeds of ``rows`` (seeds, P)."""
+def _per_record(
+    rows: Sequence[Sequence[float]], records: int | None = None
+) -> list[dict[str, Any] | None]:
+    """Per record, the interval over seeds of ``rows`` (seeds, P); all None when there
+    is no row (then ``records`` says how many)."""
+    if len(rows) == 0:
+        return [None] * int(records or 0)
     table = np.asarray(rows, dtype=np.float64)
     return [_interval(table[:, r].tolist()) for r in range(table.shape[1])]
 
@@ -363,11 +373,15 @@ def _normalised(values: Sequence[float]) -> np.ndarray:
 
 def arm_readouts(runs: Sequence[DoseRun]) -> dict[str, Any]:
     """Readouts 1-4 of one arm (one depth and variant), each with its 95% t interval
-    over the arm's seeds."""
+    over the arm's seeds; readout 2 (half-times, B, the midpoint) over the seeds that
+    learnt (:attr:`DoseRun.learnt`, the rule's condition), the others over every seed."""
     from lostmid.compare.metrics import wasserstein1
     from lostmid.stats import spearman
 
-    learning = [r.learning() for r in runs]
+    structure = [r.learning() for r in runs]  # S and the span: every run
+    learnt = [r for r in runs if r.learnt]
+    records = len(runs[0].influence_init)
+    learning = [r.learning() for r in learnt]  # readout 2: the runs that learnt only
     final = [_contrasts(r.final) for r in runs]
     mid = [m.midpoint_accuracy for m in learning]
     mid_contrasts = [None if m is None else _contrasts(m) for m in mid]
@@ -392,19 +406,20 @@ def arm_readouts(runs: Sequence[DoseRun]) -> dict[str, Any]:
         "cpu_seconds": _interval([r.cpu_seconds for r in runs]),
         "wall_seconds": _interval([r.wall_seconds for r in runs]),
         "structural": {  # readout 1: the dose
-            "primacy": _interval([m.structural_primacy for m in learning]),
-            "span": _interval([m.structural_span for m in learning]),
-            "log10_span": _interval([float(np.log10(m.structural_span)) for m in learning]),
+            "primacy": _interval([m.structural_primacy for m in structure]),
+            "span": _interval([m.structural_span for m in structure]),
+            "log10_span": _interval([float(np.log10(m.structural_span)) for m in structure]),
             "profile": _per_record([_normalised(r.influence_init) for r in runs]),
         },
-        "learning": {  # readout 2: behavioural primacy during learning
+        "learning": {  # readout 2: behavioural primacy during learning (learnt runs)
+            "learnt_seeds": [r.seed for r in learnt],
             "order": _interval([m.order for m in learning]),
             "order_probability": _interval([m.order_probability for m in learning]),
             "time_slope_tokens_per_record": _interval([m.time_slope for m in learning]),
-            "half_time_tokens": _per_record([m.half_time for m in learning]),
-            "half_time_relative": _per_record([_relative(m.half_time) for m in learning]),
+            "half_time_tokens": _per_record([m.half_time for m in learning], records),
+            "half_time_relative": _per_record([_relative(m.half_time) for m in learning], records),
             "midpoint_accuracy": None
-            if any(m is None for m in mid)
+            if not mid or any(m is None for m in mid)
             else _per_record([m for m in mid if m is not None]),
             "midpoint": {
                 k: _interval([None if c is None else c[k] for c in mid_contrasts])
@@ -491,7 +506,7 @@ class DoseSummary:
         behavioural: dict[int, list[float | None]] = {}
         for h, runs in depths.items():
             by_seed = {r.seed: r.learning() for r in runs}
-            learnt = {r.seed: float(r.final.mean()) >= LEARNT for r in runs}
+            learnt = {r.seed: r.learnt for r in runs}
             structural[h] = [by_seed[s].structural_primacy for s in common]
             behavioural[h] = [by_seed[s].order if learnt[s] else None for s in common]
         return dose_verdict(structural, behavioural)
@@ -512,7 +527,7 @@ class DoseSummary:
                     "structural_primacy": _paired(
                         runs, ref, lambda r: r.learning().structural_primacy
                     ),
-                    "order": _paired(runs, ref, lambda r: r.learning().order),
+                    "order": _paired(runs, ref, lambda r: r.learning().order if r.learnt else None),
                     "final_mean": _paired(runs, ref, lambda r: float(r.final.mean())),
                     "final_gap": _paired(runs, ref, lambda r: _contrasts(r.final)["gap"]),
                 }

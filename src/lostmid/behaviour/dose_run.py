@@ -66,9 +66,10 @@ def _estimates(rows: Sequence[dict[str, Any] | None]) -> tuple[np.ndarray, np.nd
 
 def plot_dose(record: dict[str, Any]) -> Figure:
     """Four panels: (a) record influence at init by record, per arm (log scale); (b) the
-    half-accuracy time by record relative to the run's mean; (c) B against S, one point
-    per run, the base arms coloured by depth; (d) final accuracy by record per arm.
-    Bars are 95% t intervals over seeds."""
+    half-accuracy time by record relative to the run's mean (runs that learnt); (c) B
+    against S, one point per run, coloured by arm, hollow where the run did not learn
+    (the rule does not count it), the line the mean per-seed slope through the counted
+    base runs; (d) final accuracy by record per arm. Bars: 95% t intervals over seeds."""
     from lostmid.report.plots import new_figure
 
     fig = new_figure((11.0, 8.0))
@@ -103,9 +104,11 @@ def plot_dose(record: dict[str, Any]) -> Figure:
         marker = "o" if summary.variant == BASE else "s"
         label = None if summary.arm in labelled else summary.arm
         labelled.add(summary.arm)
-        ax.plot(learning.structural_primacy, learning.order, marker, color=by_arm[summary.arm],
-                label=label)  # fmt: skip
-        if summary.variant == BASE:
+        colour = by_arm[summary.arm]
+        face = colour if summary.learnt else "none"  # hollow: did not learn, not counted
+        ax.plot(learning.structural_primacy, learning.order, marker, color=colour,
+                markerfacecolor=face, label=label)  # fmt: skip
+        if summary.variant == BASE and summary.learnt:
             base_points.append((learning.structural_primacy, learning.order))
     verdict = record.get("dose_response")
     if verdict is not None and verdict["slope"] is not None and base_points:
@@ -119,7 +122,7 @@ def plot_dose(record: dict[str, Any]) -> Figure:
     ax.axhline(0, color="grey", lw=0.5)
     ax.set_xlabel("S = ln(I first / I last) at init")
     ax.set_ylabel("B = ln(T last / T first), fitted")
-    ax.set_title("(c) dose-response: one point per run", fontsize=9)
+    ax.set_title("(c) dose-response: one point per run (hollow: did not learn)", fontsize=9)
     for a in axes.flat:
         a.grid(alpha=0.3)
     for a in (axes[0, 0], axes[0, 1], axes[1, 1]):
