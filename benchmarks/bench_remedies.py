@@ -31,11 +31,11 @@ def _evaluations(steps: int, every: int) -> int:
 
 def summarise(document: dict[str, Any], stages: Path) -> None:
     from lostmid.behaviour.training.task import sequence_length
-    from lostmid.remedies.config import SCALES, RemediesConfig
+    from lostmid.remedies.config import REMEDIES_SCALES, RemediesConfig
     from lostmid.remedies.training import train_config
 
     config = document["config"]
-    quick, default = SCALES["quick"], SCALES["default"]
+    quick, default = REMEDIES_SCALES["quick"], REMEDIES_SCALES["default"]
     steps = config["steps"] or config["scale"]["steps"]
     # training time ~ steps x tokens a row (the default's rows are longer: more pairs)
     rows = [sequence_length(train_config(RemediesConfig(quick=q), 0).task) for q in (True, False)]

@@ -17,5 +17,5 @@ fi
 if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
     .venv/bin/python -m pip install --disable-pip-version-check -q "torch==2.13.0"
 fi
-.venv/bin/python -m pip install --disable-pip-version-check -q -e ".[dev,cluster,big]"
+.venv/bin/python -m pip install --disable-pip-version-check -q -e ".[dev,cluster,big,lmeval]"
 touch .venv/.lostmid-installed

@@ -11,6 +11,16 @@ from typing import Any
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def one_job_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stages and sweep units run in the test's own process unless a test asks for
+    worker processes (``jobs=2``): monkeypatched functions reach them, and a spawned
+    worker's torch import does not slow every test."""
+    import lostmid.runs.backend as backend
+
+    monkeypatch.setattr(backend, "default_jobs", lambda: 1)
+
+
 @pytest.fixture
 def run_cli(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

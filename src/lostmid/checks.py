@@ -51,3 +51,18 @@ def check_unit_interval(name: str, value: float) -> float:
     if not 0.0 <= value <= 1.0:
         raise UserError(f"{name} must be in [0, 1], got {value}")
     return float(value)
+
+
+def check_seed(seed: int, name: str = "--seed") -> int:
+    """A seed: a whole number >= 0 (numpy's generators refuse negative ones).
+
+    >>> check_seed(3)
+    3
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    lostmid.errors.UserError: --seed must be a whole number >= 0, got -1
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UserError(f"{name} must be a whole number >= 0, got {seed!r}")
+    return seed

@@ -129,10 +129,10 @@ def test_resumes_each_rung_and_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     calls.clear()
     first = run_ablate(config, out=tmp_path, console=None)
     assert calls == [("real", 0), ("real", 1)]  # only what was missing
-    assert first.metadata["stages_reused"] == ["uniform-seed0", "uniform-seed1"]
+    assert first.metadata["stages"]["reused"] == ["uniform-seed0", "uniform-seed1"]
     calls.clear()
     again = run_ablate(config, out=tmp_path, console=None)
-    assert calls == [] and len(again.metadata["stages_reused"]) == 4
+    assert calls == [] and len(again.metadata["stages"]["reused"]) == 4
     for a, b in zip(first.rungs, again.rungs, strict=True):
         np.testing.assert_array_equal(a.measured, b.measured)
     written = json.loads((tmp_path / "ablation.json").read_text())

@@ -52,7 +52,7 @@ def test_kv_run_writes_consistent_results(
 def test_niah_and_mqar_runs(bpe_model_dir: Path, tmp_path: Path, run_cli: Cli) -> None:
     code, _, stderr = run_cli(
         "retrieve", "--model", bpe_model_dir, "--task", "niah", "--length", "500",
-        "--depth", "0,100", "--examples", "2", "--scoring", "teacher", "--out", tmp_path / "n",
+        "--depth", "0,100", "--examples", "2", "--passes", "teacher", "--out", tmp_path / "n",
     )  # fmt: skip
     assert code == 0, stderr
     result = json.loads((tmp_path / "n" / "retrieve.json").read_text())
@@ -67,12 +67,28 @@ def test_niah_and_mqar_runs(bpe_model_dir: Path, tmp_path: Path, run_cli: Cli) -
     assert [p["index"] for p in result["positions"]] == [0, 3] and result["tokenizer"] is None
 
 
-def test_refusals_and_missing_tokenizer(bpe_model_dir: Path, tmp_path: Path, run_cli: Cli) -> None:
+def test_rerun_resumes_and_refusals(bpe_model_dir: Path, tmp_path: Path, run_cli: Cli) -> None:
     args = ("retrieve", "--model", bpe_model_dir, "--pairs", "3", "--key-chars", "2",
-            "--examples", "1", "--scoring", "teacher")  # fmt: skip
-    assert run_cli(*args, "--out", tmp_path / "a")[0] == 0
-    code, _, err = run_cli(*args, "--out", tmp_path / "a")
-    assert code == 2 and "already exists; pass --overwrite" in err
+            "--examples", "1", "--passes", "teacher")  # fmt: skip
+    code, stdout, _ = run_cli(*args, "--out", tmp_path / "a")
+    assert code == 0 and "reused" not in stdout
+    first = json.loads((tmp_path / "a" / "retrieve.json").read_text())
+    assert (
+        len(first["metadata"]["stages"]["computed"]) == 3
+        and first["metadata"]["stages"]["reused"] == []
+    )
+    # the same command again: every cell reused, the same numbers
+    code, stdout, _ = run_cli(*args, "--out", tmp_path / "a")
+    again = json.loads((tmp_path / "a" / "retrieve.json").read_text())
+    assert (
+        code == 0 and "3 cells reused" in stdout and again["metadata"]["stages"]["computed"] == []
+    )
+    assert again["cells"] == first["cells"]
+    # another configuration in the same --out: refused, nothing replaced
+    code, _, err = run_cli(*args[:-4], "--examples", "2", "--passes", "teacher",
+                           "--out", tmp_path / "a")  # fmt: skip
+    assert code == 2 and "already exists with another configuration; pass --overwrite" in err
+    assert json.loads((tmp_path / "a" / "retrieve.json").read_text()) == again
     assert run_cli(*args, "--out", tmp_path / "a", "--overwrite")[0] == 0
     (tmp_path / "x.jsonl").write_text("mine\n")
     code, _, err = run_cli(*args, "--out", tmp_path / "b", "--export", tmp_path / "x.jsonl")
@@ -80,6 +96,39 @@ def test_refusals_and_missing_tokenizer(bpe_model_dir: Path, tmp_path: Path, run
     assert (tmp_path / "x.jsonl").read_text() == "mine\n"
     code, _, err = run_cli("retrieve", "--model", "tiny-qwen2", "--out", tmp_path / "c")
     assert code == 2 and "has no tokenizer" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_half_done_grid_resumes_the_missing_cells(
+    bpe_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped after two cells: the rerun computes only the other three, and the
+    result equals an uninterrupted run's."""
+    from lostmid.behaviour import run as retrieve_run
+
+    config = RetrieveConfig(model=str(bpe_model_dir), pairs=4, key_chars=2, examples=2,
+                            positions=4, passes="teacher")  # fmt: skip
+    real = retrieve_run._score_members
+    calls: list[int] = []
+
+    def stop_after_two(*args: object, **kwargs: object) -> object:
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(retrieve_run, "_score_members", stop_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        retrieve_run.run_retrieve(config, out=tmp_path / "r")
+    assert len(list((tmp_path / "r" / "stages").glob("cell-*.json"))) == 2
+    monkeypatch.setattr(retrieve_run, "_score_members", real)
+    resumed = retrieve_run.run_retrieve(config, out=tmp_path / "r")
+    whole = retrieve_run.run_retrieve(config, out=tmp_path / "w")
+    assert resumed.cells == whole.cells
+    saved = json.loads((tmp_path / "r" / "retrieve.json").read_text())
+    assert (
+        len(saved["metadata"]["stages"]["reused"]) == 2
+        and len(saved["metadata"]["stages"]["computed"]) == 2
+    )
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,9 @@ import pytest
 import torch
 from scipy import stats
 
+from lostmid.behaviour.answers import found
 from lostmid.behaviour.decoding import greedy_decode, teacher_forced
-from lostmid.behaviour.score import is_correct, score_positions, summarise_positions
+from lostmid.behaviour.score import score_positions, summarise_positions
 from lostmid.errors import UserError
 from lostmid.models import load_model
 from lostmid.stats import difference_interval, wilson_interval
@@ -61,10 +62,10 @@ def test_every_example_counted_once_at_its_position() -> None:
 
 
 def test_liu_rule() -> None:
-    assert is_correct("AB12", 'The value is "ab12".')
-    assert is_correct("ab12", "  ab12")
-    assert not is_correct("ab12", "ab1")
-    assert not is_correct("ab12", "")
+    assert found("substring", 'The value is "ab12".', "AB12")
+    assert found("substring", "  ab12", "ab12")
+    assert not found("substring", "ab1", "ab12")
+    assert not found("substring", "", "ab12")
 
 
 def _random_requests(seed: int) -> tuple[list[list[int]], list[list[int]]]:

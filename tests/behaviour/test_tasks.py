@@ -10,12 +10,13 @@ import mpmath
 import numpy as np
 import pytest
 
+from lostmid.behaviour.data import write_records
 from lostmid.behaviour.example import default_depths, default_gold_indices
 from lostmid.behaviour.gold import gold_distribution
 from lostmid.behaviour.kv import format_kv_records, kv_example
 from lostmid.behaviour.mqar import mqar_example
 from lostmid.behaviour.niah import REPEAT_SENTENCES, byte_count, insertion_point, niah_example
-from lostmid.behaviour.tasks import export_jsonl, make_examples
+from lostmid.behaviour.tasks import make_examples
 from lostmid.errors import UserError
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -210,11 +211,20 @@ def test_gold_distribution_beta_shapes_and_mixtures() -> None:
 def test_make_examples_and_export(tmp_path) -> None:
     exs = make_examples("kv", positions=(0, 2, 4), examples=3, pairs=5, key_chars=4, seed=1)
     assert [e.gold_index for e in exs] == [0] * 3 + [2] * 3 + [4] * 3
-    path = export_jsonl(exs, tmp_path / "x.jsonl")
+    path = write_records(exs, tmp_path / "x.jsonl")
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(rows) == 9 and rows[4]["gold_index"] == 2
-    assert rows[4]["prompt"] == exs[4].prompt and rows[4]["records"][2] == list(exs[4].records[2])
-    assert {"prompt", "key", "value", "gold_index", "records"} <= set(rows[0])
+    # Liu et al.'s record (their scripts read ordered_kv_records, key, value) + lostmid's keys
+    assert (
+        rows[4]["ordered_kv_records"][2]
+        == list(exs[4].records[2])
+        == [
+            rows[4]["key"],
+            rows[4]["value"],
+        ]
+    )
+    assert rows[4]["prompt"] == exs[4].prompt and rows[4]["item"] == 1 and rows[4]["pairs"] == 5
+    assert {"prompt", "key", "value", "gold_index", "ordered_kv_records"} <= set(rows[0])
     niah = make_examples("niah", positions=(0, 100), examples=1, length=600)
     assert [json.loads(json.dumps(e.record()))["depth"] for e in niah] == [0, 100]
     assert "gold_index" not in niah[0].record()

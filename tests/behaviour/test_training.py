@@ -162,7 +162,7 @@ def test_short_run_checkpoints_read_back_by_retrieve(
     code, _, err = run_cli(
         "retrieve", "--model", tmp_path / "t" / "checkpoints" / "step_000006",
         "--task", "kv", "--pairs", "4", "--key-chars", "1", "--style", "compact",
-        "--positions", "4", "--examples", "3", "--scoring", "teacher", "--out", tmp_path / "r",
+        "--positions", "4", "--examples", "3", "--passes", "teacher", "--out", tmp_path / "r",
     )  # fmt: skip
     assert code == 0, err
     retrieved = json.loads((tmp_path / "r" / "retrieve.json").read_text())

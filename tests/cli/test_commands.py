@@ -144,3 +144,26 @@ def test_errors_keep_their_brackets(monkeypatch: pytest.MonkeyPatch, capsys: Any
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert err.strip() == "error: pip install 'lostmid[cluster]'; a in [0, 1]; [bold]x[/bold]"
+
+
+@pytest.mark.parametrize(
+    ("config", "required"),
+    [
+        (TheoryConfig, {}),
+        (MeasureConfig, {}),
+        (AblationConfig, {"model": "m"}),
+        (CompareConfig, {"measured": ("m.json",)}),
+        (RetrieveConfig, {"model": "m"}),
+        (RemediesConfig, {}),
+    ],
+)
+def test_every_config_refuses_a_negative_seed(config: type, required: dict[str, Any]) -> None:
+    with pytest.raises(UserError, match=r"^--seed must be a whole number >= 0, got -1$"):
+        config(**required, seed=-1)
+
+
+def test_reproduce_and_train_refuse_a_negative_seed(run_cli: Any, tmp_path: Path) -> None:
+    for command in (["reproduce", "--quick"], ["train", "--preset", "micro"]):
+        code, _, err = run_cli(*command, "--seed", "-1", "--out", tmp_path / command[0])
+        assert code == 2 and err.strip().endswith("got -1"), err
+        assert not (tmp_path / command[0] / "stages").exists()

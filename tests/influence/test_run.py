@@ -40,6 +40,10 @@ def test_run_measure_writes_the_documented_fields(tmp_path) -> None:
     assert written["max_relative_stderr"] == pytest.approx(np.max(stderr / influence))
     assert written["residual_strength_mean"] == pytest.approx(np.mean(written["residual_strength"]))
     assert np.array(written["per_layer"]).shape == (2, 16)
+    # the shape indices are those of the written profile (one definition, lostmid.stats)
+    from lostmid.stats.shape import profile_shape
+
+    assert written["shape"] == json.loads(json.dumps(profile_shape(influence, stderr).record()))
     for key in (
         "model",
         "family",

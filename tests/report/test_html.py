@@ -121,7 +121,8 @@ def test_tables_and_verdicts(tmp_path: Path) -> None:
     assert "<td>\u2014</td>" in html  # None
     for verdict in ("partly", "not-reproduced", "reproduced"):
         assert f'class="verdict verdict-{verdict}"' in html
-    assert '<div class="rule">rule &lt;text&gt;</div>' in html
+    assert '<p class="rule">Rule: rule &lt;text&gt;</p>' in html  # in the row's details
+    assert html.count("<details>") == html.count('class="verdict verdict-')
     # Duplicate headings get distinct anchors.
     ids = re.findall(r'<section id="([^"]+)">', html)
     assert ids == ["profiles", "claims", "profiles-2"]
@@ -148,3 +149,21 @@ def test_bad_sections() -> None:
     with pytest.raises(UserError, match="claim, paper, ours and verdict"):
         report.add_section("s", verdicts=[{"claim": "x"}])
     assert report.sections == []
+
+
+def test_the_compact_claims_table_shows_the_first_clause_and_keeps_the_rest() -> None:
+    from lostmid.report.html import short_text
+
+    long = "0.0076 [0.0031, 0.012] per seed; on 32 log bins 0.004; noise floor 0.0105"
+    html = (
+        Report("t")
+        .add_section(
+            "c",
+            verdicts=[{"claim": "W1", "paper": "0.02", "ours": long, "verdict": "inconclusive"}],
+        )
+        .render()
+    )
+    assert "<td>0.0076 [0.0031, 0.012] per seed</td>" in html  # the compact cell
+    assert "noise floor 0.0105</p>" in html  # everything, in the details
+    assert 'class="verdict verdict-inconclusive"' in html and ".verdict-inconclusive" in html
+    assert short_text("x" * 300).endswith("\u2026") and len(short_text("x" * 300)) == 160

@@ -41,22 +41,47 @@ def test_a_valley_is_resolved_only_when_both_ends_stand_above_the_middle() -> No
     assert not has_valley(run(0, [0.52, 0.5, 0.48, 0.5, 0.52], U_INFLUENCE).final)  # noise
 
 
-def test_link_claim_verdicts() -> None:
-    agree = [run(s, U_ACC, U_INFLUENCE) for s in range(3)]
-    claim = link_claim(agree)
-    assert claim.verdict == "reproduced"
-    assert "resolved valley on 3 of 3 seeds" in claim.ours
-    assert "S_init 1.00 [1.00, 1.00] (3 seeds)" in claim.ours
-    # influence ranked against accuracy on every seed: Spearman -1
-    reverse = [6.0 - x for x in U_INFLUENCE]
-    against = [run(s, U_ACC, reverse) for s in range(3)]
-    assert link_claim(against).verdict == "not reproduced"
-    # a positive mean whose interval spans 0: partly
-    mixed = [run(0, U_ACC, U_INFLUENCE), run(1, U_ACC, U_INFLUENCE), run(2, U_ACC, reverse)]
-    assert link_claim(mixed).verdict == "partly"
-    # no seed with a resolved valley: nothing to predict
-    flat = [run(s, [0.5] * 5, U_INFLUENCE) for s in range(3)]
-    assert link_claim(flat).verdict == "below resolution"
+TAIL = [5.0, 3.0, 2.0, 1.6, 1.4]  # a monotone primacy tail: no structural valley
+VALLEY = [5.0, 3.0, 1.0, 2.0, 4.0]  # a structural valley
+NOISE = [0.01, -0.01, 0.005]  # per seed, so that intervals over seeds have a width
+
+
+def seeds_of(accuracy, influence, gold: str = "uniform") -> list[BehaviourSeed]:
+    out = []
+    for s, e in enumerate(NOISE):
+        r = run(s, np.clip(np.asarray(accuracy) + e, 0, 1), np.asarray(influence) * (1 + e))
+        out.append(BehaviourSeed(**{**r.__dict__, "gold": gold}))
+    return out
+
+
+def test_link_claim_judges_the_predicted_contrasts_not_a_rank_correlation() -> None:
+    """Issue 16, part 2: the structure over the records is a primacy tail, so the theory
+    predicts primacy without recency; a textbook valley (0.9 / 0.3 / 0.9) contradicts it,
+    whatever the rank correlation said (it scored such a valley 0.00)."""
+    textbook = link_claim(seeds_of([0.9, 0.6, 0.3, 0.6, 0.9], TAIL))
+    assert textbook.verdict == "not reproduced"
+    assert "recency none: no structural valley (contradicts)" in textbook.ours
+    lopsided = link_claim(seeds_of([0.9, 0.6, 0.3, 0.5, 0.7], TAIL))  # was 'partly'
+    assert lopsided.verdict == "not reproduced"
+    # primacy without recency, as the tail predicts: reproduced
+    falling = link_claim(seeds_of([0.9, 0.7, 0.5, 0.4, 0.3], TAIL))
+    assert falling.verdict == "reproduced"
+    # a structural valley and a behavioural one: reproduced; behaviour flat at the end
+    # of a valley structure: recency unresolved at N = 200 -> inconclusive
+    assert link_claim(seeds_of(U_ACC, VALLEY)).verdict == "reproduced"
+    assert link_claim(seeds_of([0.9, 0.6, 0.3, 0.3, 0.3], VALLEY)).verdict == "inconclusive"
+    # recency against the structure's direction (the middle above the first record)
+    assert link_claim(seeds_of([0.2, 0.5, 0.8, 0.5, 0.2], TAIL)).verdict == "not reproduced"
+
+
+def test_link_claim_below_resolution_and_the_data_law_caveat() -> None:
+    flat_structure = [run(s, U_ACC, [1.0 + e, 1.0, 1.0 - e, 1.0, 1.0])
+                      for s, e in enumerate((0.01, -0.01, 0.0))]  # fmt: skip
+    assert link_claim(flat_structure).verdict == "below resolution"
+    assert link_claim(seeds_of(U_ACC, VALLEY)[:1]).verdict == "below resolution"  # one seed
+    law = link_claim(seeds_of([0.9, 0.6, 0.3, 0.6, 0.9], TAIL, gold="beta:0.3"))
+    assert "cannot show that the structure causes it" in law.ours
+    assert "S_end (the trained model's own influence)" in law.ours  # shown beside
 
 
 def test_pooling_and_records() -> None:

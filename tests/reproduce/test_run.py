@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import lostmid.reproduce.run as rp
+from lostmid.compare.claims import VERDICTS
 from lostmid.influence.record import read_measure
 
 TINY = [
@@ -92,10 +93,10 @@ def quick_run(tmp_path_factory) -> Path:
 
 def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     claims = json.loads((quick_run / "claims.json").read_text())
-    assert len(claims) == 14  # seven per model
+    assert len(claims) == 16  # eight per model
     for c in claims:
         assert set(c) >= {"claim", "paper", "ours", "verdict", "rule"}
-        assert c["verdict"] in ("reproduced", "partly", "not reproduced", "below resolution")
+        assert c["verdict"] in VERDICTS
         assert "noise floor" in c["ours"]
     checker = _Checker()
     checker.feed((quick_run / "report.html").read_text())
@@ -105,9 +106,12 @@ def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     )
     figures = sorted(p.name for p in (quick_run / "figures").iterdir())
     assert figures == sorted(
-        f"{kind}-{m}.png"
-        for kind in ("overlay", "positional", "depth")
-        for m in ("tiny-qwen2", "tiny-gpt2")
+        ["summary.png"]
+        + [
+            f"{kind}-{m}.png"
+            for kind in ("overlay", "positional", "depth")
+            for m in ("tiny-qwen2", "tiny-gpt2")
+        ]
     )
     assert len(checker.images) == len(figures)
     assert sorted(p.name for p in (quick_run / "stages").iterdir()) == [
@@ -170,8 +174,8 @@ def test_resume_reuses_finished_stages(quick_run: Path, run_cli, monkeypatch) ->
     assert code == 0, err
     assert json.loads((quick_run / "claims.json").read_text()) == before
     record = json.loads((quick_run / "reproduce.json").read_text())
-    assert record["metadata"]["stages_computed"] == []
-    assert len(record["metadata"]["stages_reused"]) == 4
+    assert record["metadata"]["stages"]["computed"] == []
+    assert len(record["metadata"]["stages"]["reused"]) == 4
 
 
 def test_interrupted_run_keeps_what_it_finished(tmp_path: Path, run_cli, monkeypatch) -> None:
@@ -192,8 +196,8 @@ def test_interrupted_run_keeps_what_it_finished(tmp_path: Path, run_cli, monkeyp
     code, _, err = run_cli("reproduce", *TINY, "--out", tmp_path)
     assert code == 0, err
     record = json.loads((tmp_path / "reproduce.json").read_text())
-    assert len(record["metadata"]["stages_reused"]) == 2
-    assert len(record["metadata"]["stages_computed"]) == 2
+    assert len(record["metadata"]["stages"]["reused"]) == 2
+    assert len(record["metadata"]["stages"]["computed"]) == 2
 
 
 def test_training_section_and_its_claims(run_cli, tmp_path) -> None:

@@ -65,14 +65,14 @@ def test_reproduce_on_ray_gives_the_local_stages_and_resumes(
     assert_same_numbers(on_ray, local)
     record = json.loads((tmp_path / "ray" / "reproduce.json").read_text())
     meta = record["metadata"]
-    assert meta["backend"]["name"] == "ray" and sorted(meta["stages_computed"]) == sorted(on_ray)
+    assert meta["backend"]["name"] == "ray" and sorted(meta["stages"]["computed"]) == sorted(on_ray)
     assert_same_numbers(
         record["claims"], json.loads((tmp_path / "local" / "reproduce.json").read_text())["claims"]
     )
     code, _, err = run_cli("reproduce", *TINY, "--backend", "ray", "--out", tmp_path / "ray")
     assert code == 0, err
     meta = json.loads((tmp_path / "ray" / "reproduce.json").read_text())["metadata"]
-    assert meta["stages_computed"] == [] and sorted(meta["stages_reused"]) == sorted(on_ray)
+    assert meta["stages"]["computed"] == [] and sorted(meta["stages"]["reused"]) == sorted(on_ray)
 
 
 def test_remedies_on_ray_give_the_local_records_and_resume(tmp_path: Path, local_ray: Any) -> None:
@@ -100,7 +100,10 @@ def test_remedies_on_ray_give_the_local_records_and_resume(tmp_path: Path, local
     assert len(again["stages"]["computed"]) == 4 and again["backend"]["name"] == "ray"
     run_remedies(config, out=tmp_path / "ray", backend=ray_backend)
     again = json.loads((tmp_path / "ray" / "remedies.json").read_text())["metadata"]
-    assert again["stages"] == {"reused": [s.job.name for s in plan], "computed": []}
+    assert again["stages"]["reused"] == [s.job.name for s in plan]
+    assert again["stages"]["computed"] == [] and set(again["stages"]["seconds"]) == {
+        s.job.name for s in plan
+    }
 
 
 def test_a_failed_stage_is_named_and_the_others_are_kept(tmp_path: Path, local_ray: Any) -> None:

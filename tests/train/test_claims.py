@@ -90,7 +90,7 @@ def seed_run(final, loss: float = 2.0) -> list[Checkpoint]:
     return [checkpoint(0, u_profile(3.0, 1.0, 100.0), 5.5), checkpoint(100, final, loss)]
 
 
-def test_pooled_claims_need_every_seed_and_give_the_interval() -> None:
+def test_pooled_valley_claim_is_decided_by_the_interval_over_seeds() -> None:
     from lostmid.train.claims import SeedEvidence, pooled_training_claims
 
     deep = u_profile(30.0, 0.1, 100.0)  # peak/valley 100 -> 1000 on every seed
@@ -100,16 +100,42 @@ def test_pooled_claims_need_every_seed_and_give_the_interval() -> None:
     assert valley_claim.verdict == "reproduced"
     # identical seeds: the t interval over seeds has zero width around log10(10) = 1
     assert "1.00 [1.00, 1.00] (3 seeds)" in valley_claim.ours
-    # one seed that only partly deepens makes the pooled verdict partly
-    shallow = SeedEvidence.of(3, seed_run(u_profile(3.0, 1 / 1.5, 100.0)))
-    assert pooled_training_claims([*runs, shallow])[0].verdict == "partly"
-    assert "seed 3: partly" in pooled_training_claims([*runs, shallow])[0].ours
-    # none reproduced or partly: not reproduced
-    flat = [SeedEvidence.of(s, seed_run(u_profile(3.0, 2.0, 100.0))) for s in (0, 1)]
+    # seeds that all grow a little (x1.5, x1.6, x1.7): resolved growth below half a decade
+    little = [SeedEvidence.of(s, seed_run(u_profile(3.0, 1 / g, 100.0)))
+              for s, g in enumerate((1.5, 1.6, 1.7))]  # fmt: skip
+    assert pooled_training_claims(little)[0].verdict == "partly"
+    # one seed deepens x10, another shrinks x2: the interval spans 0
+    mixed_runs = [runs[0], SeedEvidence.of(5, seed_run(u_profile(3.0, 2.0, 100.0)))]
+    spanning = pooled_training_claims(mixed_runs)[0]
+    assert spanning.verdict == "inconclusive" and "seed 5: not reproduced" in spanning.ours
+    # every seed shrinks: resolved, not reproduced
+    flat = [
+        SeedEvidence.of(s, seed_run(u_profile(3.0, g, 100.0)))
+        for s, g in enumerate((2.0, 2.1, 2.2))
+    ]
     assert pooled_training_claims(flat)[0].verdict == "not reproduced"
     # the record round-trips
     assert SeedEvidence.from_record(runs[0].record()) == runs[0]
-    assert signal_claim.verdict == runs[0].claims[1].verdict  # the same on every seed
+    assert signal_claim.verdict == "reproduced"  # rho_H itself at step 0 and at the end
+
+
+@pytest.mark.parametrize(
+    ("starts", "ends", "verdict"),
+    [
+        ((RHO,) * 3, (RHO,) * 3, "reproduced"),
+        ((RHO,) * 3, (mixed(0.2), mixed(0.21), mixed(0.22)), "partly"),  # fails at the end
+        ((mixed(0.2), mixed(0.21), mixed(0.22)), (mixed(0.2),) * 3, "not reproduced"),
+        ((RHO, mixed(0.2), RHO), (RHO,) * 3, "inconclusive"),  # the seeds disagree at step 0
+    ],
+)
+def test_pooled_learning_signal_claim_every_branch(starts, ends, verdict) -> None:
+    from lostmid.train.claims import SeedEvidence, pooled_training_claims
+
+    runs = [
+        SeedEvidence.of(s, [checkpoint(0, signal=a, loss=5.5), checkpoint(10, signal=b)])
+        for s, (a, b) in enumerate(zip(starts, ends, strict=True))
+    ]
+    assert pooled_training_claims(runs)[1].verdict == verdict
 
 
 def test_one_seed_pools_to_its_own_claims() -> None:

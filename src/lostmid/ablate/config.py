@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lostmid.checks import check_choice, check_positive
+from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP
 from lostmid.influence.profile import OUTPUTS
@@ -90,6 +90,7 @@ class AblationConfig:
     device_map: str | None = None
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         for name in ("length", "seeds", "samples", "probes", "gain_directions", "batch_size"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         if self.layers is not None:

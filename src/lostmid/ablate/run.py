@@ -121,10 +121,9 @@ def run_ablate(
         "ablate",
         config.record(),
         config.seed,
-        {"total": seconds, **{f"stage:{k}": v for k, v in store.seconds.items()}},
+        {"total": seconds},
     )
-    metadata["stages_reused"] = store.reused
-    metadata["stages_computed"] = store.computed
+    metadata["stages"] = store.record()
     result = AblationResult(config=config, rungs=tuple(rungs), metadata=metadata, skipped=skipped)
     write_json(out / "ablation.json", result)
     save_figure(ablation_figure(result), out / "ablation.png")

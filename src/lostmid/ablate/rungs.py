@@ -108,11 +108,7 @@ def build_rung(
         attn_implementation=attention_for(config.length),
         device_map=config.device_map,
     )
-    if config.length > loaded.max_length:
-        raise UserError(
-            f"--length {config.length} exceeds the maximum {loaded.max_length} of "
-            f"{config.model}; use --length {loaded.max_length} or less"
-        )
+    loaded.check_length(config.length)
     switched = not (spec.positions and spec.logits and spec.mlp) or spec.scaled_embeddings
     if (switched or spec.frozen_norm) and _offloaded(loaded):
         raise UserError(

@@ -12,8 +12,8 @@ percentage 0..100 of the haystack (RULER's convention); ``spans`` are half-open
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,23 @@ from lostmid.checks import check_positive
 from lostmid.errors import UserError
 
 TASKS = ("kv", "niah", "mqar")
+# what --data files hold (lostmid.behaviour.data): Liu's multi-document QA, RULER records
+# without a needle lostmid can move, LongBench-style records
+DATA_TASKS = ("qa", "ruler", "longbench")
 _TASK_IDS = {"kv": 1, "niah": 2, "mqar": 3}
+MATCHES = ("any", "all")
+# the keys lostmid adds to a field's record when it writes one (RetrievalExample.record)
+_OWN_KEYS = (
+    "task",
+    "prompt",
+    "target",
+    "gold_index",
+    "depth",
+    "depth_pct",
+    "length_cell",
+    "item",
+    "pairs",
+)
 
 
 @dataclass(frozen=True)
@@ -30,10 +46,12 @@ class RetrievalExample:
     """One retrieval question with its answer and where the answer sits.
 
     Attributes:
-        task: ``kv``, ``niah`` or ``mqar``.
+        task: ``kv``, ``niah`` or ``mqar``; from a ``--data`` file also ``qa``,
+            ``ruler`` or ``longbench``.
         prompt: the text given to the model (for mqar a readable rendering of
-            ``prompt_ids``; the ids are what a model reads).
-        key: what is asked for; value: the answer.
+            ``prompt_ids``; the ids are what a model reads). It ends with
+            ``answer_prefix``, which a chat template puts after the generation prompt.
+        key: what is asked for; value: the answer (the first of ``answers``).
         target: the continuation that is scored under teacher forcing (``" " + value``
             after Liu's and RULER's prompts, ``value`` after a compact kv prompt).
         gold_index: 0-indexed record holding the answer (kv, mqar), else None.
@@ -42,6 +60,24 @@ class RetrievalExample:
         spans: per record (kv, mqar) or for the needle (niah), ``[start, end)`` offsets:
             characters of ``prompt`` (kv, niah) or tokens of ``prompt_ids`` (mqar).
         prompt_ids, target_ids: token ids of a token-level task (mqar), else None.
+        answers: every reference answer (default: ``(value,)``); ``match`` says whether
+            any one (``any``: QA alternatives) or all of them (``all``: RULER's
+            outputs) must be found for the answer to be correct.
+        answer_prefix: the end of ``prompt`` that starts the answer (RULER's ``The
+            special magic number for ... is``), empty when the prompt asks and stops.
+        query_start: where the question about the gold record begins (characters of
+            ``prompt``, tokens of ``prompt_ids``): ``prompt[:query_start]`` is the context
+            that ``--design shared`` encodes once for every record; None when the
+            question is not at the end (query-aware prompts, needles, QA).
+        pairs: the number of records (kv, mqar, qa documents), else None.
+        length: the length cell in tokens (``--lengths``), else None.
+        depth_pct: the gold position as a percentage of the records (kv, mqar, qa: the
+            grid fraction, or 100 * gold_index / (pairs - 1)) or the needle depth (niah,
+            ruler, longbench: exact, before snapping to a cell): the heatmap's row.
+        item: which item (seeded example or data record) this is; examples with the same
+            item are the same records or haystack at different positions.
+        source: the record of a ``--data`` file this example came from (gold moved),
+            for writing it back in its format.
     """
 
     task: str
@@ -55,28 +91,68 @@ class RetrievalExample:
     spans: tuple[tuple[int, int], ...] = ()
     prompt_ids: tuple[int, ...] | None = None
     target_ids: tuple[int, ...] | None = None
+    answers: tuple[str, ...] = ()
+    match: str = "any"
+    answer_prefix: str = ""
+    query_start: int | None = None
+    pairs: int | None = None
+    length: int | None = None
+    depth_pct: float | None = None
+    item: int = 0
+    source: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def position(self) -> int:
-        """The gold position: ``gold_index`` (kv, mqar) or ``depth`` (niah)."""
+        """The gold position: ``gold_index`` (kv, mqar, qa) or ``depth`` (niah, ruler,
+        longbench; a whole percentage)."""
         return self.depth if self.gold_index is None else self.gold_index  # type: ignore[return-value]
 
-    def record(self) -> dict[str, Any]:
-        """The JSON-lines form (``--export``): prompt, key, value, gold_index or depth,
-        records for kv, token ids for mqar."""
-        out: dict[str, Any] = {
-            "task": self.task,
-            "prompt": self.prompt,
-            "key": self.key,
-            "value": self.value,
-            "target": self.target,
-        }
+    @property
+    def references(self) -> tuple[str, ...]:
+        """The reference answers: ``answers``, or ``(value,)``."""
+        return self.answers or (self.value,)
+
+    def record(self, tokens: int | None = None) -> dict[str, Any]:
+        """The JSON-lines form (``--export``): the field's record for the task plus
+        lostmid's keys (the formats: :mod:`lostmid.behaviour.data`). kv: Liu's
+        ``ordered_kv_records``, ``key``, ``value``; niah: RULER's ``index``, ``input``,
+        ``outputs``, ``length`` (``tokens``, the prompt's token count, when given),
+        ``answer_prefix``; from a ``--data`` file: the record read, gold moved; mqar:
+        lostmid's. Added: ``task``, ``prompt``, ``target``, ``gold_index`` or ``depth``,
+        ``depth_pct``, ``length_cell``, ``item``, ``pairs``; token ids for mqar.
+
+        >>> ex = RetrievalExample("kv", "p", "c", "d", " d", 1, records=(("a", "b"), ("c", "d")))
+        >>> r = ex.record()
+        >>> r["ordered_kv_records"], r["key"], r["value"], r["gold_index"]
+        ([['a', 'b'], ['c', 'd']], 'c', 'd', 1)
+        """
+        if self.source is not None:
+            out: dict[str, Any] = {k: v for k, v in self.source.items() if k not in _OWN_KEYS}
+        elif self.task == "kv":
+            out = {
+                "ordered_kv_records": [list(p) for p in self.records],
+                "key": self.key,
+                "value": self.value,
+            }
+        elif self.task == "niah":
+            cut = len(self.prompt) - len(self.answer_prefix)
+            out = {
+                "index": self.item,
+                "input": self.prompt[:cut],
+                "outputs": list(self.references),
+                "length": tokens if tokens is not None else self.length,
+                "answer_prefix": self.answer_prefix,
+                "key": self.key,
+            }
+        else:  # mqar: lostmid's own record
+            out = {"key": self.key, "value": self.value}
+        out.update(task=self.task, prompt=self.prompt, target=self.target)
         if self.gold_index is not None:
             out["gold_index"] = self.gold_index
         if self.depth is not None:
             out["depth"] = self.depth
-        if self.task == "kv":
-            out["records"] = [list(pair) for pair in self.records]
+        out.update(depth_pct=self.depth_pct, length_cell=self.length, item=self.item)
+        out["pairs"] = self.pairs
         if self.prompt_ids is not None:
             out["prompt_ids"] = list(self.prompt_ids)
             out["target_ids"] = list(self.target_ids or ())

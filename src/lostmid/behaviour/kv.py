@@ -127,8 +127,31 @@ def kv_example(
     gold = pairs_list[0]
     ordered = pairs_list[1:]
     ordered.insert(gold_index, gold)
-    text, spans = format_kv_records(ordered, style)
-    key, value = gold
+    return kv_query(ordered, gold_index, query_aware=query_aware, style=style, item=index)
+
+
+def kv_query(
+    records: Sequence[tuple[str, str]],
+    gold_index: int,
+    *,
+    query_aware: bool = False,
+    style: str = "liu",
+    item: int = 0,
+    depth_pct: float | None = None,
+    length: int | None = None,
+) -> RetrievalExample:
+    """The question about record ``gold_index`` (0-indexed) of ``records``, kept in their
+    order (the prompts of :func:`kv_example`). ``depth_pct`` defaults to
+    100 * gold_index / (pairs - 1).
+
+    >>> ex = kv_query([("ab", "cd"), ("ef", "01")], 1, style="compact")
+    >>> ex.prompt, ex.target, ex.prompt[: ex.query_start], ex.depth_pct
+    ('{abcd,ef01}ef', '01', '{abcd,ef01}', 100.0)
+    """
+    check_choice("--style", style, KV_STYLES)
+    check_gold_indices([gold_index], len(records))
+    text, spans = format_kv_records(records, style)
+    key, value = records[gold_index]
     if style == "liu":
         template = KV_PROMPT_QUERY_AWARE if query_aware else KV_PROMPT
         head = template.split("{records}")[0].format(key=key)
@@ -137,6 +160,7 @@ def kv_example(
     else:
         head, prompt, target = "", f"{text}{key}", value
     shifted = tuple((a + len(head), b + len(head)) for a, b in spans)
+    pairs = len(records)
     return RetrievalExample(
         task="kv",
         prompt=prompt,
@@ -144,6 +168,12 @@ def kv_example(
         value=value,
         target=target,
         gold_index=gold_index,
-        records=tuple(ordered),
+        records=tuple((str(k), str(v)) for k, v in records),
         spans=shifted,
+        # the question follows the records unless it is also before them (query-aware)
+        query_start=None if query_aware else len(head) + len(text),
+        pairs=pairs,
+        length=length,
+        depth_pct=depth_pct if depth_pct is not None else 100.0 * gold_index / max(pairs - 1, 1),
+        item=item,
     )

@@ -49,8 +49,22 @@ def mqar_example(
     drawn = mqar_pairs(seed, index, pairs, vocab, offset)
     ordered = drawn[1:]
     ordered.insert(gold_index, drawn[0])
-    key, value = drawn[0]
-    ids = tuple(t for pair in ordered for t in pair) + (key,)
+    return mqar_query(ordered, gold_index, item=index)
+
+
+def mqar_query(
+    pairs_list: list[tuple[int, int]], gold_index: int, *, item: int = 0
+) -> RetrievalExample:
+    """The query for pair ``gold_index`` (0-indexed) of ``pairs_list``, kept in order:
+    ``k1 v1 ... kN vN k_gold`` -> ``v_gold``.
+
+    >>> mqar_query([(1, 5), (2, 6)], 0).prompt_ids
+    (1, 5, 2, 6, 1)
+    """
+    pairs = len(pairs_list)
+    check_gold_indices([gold_index], pairs)
+    key, value = pairs_list[gold_index]
+    ids = tuple(t for pair in pairs_list for t in pair) + (key,)
     return RetrievalExample(
         task="mqar",
         prompt=" ".join(str(t) for t in ids),
@@ -61,4 +75,8 @@ def mqar_example(
         spans=tuple((2 * i, 2 * i + 2) for i in range(pairs)),
         prompt_ids=ids,
         target_ids=(value,),
+        query_start=2 * pairs,
+        pairs=pairs,
+        depth_pct=100.0 * gold_index / max(pairs - 1, 1),
+        item=item,
     )

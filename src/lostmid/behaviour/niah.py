@@ -19,6 +19,9 @@ NIAH_PROMPT = (
     "What are all the special magic numbers for {key} mentioned in the provided text?"
     " The special magic number for {key} mentioned in the provided text is"
 )
+# RULER's answer prefix: the end of the prompt that starts the answer (after a chat
+# template's generation prompt, where one is applied)
+NIAH_ANSWER_PREFIX = " The special magic number for {key} mentioned in the provided text is"
 # RULER's "noise" haystack: neutral sentences repeated.
 REPEAT_SENTENCES = (
     "The grass is green.",
@@ -129,6 +132,9 @@ def niah_example(
         target=" " + value,
         depth=depth,
         spans=((start, start + len(needle)),),
+        answer_prefix=NIAH_ANSWER_PREFIX.format(key=key),
+        depth_pct=float(depth),
+        item=index,
     )
 
 

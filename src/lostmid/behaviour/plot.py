@@ -3,7 +3,8 @@ over training, and its link to the influence profile. Arrays in, Figure out."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib import colormaps
@@ -14,7 +15,7 @@ from lostmid.behaviour.score import PositionScore
 from lostmid.report.plots import new_figure
 
 
-def _errorbar(ax: Axes, scores: Sequence[PositionScore], label: str, **style: object) -> None:
+def _errorbar(ax: Axes, scores: Sequence[PositionScore], label: str, **style: Any) -> None:
     x = np.array([s.position for s in scores])
     acc = np.array([s.accuracy for s in scores])
     err = np.array(
@@ -96,4 +97,34 @@ def plot_training(
     lines = ax2.get_legend_handles_labels()[0] + ax3.get_legend_handles_labels()[0]
     ax2.legend(lines, [str(line.get_label()) for line in lines], fontsize=7)
     fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def plot_heatmap(cells: Sequence[Mapping[str, Any]], *, metric: str, title: str) -> Figure:
+    """The needle-in-a-haystack figure: context length on x, depth (% of the context:
+    the gold record's fraction for kv, the needle's depth for niah) on y, accuracy as
+    colour (0 red .. 1 green), each cell annotated with its accuracy and n; a cell no
+    example filled stays blank."""
+    lengths = sorted({c["length"] for c in cells}, key=lambda v: (v is None, v or 0))
+    rows = sorted({int(round(float(c["depth_pct"]))) for c in cells})
+    grid = np.full((len(rows), len(lengths)), np.nan)
+    counts = np.zeros_like(grid, dtype=int)
+    for c in cells:
+        i, j = rows.index(int(round(float(c["depth_pct"])))), lengths.index(c["length"])
+        grid[i, j] = float(c[f"{metric}_accuracy"])
+        counts[i, j] = int(c["n"])
+    fig = new_figure((1.3 * len(lengths) + 2.6, 0.45 * len(rows) + 1.8))
+    ax = fig.subplots()
+    image = ax.imshow(grid, cmap="RdYlGn", vmin=0.0, vmax=1.0, aspect="auto")
+    for i in range(len(rows)):
+        for j in range(len(lengths)):
+            if np.isfinite(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}\nn={counts[i, j]}", ha="center",
+                        va="center", fontsize=7)  # fmt: skip
+    ax.set_xticks(range(len(lengths)), ["one" if v is None else str(v) for v in lengths])
+    ax.set_yticks(range(len(rows)), [f"{r}%" for r in rows])
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("depth (% of the context)")
+    fig.colorbar(image, ax=ax, label=f"{metric} accuracy")
+    ax.set_title(title, fontsize=9)
     return fig

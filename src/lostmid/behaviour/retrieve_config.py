@@ -1,5 +1,6 @@
 """What one ``lostmid retrieve`` run is (:class:`RetrieveConfig`), checked when it is
-made; the job itself is :func:`lostmid.behaviour.run.run_retrieve`."""
+made, with the help text of every option (:data:`HELP`); the job itself is
+:func:`lostmid.behaviour.run.run_retrieve`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lostmid.behaviour.answers import RULE_CHOICES
 from lostmid.behaviour.example import (
     TASKS,
     check_depths,
@@ -14,54 +16,73 @@ from lostmid.behaviour.example import (
     default_depths,
     default_gold_indices,
 )
+from lostmid.behaviour.grid import DESIGNS
 from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
 from lostmid.behaviour.niah import HAYSTACKS
-from lostmid.checks import check_choice, check_positive
+from lostmid.behaviour.prompts import CHAT_TEMPLATES
+from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
 
-SCORINGS = ("generate", "teacher", "both")
+PASSES = ("generate", "teacher", "both")
 NIAH_LENGTH = 1024
+EXAMPLES = 20
 
-HELP = {  # the CLI's help for each option, and the meaning of each RetrieveConfig field
+HELP: dict[str, str] = {
     "model": "Local directory, cached hub id, preset, or a lostmid checkpoint.",
-    "task": " | ".join(TASKS),
-    "pairs": "Key-value pairs (kv, mqar).",
-    "gold_index": "Gold indices, 0-indexed, e.g. 0,10,20 (kv, mqar).",
-    "depth": "Needle depths in %, e.g. 0,50,100 (niah).",
+    "task": "kv | niah | mqar (with --data: the file's task).",
+    "pairs": "Key-value pairs (kv, mqar) without --lengths.",
+    "gold_index": "Gold indices, 0-indexed, e.g. 0,10,20 (kv, mqar, kv/QA data).",
+    "depth": "Needle depths in %, e.g. 0,50,100 (niah, RULER/LongBench data).",
     "positions": "K evenly spaced positions, first and last included.",
-    "examples": "Examples per gold position.",
+    "examples": f"Examples per position (default {EXAMPLES}; with --data: the first N "
+    "records, default all).",
     "length": f"Context length in tokens (niah; default {NIAH_LENGTH}).",
+    "lengths": "Context lengths in tokens, e.g. 256,512,1024: a length x position grid "
+    "(niah fills the haystack, kv the pairs that fit, mqar (L-1)/2 pairs); heatmap.png.",
     "key_chars": f"Key/value characters ({UUID_CHARS}: a UUID4).",
     "style": "kv prompt: liu (Liu et al.) | compact {kv,kv,..}k",
-    "query_aware": "Also put the key before the data (kv).",
-    "haystack": "niah filler: " + " | ".join(HAYSTACKS),
+    "query_aware": "Also put the key (QA: the question) before the data.",
+    "haystack": "niah filler: repeat | varied",
     "vocab": "mqar vocabulary (keys | values).",
-    "offset": "mqar: first token id of the key/value vocabulary.",
-    "scoring": " | ".join(SCORINGS),
-    "extra_tokens": "Greedy decoding runs len(target tokens) + this many new tokens.",
+    "offset": "mqar: the first token id of the vocabulary range.",
+    "passes": "generate (greedy + --scoring rule) | teacher (log p, all-argmax) | both",
+    "scoring": "Answer rule of greedy generation: auto (best-subspan for QA data, else "
+    "substring) | substring (Liu's kv rule) | exact | best-subspan (Liu's QA rule).",
+    "extra_tokens": "Greedy decoding runs (longest target in tokens) + this many new tokens.",
     "tokenizer": "Tokenizer directory, cached hub id, or 'bytes'.",
+    "chat_template": "auto (apply the tokenizer's chat template when it has one) | on | off.",
+    "max_length": "Refuse prompts longer than this (also the model's maximum positions).",
+    "design": "moved (Liu's: the gold record moved, one prompt per example) | shared (one "
+    "prefill per context, every record's key asked of its cache; kv, mqar).",
+    "data": "Read examples from a file: Liu et al.'s kv or QA (.jsonl/.jsonl.gz), RULER's "
+    "or LongBench-style records.",
     "init": "auto | random | pretrained: weights of --model.",
     "seed": "Random seed.",
     "batch_size": "Examples per forward.",
-    "padding": "left | right: how prompts of a batch are padded.",
+    "padding": "left | right: how prompts of a batch are padded (teacher forcing).",
     "device": "cpu | cuda[:N]",
     "dtype": "float32 | bfloat16 | float16",
     "device_map": MEASURE_HELP["device_map"],
-    "export": "Also write the examples as JSON lines.",
+    "export": "Also write the examples in their field's format (Liu's kv/QA, RULER's, "
+    "LongBench's; .jsonl or .jsonl.gz).",
+    "export_lm_eval": "Also write an lm-evaluation-harness task per task and length "
+    "(YAML + data + scoring rule) into this directory.",
+    "margin": "Shape class: a contrast counts as zero when its 95% interval is inside "
+    "+-margin (accuracy units).",
 }
 
 
 @dataclass(frozen=True)
 class RetrieveConfig:
-    """What ``lostmid retrieve`` runs; validated on construction (one-line errors).
+    """What ``lostmid retrieve`` runs; validated on construction (one-line errors). Each
+    field's meaning is its :data:`HELP` entry.
 
     Positions: ``gold_index`` (kv, mqar; 0-indexed), ``depth`` (niah; percent) or
     ``positions`` K evenly spaced, first and last included; by default 0, 1/4, 1/2,
-    3/4 and the last. ``examples`` is the number of examples per position.
-    ``length``: niah context length in tokens (kv and mqar lengths follow from
-    ``pairs``). ``extra_tokens``: greedy decoding runs ``len(target tokens) +
-    extra_tokens`` new tokens.
+    3/4 and the last. ``lengths``: a grid of context lengths crossed with the positions
+    (:mod:`lostmid.behaviour.grid`); without it one length (``pairs``, or ``length``
+    for niah). ``data``: examples from a file (:mod:`lostmid.behaviour.data`).
     """
 
     model: str
@@ -70,17 +91,23 @@ class RetrieveConfig:
     gold_index: tuple[int, ...] | None = None
     depth: tuple[int, ...] | None = None
     positions: int | None = None
-    examples: int = 20
+    examples: int | None = None
     length: int | None = None
+    lengths: tuple[int, ...] | None = None
     key_chars: int = UUID_CHARS
     style: str = "liu"
     query_aware: bool = False
     haystack: str = "repeat"
     vocab: int = 64
     offset: int = 128
-    scoring: str = "both"
+    passes: str = "both"
+    scoring: str = "auto"
     extra_tokens: int = 4
     tokenizer: str | None = None
+    chat_template: str = "auto"
+    max_length: int | None = None
+    design: str = "moved"
+    data: Path | None = None
     init: str = "auto"
     seed: int = 0
     batch_size: int = 8
@@ -89,21 +116,52 @@ class RetrieveConfig:
     dtype: str = "float32"
     device_map: str | None = None
     export: Path | None = None
+    export_lm_eval: Path | None = None
+    margin: float = 0.05
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         check_choice("--task", self.task, TASKS)
-        check_choice("--scoring", self.scoring, SCORINGS)
+        if self.scoring in PASSES:
+            raise UserError(
+                f"--scoring now names the answer rule ({' | '.join(RULE_CHOICES)}); choose "
+                f"what runs with --passes {self.scoring}"
+            )
+        check_choice("--scoring", self.scoring, RULE_CHOICES)
+        check_choice("--passes", self.passes, PASSES)
         check_choice("--style", self.style, KV_STYLES)
         check_choice("--haystack", self.haystack, HAYSTACKS)
         check_choice("--padding", self.padding, ("left", "right"))
-        for name in ("pairs", "examples", "key_chars", "batch_size", "extra_tokens", "vocab"):
+        check_choice("--chat-template", self.chat_template, CHAT_TEMPLATES)
+        check_choice("--design", self.design, DESIGNS)
+        for name in ("pairs", "key_chars", "batch_size", "extra_tokens", "vocab"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
-        if self.positions is not None:
-            check_positive("--positions", self.positions)
+        for name in ("examples", "positions", "max_length"):
+            if getattr(self, name) is not None:
+                check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
+        if not self.margin >= 0:
+            raise UserError(f"--margin must be >= 0, got {self.margin}")
         if self.gold_index is not None and self.positions is not None:
             raise UserError("give at most one of --gold-index and --positions")
         if self.depth is not None and self.positions is not None:
             raise UserError("give at most one of --depth and --positions")
+        if self.lengths is not None:
+            if not self.lengths:
+                raise UserError("--lengths needs at least one length")
+            for length in self.lengths:
+                check_positive("--lengths", length)
+            if self.length is not None:
+                raise UserError("give at most one of --length and --lengths")
+        if self.design == "shared" and self.query_aware:
+            raise UserError(
+                "--design shared needs the key after the data; --query-aware puts it before"
+            )
+        if self.device_map is not None:  # the map's form here; its modules at load time
+            from lostmid.models.placement import parse_device_map
+
+            parse_device_map(self.device_map)
+        if self.data is not None:
+            return  # the file's task: positions are checked against its records
         if self.task == "niah":
             if self.gold_index is not None:
                 raise UserError("--task niah places its needle by --depth, not --gold-index")
@@ -111,20 +169,21 @@ class RetrieveConfig:
                 check_depths(self.depth)
             if self.length is not None:
                 check_positive("--length", self.length)
+            if self.design == "shared":
+                raise UserError(
+                    "--design shared needs records to query (kv, mqar); a needle in a "
+                    "haystack has one per context"
+                )
         else:
             if self.depth is not None:
                 raise UserError(f"--depth applies to --task niah; for {self.task} use --gold-index")
             if self.length is not None:
                 raise UserError(
                     f"--length applies to --task niah; for {self.task} the length follows "
-                    "from --pairs"
+                    "from --pairs (or give --lengths)"
                 )
-            if self.gold_index is not None:
+            if self.gold_index is not None and self.lengths is None:
                 check_gold_indices(self.gold_index, self.pairs)
-        if self.device_map is not None:  # the map's form here; its modules at load time
-            from lostmid.models.placement import parse_device_map
-
-            parse_device_map(self.device_map)
         if self.query_aware and (self.task != "kv" or self.style != "liu"):
             raise UserError("--query-aware applies to --task kv with --style liu")
         if self.task == "mqar" and (self.vocab % 2 or self.vocab < 2 * self.pairs):
@@ -132,13 +191,27 @@ class RetrieveConfig:
                 f"--vocab must be even with at least 2 * pairs = {2 * self.pairs} ids, "
                 f"got {self.vocab}"
             )
+        if self.task == "mqar" and self.export_lm_eval is not None:
+            raise UserError("--export-lm-eval needs text prompts; mqar examples are token ids")
 
     @property
     def axis(self) -> str:
         return "depth" if self.task == "niah" else "index"
 
+    @property
+    def resolved_examples(self) -> int | None:
+        """Examples per position (generated: 20 by default; data: None = every record)."""
+        if self.examples is not None:
+            return self.examples
+        return None if self.data is not None else EXAMPLES
+
+    def resolved_lengths(self) -> tuple[int | None, ...]:
+        """The length cells: ``lengths`` sorted, or (None,) for the one length."""
+        return tuple(sorted(set(self.lengths))) if self.lengths else (None,)
+
     def resolved_positions(self) -> tuple[int, ...]:
-        """Gold indices (kv, mqar; 0-indexed) or depths (niah; percent) to evaluate."""
+        """Gold indices (kv, mqar; 0-indexed) or depths (niah; percent) at ``pairs``
+        (the positions of a run without ``lengths``)."""
         if self.task == "niah":
             return check_depths(self.depth) if self.depth else default_depths(self.positions)
         if self.gold_index:
@@ -147,12 +220,19 @@ class RetrieveConfig:
 
     def record(self) -> dict[str, Any]:
         data = asdict(self)
-        data["export"] = None if self.export is None else str(self.export)
-        data["resolved_positions"] = list(self.resolved_positions())
+        for name in ("export", "export_lm_eval", "data"):
+            value = getattr(self, name)
+            data[name] = None if value is None else str(value)
+        for name in ("gold_index", "depth", "lengths"):
+            value = getattr(self, name)
+            data[name] = None if value is None else list(value)
+        if self.data is None and self.lengths is None:
+            data["resolved_positions"] = list(self.resolved_positions())
         data["resolved_length"] = self.resolved_length()
+        data["resolved_examples"] = self.resolved_examples
         return data
 
     def resolved_length(self) -> int | None:
-        if self.task != "niah":
+        if self.task != "niah" or self.data is not None or self.lengths is not None:
             return None
         return self.length if self.length is not None else NIAH_LENGTH

@@ -1,71 +1,115 @@
-"""``lostmid retrieve``: retrieval accuracy by gold position on any causal LM.
+"""``lostmid retrieve``: retrieval accuracy by gold position on any causal LM, over one
+context length or a length x position grid.
 
 Writes under ``--out``:
 
 * ``retrieve.json``: ``"positions"`` (one record per gold position: ``index`` or
   ``depth``, ``n``, ``correct``, ``accuracy``, ``ci_low``, ``ci_high``,
-  ``mean_logprob``) and ``"summary"`` of the primary metric (greedy generation when
-  it ran, else the teacher-forced argmax), ``"by_metric"`` with both when both ran,
+  ``mean_logprob``; over several lengths the positions are the heatmap rows, depth in
+  %, pooled), ``"summary"`` and ``"shape"`` of the primary metric (greedy generation
+  when it ran, else the teacher-forced argmax), ``"by_metric"`` with both when both
+  ran, ``"cells"`` (one record per length x position and metric, Wilson intervals),
+  ``"by_length"`` (positions, summary and shape at each length), ``"scoring"`` (the
+  answer rule, the passes, the greedy budget), ``"prompt"`` (chat template choice,
+  special tokens, the rendered prompt of the first example), ``"design"``, ``"data"``,
   the model, the tokenizer, ``"config"`` and ``"metadata"``;
-* ``retrieve.png``: accuracy by position with Wilson intervals;
-* ``predictions.jsonl``: per example its position, value, greedy answer, scores.
+* ``retrieve.cells.csv``: the printed table of cells;
+* ``retrieve.png``: accuracy by position with Wilson intervals, one line per metric (one
+  length) or per length (several); ``heatmap.png``: length x depth, accuracy as colour;
+* ``predictions.jsonl``: per example its item, position, depth %, length cell, token
+  count, value, greedy answer, scores;
+* ``prompt.txt``: the first example's prompt as the tokenizer received it;
+* ``stages/``: each cell's result as it finished (``--design shared``: each length's);
+  a rerun with the same ``--out`` and configuration reuses them (which were reused and
+  which computed: ``metadata.stages``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lostmid.behaviour.decoding import greedy_decode, teacher_forced
+from lostmid.behaviour.answers import answer_correct, cut_at_eos, resolve_rule
+from lostmid.behaviour.decoding import TeacherScores, greedy_decode, teacher_forced
+from lostmid.behaviour.example import RetrievalExample
+from lostmid.behaviour.prompts import Encoded, PromptFormat, encode, prompt_format
 from lostmid.behaviour.retrieve_config import NIAH_LENGTH, RetrieveConfig
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,
-    encode_examples,
-    generation_correct,
+    contains_ids,
     score_positions,
     summarise_positions,
 )
-from lostmid.behaviour.tasks import export_jsonl, make_examples
+from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.errors import UserError
-from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
+from lostmid.stats.shape import Curve, ShapeIndices, shape_indices
 
-FILES = ["retrieve.json", "retrieve.png", "predictions.jsonl"]
+FILES = ["retrieve.json", "retrieve.png", "heatmap.png", "predictions.jsonl"]
+# fields that do not change a cell's numbers (a rerun that changes only these reuses cells)
+_NOT_IN_CELLS = ("export", "export_lm_eval", "scoring", "margin")
 
 
 @dataclass(frozen=True)
 class ScoreSet:
-    """Accuracy by position and its summary under one metric (``generate``: Liu's
-    substring rule on the greedy answer; ``teacher``: all target tokens argmax)."""
+    """Accuracy by position, its summary and shape under one metric (``generate``: the
+    ``--scoring`` rule on the greedy answer; ``teacher``: all target tokens argmax)."""
 
     metric: str
     positions: tuple[PositionScore, ...]
     summary: RetrievalSummary
+    shape: ShapeIndices
 
     def record(self) -> dict[str, Any]:
         return {
             "metric": self.metric,
             "positions": [p.record() for p in self.positions],
             "summary": self.summary.record(),
+            "shape": self.shape.record(),
+        }
+
+
+@dataclass(frozen=True)
+class LengthScores:
+    """The score sets of one length cell (``length`` None: the run's one length)."""
+
+    length: int | None
+    pairs: int | None
+    scores: tuple[ScoreSet, ...]
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "length": self.length,
+            "pairs": self.pairs,
+            "by_metric": {s.metric: s.record() for s in self.scores},
         }
 
 
 @dataclass(frozen=True)
 class RetrieveResult:
-    """What ``run_retrieve`` measured; ``scores[0]`` is the primary metric."""
+    """What ``run_retrieve`` measured; ``scores[0]`` is the primary metric (pooled over
+    lengths by heatmap row when there are several)."""
 
     config: RetrieveConfig
     task: str
     axis: str
     scores: tuple[ScoreSet, ...]
+    by_length: tuple[LengthScores, ...]
+    cells: tuple[dict[str, Any], ...]
     model: dict[str, Any]
     tokenizer: str | None
     examples: int
     seconds: float
+    rule: str
+    prompt: dict[str, Any]
+    data: dict[str, Any] | None = None
 
     @property
     def primary(self) -> ScoreSet:
@@ -78,7 +122,19 @@ class RetrieveResult:
             "metric": self.primary.metric,
             "positions": [p.record() for p in self.primary.positions],
             "summary": self.primary.summary.record(),
+            "shape": self.primary.shape.record(),
             "by_metric": {s.metric: s.record() for s in self.scores},
+            "lengths": [b.length for b in self.by_length],
+            "by_length": [b.record() for b in self.by_length],
+            "cells": list(self.cells),
+            "scoring": {
+                "rule": self.rule,
+                "requested": self.config.scoring,
+                "passes": self.config.passes,
+            },
+            "prompt": self.prompt,
+            "design": self.config.design,
+            "data": self.data,
             "model": self.model,
             "tokenizer": self.tokenizer,
             "examples": self.examples,
@@ -101,6 +157,39 @@ def _progress(console: Any) -> Any:
     )
 
 
+def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> bool:
+    """Create ``out``; True when it holds this configuration's run (a rerun resumes).
+
+    Raises:
+        UserError: ``out`` holds a run with another configuration, or ``--export`` would
+            replace a file of another run, without ``overwrite``.
+    """
+    prepare_out(out, [], overwrite)
+    saved = out / "retrieve.json"
+    same = False
+    if saved.is_file() and not overwrite:
+        try:
+            old = json.loads(saved.read_text()).get("config")
+        except (json.JSONDecodeError, AttributeError):
+            old = None
+        if old != to_jsonable(config.record()):
+            raise UserError(
+                f"{saved} already exists with another configuration; pass --overwrite or "
+                "choose another --out (the same command resumes)"
+            )
+        same = True
+    export = config.export
+    if export is not None and Path(export).exists() and not (overwrite or same):
+        raise UserError(f"{export} already exists; pass --overwrite or choose another file")
+    return same
+
+
+def _file_digest(path: Path | None) -> str | None:
+    if path is None or not Path(path).is_file():
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
 def run_retrieve(
     config: RetrieveConfig,
     *,
@@ -108,28 +197,25 @@ def run_retrieve(
     overwrite: bool = False,
     console: Any = None,
 ) -> RetrieveResult:
-    """Generate the examples, score them on the model, write the files listed in the
-    module docstring, print a table.
+    """Make (or read) the examples, score them on the model cell by cell, write the files
+    listed in the module docstring, print a table.
 
     Raises:
-        UserError: results (or the ``export`` file) already there without
-            ``overwrite``; a model without a tokenizer; examples longer than the model
-            takes; token ids outside its vocabulary.
+        UserError: results of another configuration in ``out`` without ``overwrite``; a
+            model without a tokenizer; a prompt longer than the model takes (or than
+            ``--max-length``), before any forward; token ids outside its vocabulary.
     """
-    from lostmid.behaviour.plot import plot_accuracy_by_position
     from lostmid.behaviour.tokenizers import tokenizer_for_model
     from lostmid.models import load_model
-    from lostmid.report.plots import save_figure
+    from lostmid.runs.store import StageStore
 
     out = Path(out)
-    if config.export is not None and Path(config.export).exists() and not overwrite:
-        raise UserError(f"{config.export} already exists; pass --overwrite or choose another file")
-    prepare_out(out, FILES, overwrite)
+    _check_out(out, config, overwrite)
     timer = Timer()
     with timer("load"):
         tokenizer = (
             None
-            if config.task == "mqar" and config.tokenizer is None
+            if config.task == "mqar" and config.tokenizer is None and config.data is None
             else tokenizer_for_model(config.model, config.tokenizer)
         )
         loaded = load_model(
@@ -140,163 +226,461 @@ def run_retrieve(
             device=config.device,
             device_map=config.device_map,
         )
+    fmt = prompt_format(config.chat_template, tokenizer)
+    shared = config.design == "shared"
     with timer("examples"):
-        examples = make_examples(
-            config.task,
-            positions=config.resolved_positions(),
-            examples=config.examples,
-            seed=config.seed,
-            pairs=config.pairs,
-            key_chars=config.key_chars,
-            query_aware=config.query_aware,
-            style=config.style,
-            length=config.resolved_length() or NIAH_LENGTH,
-            count_tokens=(lambda s: len(tokenizer.encode(s, special=True)))
-            if tokenizer is not None
-            else len,
-            haystack=config.haystack,
-            vocab=config.vocab,
-            offset=config.offset,
+        examples, data = _examples(config, tokenizer, fmt)
+        encoded = encode(examples, tokenizer, fmt, shared=shared)
+    rule = resolve_rule(config.scoring, examples[0].task)
+    new_tokens = max(len(t) for t in encoded.targets) + config.extra_tokens
+    passes = [m for m in ("generate", "teacher") if config.passes in (m, "both")]
+    _guard_lengths(examples, encoded, new_tokens, passes, loaded.max_length, config.max_length)
+    tokens = [len(p) for p in encoded.prompts]
+    if config.export is not None:
+        from lostmid.behaviour.data import write_records
+
+        write_records(examples, Path(config.export), tokens)
+    if config.export_lm_eval is not None:
+        from lostmid.behaviour.lmeval_export import export_lm_eval
+
+        export_lm_eval(
+            examples,
+            Path(config.export_lm_eval),
+            rule=rule,
+            new_tokens=new_tokens,
+            tokenizer=None if tokenizer is None else tokenizer.name,
+            add_special_tokens=fmt.add_special_tokens,
+            chat_template=fmt.applied,
         )
-        if config.export is not None:
-            export_jsonl(examples, Path(config.export))
-        prompts, targets = encode_examples(examples, tokenizer)
-    positions = np.array([ex.position for ex in examples])
-    limits = {
-        "max_length": loaded.max_length,
-        "vocab_size": loaded.vocab_size,
-        "device": loaded.input_device,  # with a device map: where the embeddings compute
-    }
-    model = loaded.model
-    passes = [m for m in ("generate", "teacher") if config.scoring in (m, "both")]
-    teacher = generated = None
-    with _progress(console) as bar:
-        for name in passes:
-            task = bar.add_task(name, total=len(examples))
+    first_text = fmt.text(examples[0], tokenizer) if examples[0].prompt_ids is None else None
+    (out / "prompt.txt").write_text(
+        first_text if first_text is not None else examples[0].prompt, encoding="utf-8"
+    )
+    store = StageStore(out, fresh=overwrite)
+    base = {k: v for k, v in config.record().items() if k not in _NOT_IN_CELLS}
+    base.update(new_tokens=new_tokens, data_digest=_file_digest(config.data))
+    rows: list[dict[str, Any] | None] = [None] * len(examples)
+    with _progress(console) as bar, timer("score"):
+        task = bar.add_task("cells", total=len(examples))
+        for name, members in _stages(examples, shared, config.axis):
 
-            def advance(done: int, task: Any = task) -> None:
-                bar.update(task, advance=done)
+            def compute(members: list[int] = members) -> list[dict[str, Any]]:
+                return _score_members(loaded, encoded, members, passes, new_tokens, config, shared)
 
-            with timer(name):
-                if name == "teacher":
-                    teacher = teacher_forced(
-                        model,
-                        prompts,
-                        targets,
-                        batch_size=config.batch_size,
-                        padding=config.padding,
-                        progress=advance,
-                        **limits,
-                    )
-                else:
-                    generated = greedy_decode(
-                        model,
-                        prompts,
-                        [len(t) + config.extra_tokens for t in targets],
-                        batch_size=config.batch_size,
-                        progress=advance,
-                        **limits,
-                    )
-    logprob = None if teacher is None else teacher.logprob
-    scores: list[ScoreSet] = []
-    answers: list[str] | None = None
-    gen_correct = None
-    if generated is not None:
-        gen_correct, answers = generation_correct(examples, generated, tokenizer)
-        scores.append(_score_set("generate", positions, gen_correct, logprob, config.axis))
-    if teacher is not None:
-        scores.append(_score_set("teacher", positions, teacher.argmax, logprob, config.axis))
+            stage_config = {**base, "stage": name, "examples": len(members)}
+            for i, row in zip(members, store.run(name, stage_config, compute), strict=True):
+                rows[i] = row
+            bar.update(task, advance=len(members))
+    done = [r for r in rows if r is not None]
+    assert len(done) == len(examples)
+    with timer("summary"):
+        result_rows = _prediction_rows(examples, done, tokens, tokenizer, rule, passes)
     timer.seconds["total"] = sum(timer.seconds.values())
-    result = RetrieveResult(
-        config=config,
-        task=config.task,
-        axis=config.axis,
-        scores=tuple(scores),
-        model=loaded.describe(),
-        tokenizer=None if tokenizer is None else tokenizer.name,
-        examples=len(examples),
-        seconds=timer.seconds["total"],
+    result = _result(config, examples, result_rows, passes, loaded, tokenizer, rule, timer)
+    result = replace(
+        result,
+        prompt={
+            **fmt.record(first_text or examples[0].prompt, encoded.prompts[0]),
+            "boundary_tokens_match": encoded.boundary_matches,
+            "bos_token_id": None if tokenizer is None else tokenizer.bos_id,
+            "eos_token_id": None if tokenizer is None else tokenizer.eos_id,
+            "new_tokens": new_tokens,
+        },
+        data=data,
     )
     record = result.record()
     record["metadata"] = run_metadata("retrieve", config.record(), config.seed, timer.seconds)
+    record["metadata"]["stages"] = store.record()
     write_json(out / "retrieve.json", record)
-    _write_predictions(out / "predictions.jsonl", examples, answers, gen_correct, teacher)
-    chance = 2.0 / config.vocab if config.task == "mqar" else None
-    fig = plot_accuracy_by_position(
-        {s.metric: s.positions for s in scores},
-        xlabel="gold index (0-indexed)" if config.axis == "index" else "needle depth (%)",
-        title=f"{config.task} retrieval, {config.model} ({len(examples)} examples)",
-        chance=chance,
-    )
-    save_figure(fig, out / "retrieve.png")
+    _write_outputs(out, result, result_rows)
     if console is not None:
         console.print(_table(result))
         for line in summary_lines(result):
             console.print(line, highlight=False)
-        console.print(f"wrote {out / 'retrieve.json'} and {out / 'retrieve.png'}")
+        reused = f" ({len(store.reused)} cells reused)" if store.reused else ""
+        console.print(
+            f"wrote {out / 'retrieve.json'}, retrieve.cells.csv, retrieve.png, heatmap.png{reused}"
+        )
     return result
 
 
-def _score_set(
-    metric: str,
-    positions: np.ndarray,
-    correct: np.ndarray,
-    logprob: np.ndarray | None,
-    axis: str,
-) -> ScoreSet:
-    scores = score_positions(positions, correct, logprob, axis)
-    return ScoreSet(metric, scores, summarise_positions(scores, metric))
+# -- examples -----------------------------------------------------------------------------
 
 
-def _write_predictions(
-    path: Path,
-    examples: list[Any],
-    answers: list[str] | None,
-    correct: np.ndarray | None,
-    teacher: Any,
+def _examples(
+    config: RetrieveConfig, tokenizer: Tokenizer | None, fmt: PromptFormat
+) -> tuple[list[RetrievalExample], dict[str, Any] | None]:
+    if config.data is not None:
+        from lostmid.behaviour.data import data_examples
+
+        fmt_name, found, left_out = data_examples(
+            config.data,
+            gold_index=config.gold_index,
+            depth=config.depth,
+            positions=config.positions,
+            examples=config.resolved_examples,
+            lengths=config.lengths,
+            query_aware=config.query_aware,
+            style=config.style,
+            shared=config.design == "shared",
+        )
+        return found, {"path": str(config.data), "format": fmt_name, "left_out": left_out}
+    from lostmid.behaviour.grid import grid_examples
+
+    def count(text: str) -> int:
+        if tokenizer is None:
+            return len(text)
+        example = RetrievalExample("kv", text, "", "", "")
+        return len(tokenizer.encode(fmt.text(example, tokenizer), special=fmt.add_special_tokens))
+
+    found = grid_examples(
+        config.task,
+        lengths=config.resolved_lengths(),
+        examples=int(config.resolved_examples or 1),
+        seed=config.seed,
+        pairs=config.pairs,
+        gold_index=config.gold_index,
+        depth=config.depth,
+        positions=config.positions,
+        key_chars=config.key_chars,
+        style=config.style,
+        query_aware=config.query_aware,
+        haystack=config.haystack,
+        vocab=config.vocab,
+        offset=config.offset,
+        niah_length=config.resolved_length() or NIAH_LENGTH,
+        design=config.design,
+        count_tokens=count,
+    )
+    return found, None
+
+
+def _guard_lengths(
+    examples: Sequence[RetrievalExample],
+    encoded: Encoded,
+    new_tokens: int,
+    passes: Sequence[str],
+    model_max: int | None,
+    option_max: int | None,
 ) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        for i, ex in enumerate(examples):
-            row: dict[str, Any] = {"position": ex.position, "key": ex.key, "value": ex.value}
-            if answers is not None and correct is not None:
-                row["answer"] = answers[i]
-                row["generate_correct"] = bool(correct[i])
-            if teacher is not None:
-                row["logprob"] = float(teacher.logprob[i])
-                row["teacher_correct"] = bool(teacher.argmax[i])
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    """One line and no compute when a prompt (plus what is generated or scored after it)
+    exceeds the model's maximum positions or ``--max-length``: never a silent cut."""
+    limits = [(m, w) for m, w in ((model_max, "the model"), (option_max, "--max-length")) if m]
+    if not limits:
+        return
+    limit, who = min(limits)
+    for i, (p, t) in enumerate(zip(encoded.prompts, encoded.targets, strict=True)):
+        after = max(new_tokens - 1 if "generate" in passes else 0, len(t) - 1)
+        if len(p) + after > limit:
+            ex = examples[i]
+            cell = f", length cell {ex.length}" if ex.length is not None else ""
+            raise UserError(
+                f"example {i} ({ex.task}, position {ex.position}{cell}) needs {len(p) + after} "
+                f"tokens (prompt {len(p)} + {after} after it) but {who} takes at most {limit}; "
+                "use shorter --lengths/--length, fewer --pairs, or another model"
+            )
+
+
+def _stages(
+    examples: Sequence[RetrievalExample], shared: bool, axis: str
+) -> list[tuple[str, list[int]]]:
+    """(stage name, example indices): one stage per cell (moved) or per length (shared)."""
+    groups: dict[str, list[int]] = {}
+    for i, ex in enumerate(examples):
+        length = "" if ex.length is None else f"L{ex.length}"
+        if shared:
+            name = f"shared-{length or 'one'}"
+        else:
+            name = f"cell-{length}-{axis}{ex.position}" if length else f"cell-{axis}{ex.position}"
+        groups.setdefault(name, []).append(i)
+    return list(groups.items())
+
+
+def _score_members(
+    loaded: Any,
+    encoded: Encoded,
+    members: list[int],
+    passes: Sequence[str],
+    new_tokens: int,
+    config: RetrieveConfig,
+    shared: bool,
+) -> list[dict[str, Any]]:
+    """The raw result of examples ``members``: greedy ids and teacher-forced scores."""
+    prompts = [encoded.prompts[i] for i in members]
+    targets = [encoded.targets[i] for i in members]
+    limits = {"max_length": loaded.max_length, "vocab_size": loaded.vocab_size}
+    teacher: TeacherScores | None = None
+    generated: list[list[int]] | None = None
+    if shared:
+        from lostmid.behaviour.shared import shared_scores
+
+        assert encoded.contexts is not None and encoded.questions is not None
+        _check_vocab(prompts, targets, loaded.vocab_size)
+        teacher, generated = shared_scores(
+            loaded.model,
+            loaded.adapter,
+            [encoded.contexts[i] for i in members],
+            [encoded.questions[i] for i in members],
+            targets,
+            teacher="teacher" in passes,
+            new_tokens=new_tokens if "generate" in passes else None,
+            batch_size=config.batch_size,
+            device=loaded.input_device,
+        )
+    else:
+        if "generate" in passes:
+            generated = greedy_decode(
+                loaded.model,
+                prompts,
+                new_tokens,
+                batch_size=config.batch_size,
+                device=loaded.input_device,
+                **limits,
+            )
+        if "teacher" in passes:
+            teacher = teacher_forced(
+                loaded.model,
+                prompts,
+                targets,
+                batch_size=config.batch_size,
+                padding=config.padding,
+                device=loaded.input_device,
+                **limits,
+            )
+    rows = []
+    for j in range(len(members)):
+        row: dict[str, Any] = {}
+        if generated is not None:
+            row["ids"] = [int(t) for t in generated[j]]
+        if teacher is not None:
+            row["logprob"] = float(teacher.logprob[j])
+            row["teacher_correct"] = bool(teacher.argmax[j])
+        rows.append(row)
+    return rows
+
+
+def _check_vocab(prompts: list[list[int]], targets: list[list[int]], vocab: int) -> None:
+    top = max(max(max(p), max(t)) for p, t in zip(prompts, targets, strict=True))
+    if top >= vocab:
+        raise UserError(
+            f"token id {top} is outside the model's vocabulary (size {vocab}); "
+            "the tokenizer (or --vocab for mqar) does not match the model"
+        )
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+def _prediction_rows(
+    examples: Sequence[RetrievalExample],
+    raw: Sequence[dict[str, Any]],
+    tokens: Sequence[int],
+    tokenizer: Tokenizer | None,
+    rule: str,
+    passes: Sequence[str],
+) -> list[dict[str, Any]]:
+    eos = None if tokenizer is None else tokenizer.eos_id
+    out = []
+    for ex, r, n in zip(examples, raw, tokens, strict=True):
+        row: dict[str, Any] = {
+            "item": ex.item,
+            "position": ex.position,
+            "gold_index": ex.gold_index,
+            "depth": ex.depth,
+            "depth_pct": ex.depth_pct,
+            "length": ex.length,
+            "pairs": ex.pairs,
+            "tokens": n,
+            "key": ex.key,
+            "value": ex.value,
+        }
+        if "generate" in passes:
+            ids = r["ids"]
+            if ex.target_ids is not None:
+                row["answer"] = " ".join(str(t) for t in ids)
+                row["generate_correct"] = contains_ids(ex.target_ids, ids)
+            else:
+                assert tokenizer is not None
+                text = tokenizer.decode(cut_at_eos(ids, eos))
+                row["answer"] = text
+                row["generate_correct"] = answer_correct(rule, text, ex.references, ex.match)
+        if "teacher" in passes:
+            row["logprob"] = r["logprob"]
+            row["teacher_correct"] = r["teacher_correct"]
+        out.append(row)
+    return out
+
+
+def _score_set(
+    metric: str, rows: Sequence[dict[str, Any]], key: str, axis: str, margin: float
+) -> ScoreSet:
+    positions = np.array([int(r[key]) for r in rows])
+    correct = np.array([bool(r[f"{metric}_correct"]) for r in rows])
+    logprob = np.array([r["logprob"] for r in rows]) if "logprob" in rows[0] else None
+    scores = score_positions(positions, correct, logprob, axis)
+    curve = Curve.from_counts([s.position for s in scores], [s.correct for s in scores],
+                              [s.n for s in scores])  # fmt: skip
+    return ScoreSet(
+        metric, scores, summarise_positions(scores, metric), shape_indices(curve, margin=margin)
+    )
+
+
+def _result(
+    config: RetrieveConfig,
+    examples: Sequence[RetrievalExample],
+    rows: list[dict[str, Any]],
+    passes: Sequence[str],
+    loaded: Any,
+    tokenizer: Tokenizer | None,
+    rule: str,
+    timer: Timer,
+) -> RetrieveResult:
+    task = examples[0].task
+    axis = "index" if examples[0].gold_index is not None else "depth"
+    metrics = [m for m in ("generate", "teacher") if m in passes]
+    lengths = list(dict.fromkeys(r["length"] for r in rows))
+    for r in rows:
+        r["row"] = int(round(r["depth_pct"])) if r["depth_pct"] is not None else r["position"]
+    by_length = []
+    cells: list[dict[str, Any]] = []
+    for length in lengths:
+        mine = [r for r in rows if r["length"] == length]
+        sets = tuple(_score_set(m, mine, "position", axis, config.margin) for m in metrics)
+        pairs = mine[0]["pairs"]
+        by_length.append(LengthScores(length, pairs, sets))
+        depth_of = {r["position"]: r["depth_pct"] for r in mine}
+        for i, p in enumerate(sets[0].positions):
+            cell: dict[str, Any] = {
+                "length": length,
+                "pairs": pairs,
+                axis: p.position,
+                "depth_pct": depth_of[p.position],
+                "n": p.n,
+            }
+            for s in sets:
+                q = s.positions[i]
+                cell[f"{s.metric}_correct"] = q.correct
+                cell[f"{s.metric}_accuracy"] = q.accuracy
+                cell[f"{s.metric}_ci_low"] = q.ci_low
+                cell[f"{s.metric}_ci_high"] = q.ci_high
+            cell["mean_logprob"] = p.mean_logprob
+            cells.append(cell)
+    if len(lengths) == 1:
+        pooled = by_length[0].scores
+    else:  # pooled over lengths by heatmap row (depth in %)
+        pooled = tuple(_score_set(m, rows, "row", "depth", config.margin) for m in metrics)
+    return RetrieveResult(
+        config=config,
+        task=task,
+        axis=axis if len(lengths) == 1 else "depth",
+        scores=pooled,
+        by_length=tuple(by_length),
+        cells=tuple(cells),
+        model=loaded.describe(),
+        tokenizer=None if tokenizer is None else tokenizer.name,
+        examples=len(examples),
+        seconds=timer.seconds["total"],
+        rule=rule,
+        prompt={},
+    )
+
+
+def _write_outputs(out: Path, result: RetrieveResult, rows: list[dict[str, Any]]) -> None:
+    from lostmid.behaviour.plot import plot_accuracy_by_position, plot_heatmap
+    from lostmid.report.plots import save_figure
+    from lostmid.report.tables import write_table
+
+    with (out / "predictions.jsonl").open("w", encoding="utf-8") as f:
+        for row in rows:
+            clean = {k: v for k, v in row.items() if k != "row" and v is not None}
+            f.write(json.dumps(clean, ensure_ascii=False) + "\n")
+    write_table(out / "retrieve.cells", list(result.cells))
+    config = result.config
+    chance = 2.0 / config.vocab if result.task == "mqar" else None
+    label = f"{result.task} retrieval, {config.model} ({result.examples} examples)"
+    series: dict[str, Sequence[PositionScore]]
+    if len(result.by_length) == 1:
+        series = {s.metric: s.positions for s in result.scores}
+        xlabel = "gold index (0-indexed)" if result.axis == "index" else "depth (%)"
+    else:
+        metric = result.primary.metric
+        series = {}
+        for b in result.by_length:
+            s = next(x for x in b.scores if x.metric == metric)
+            series[f"L = {b.length}"] = _as_rows(s.positions, result.cells, b.length)
+        xlabel = "gold position (% of the context)"
+    save_figure(
+        plot_accuracy_by_position(series, xlabel=xlabel, title=label, chance=chance),
+        out / "retrieve.png",
+    )
+    metric = result.primary.metric
+    save_figure(
+        plot_heatmap(result.cells, metric=metric, title=f"{label}: {metric} accuracy"),
+        out / "heatmap.png",
+    )
+
+
+def _axis_key(cell: dict[str, Any]) -> str:
+    return "index" if "index" in cell else "depth"
+
+
+def _as_rows(
+    positions: Sequence[PositionScore], cells: Sequence[dict[str, Any]], length: int | None
+) -> tuple[PositionScore, ...]:
+    """Position scores of one length with the heatmap row (depth %) as their position."""
+    depth = {c[_axis_key(c)]: c["depth_pct"] for c in cells if c["length"] == length}
+    return tuple(replace(p, position=int(round(depth[p.position]))) for p in positions)
 
 
 def _table(result: RetrieveResult) -> Any:
     from rich.table import Table
 
     table = Table(title=f"lostmid retrieve: {result.task} on {result.config.model}")
-    table.add_column(result.axis, justify="right")
+    several = len(result.by_length) > 1
+    key = "index" if "index" in result.cells[0] else "depth"
+    if several:
+        table.add_column("length", justify="right")
+    table.add_column(key, justify="right")
+    if key == "index" and several:
+        table.add_column("depth %", justify="right")
     table.add_column("n", justify="right")
-    for s in result.scores:
-        table.add_column(f"{s.metric} acc [95% CI]", justify="right")
-    if result.scores[0].positions[0].mean_logprob is not None:
+    metrics = [s.metric for s in result.scores]
+    for m in metrics:
+        table.add_column(f"{m} acc [95% CI]", justify="right")
+    has_lp = result.cells[0]["mean_logprob"] is not None
+    if has_lp:
         table.add_column("mean log p", justify="right")
-    for i, p in enumerate(result.primary.positions):
-        row = [str(p.position), str(p.n)]
-        for s in result.scores:
-            q = s.positions[i]
-            row.append(f"{q.accuracy:.3f} [{q.ci_low:.3f}, {q.ci_high:.3f}]")
-        if p.mean_logprob is not None:
-            row.append(f"{p.mean_logprob:.3f}")
+    for c in result.cells:
+        row = [str(c["length"])] if several else []
+        row.append(str(c[key]))
+        if key == "index" and several:
+            row.append(f"{c['depth_pct']:.0f}")
+        row.append(str(c["n"]))
+        for m in metrics:
+            row.append(
+                f"{c[f'{m}_accuracy']:.3f} [{c[f'{m}_ci_low']:.3f}, {c[f'{m}_ci_high']:.3f}]"
+            )
+        if has_lp:
+            row.append(f"{c['mean_logprob']:.3f}")
         table.add_row(*row)
     return table
 
 
 def summary_lines(result: RetrieveResult) -> list[str]:
-    """One line per metric: mean accuracy, gap, primacy and recency with intervals."""
-    lines = []
-    for s in result.scores:
-        m = s.summary
-        lines.append(
-            f"{s.metric}: mean {m.mean_accuracy:.3f} [{m.mean_ci_low:.3f}, {m.mean_ci_high:.3f}]"
-            f"; gap {m.gap.estimate:+.3f}; primacy {m.primacy.estimate:+.3f} "
-            f"[{m.primacy.ci_low:+.3f}, {m.primacy.ci_high:+.3f}]; recency "
-            f"{m.recency.estimate:+.3f} [{m.recency.ci_low:+.3f}, {m.recency.ci_high:+.3f}]"
-        )
+    """One line per metric (and length when several): mean accuracy, gap, primacy and
+    recency with intervals, and the shape class the intervals decide."""
+    lines = [f"scoring: {result.rule} (greedy), design {result.config.design}"]
+    groups: list[tuple[str, tuple[ScoreSet, ...]]] = [("", result.scores)]
+    if len(result.by_length) > 1:
+        groups += [(f"L = {b.length}, ", b.scores) for b in result.by_length]
+    for prefix, sets in groups:
+        for s in sets:
+            m, shape = s.summary, s.shape
+            lines.append(
+                f"{prefix}{s.metric}: mean {m.mean_accuracy:.3f} [{m.mean_ci_low:.3f}, "
+                f"{m.mean_ci_high:.3f}]; gap {m.gap.estimate:+.3f}; primacy "
+                f"{m.primacy.estimate:+.3f} [{m.primacy.ci_low:+.3f}, {m.primacy.ci_high:+.3f}]"
+                f"; recency {m.recency.estimate:+.3f} [{m.recency.ci_low:+.3f}, "
+                f"{m.recency.ci_high:+.3f}]; shape {shape.shape}"
+            )
     return lines

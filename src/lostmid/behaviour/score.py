@@ -1,11 +1,10 @@
 """Scoring retrieval: correct answers, and accuracy by position with intervals.
 
-Generation (Liu et al.'s rule). Greedy decoding (:func:`~lostmid.behaviour.decoding.
-greedy_decode`) of ``len(target tokens) + extra`` new tokens; an answer is correct when
-the normalised value is a substring of the normalised answer,
-``normalise(s) = " ".join(s.lower().split())`` (Liu et al. lower-case both; we also
-collapse whitespace). Token-level tasks (mqar) compare ids: correct when the value's ids
-appear contiguously in the generated ids. Teacher forcing
+Generation. Greedy decoding (:func:`~lostmid.behaviour.decoding.greedy_decode`) of the
+longest target's tokens + ``extra`` new tokens; a text answer is correct by the run's
+rule (:mod:`lostmid.behaviour.answers`: Liu's substring rule by default). Token-level
+tasks (mqar) compare ids: correct when the value's ids appear contiguously in the
+generated ids. Teacher forcing
 (:func:`~lostmid.behaviour.decoding.teacher_forced`) scores without generating.
 
 Intervals (:mod:`lostmid.stats.intervals`). Accuracy at a position: the Wilson score
@@ -24,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from lostmid.behaviour.example import RetrievalExample
+from lostmid.behaviour.prompts import encode, prompt_format
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.checks import check_choice
-from lostmid.errors import UserError
 from lostmid.stats import difference_interval, wilson_interval
 
 AXES = ("index", "depth")
@@ -191,24 +190,7 @@ def summarise_positions(scores: Sequence[PositionScore], metric: str) -> Retriev
 
 
 # -- answers ------------------------------------------------------------------------------------
-
-
-def normalise(text: str) -> str:
-    """Lower case, whitespace collapsed and stripped.
-
-    >>> normalise("  The VALUE\\n is ")
-    'the value is'
-    """
-    return " ".join(text.lower().split())
-
-
-def is_correct(value: str, answer: str) -> bool:
-    """Liu et al.'s rule: the normalised value is a substring of the normalised answer.
-
-    >>> is_correct("A1b2", ' "a1b2c3"'), is_correct("a1b2", "a1 b2")
-    (True, False)
-    """
-    return normalise(value) in normalise(answer)
+# The rules for a generated text answer live in :mod:`lostmid.behaviour.answers`.
 
 
 def contains_ids(needle: Sequence[int], haystack: Sequence[int]) -> bool:
@@ -224,37 +206,8 @@ def contains_ids(needle: Sequence[int], haystack: Sequence[int]) -> bool:
 def encode_examples(
     examples: Sequence[RetrievalExample], tokenizer: Tokenizer | None
 ) -> tuple[list[list[int]], list[list[int]]]:
-    """(prompt ids, target ids) per example: the task's own ids (mqar) or the tokenizer's
-    (the prompt with the model's prefix tokens, the target without)."""
-    prompts, targets = [], []
-    for ex in examples:
-        if ex.prompt_ids is not None:
-            prompts.append(list(ex.prompt_ids))
-            targets.append(list(ex.target_ids or ()))
-        elif tokenizer is None:
-            raise UserError(f"task {ex.task} needs a tokenizer; pass --tokenizer")
-        else:
-            prompts.append(tokenizer.encode(ex.prompt, special=True))
-            targets.append(tokenizer.encode(ex.target))
-    return prompts, targets
-
-
-def generation_correct(
-    examples: Sequence[RetrievalExample],
-    generated: Sequence[Sequence[int]],
-    tokenizer: Tokenizer | None,
-) -> tuple[np.ndarray, list[str]]:
-    """(correct (N,), answer texts): Liu's rule on decoded text, or id containment for
-    token-level tasks."""
-    correct = np.zeros(len(examples), dtype=bool)
-    answers = []
-    for i, (ex, ids) in enumerate(zip(examples, generated, strict=True)):
-        if ex.target_ids is not None:
-            correct[i] = contains_ids(ex.target_ids, ids)
-            answers.append(" ".join(str(t) for t in ids))
-        else:
-            assert tokenizer is not None
-            text = tokenizer.decode(list(ids))
-            correct[i] = is_correct(ex.value, text)
-            answers.append(text)
-    return correct, answers
+    """(prompt ids, target ids) per example, raw prompts with the tokenizer's special
+    tokens (:func:`lostmid.behaviour.prompts.encode` with ``--chat-template off``); the
+    task's own ids for mqar."""
+    encoded = encode(list(examples), tokenizer, prompt_format("off", tokenizer))
+    return encoded.prompts, encoded.targets

@@ -29,9 +29,7 @@ True
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from lostmid.behaviour.example import (
     TASKS,
@@ -111,13 +109,3 @@ def make_examples(
         for g in golds
         for i in range(examples)
     ]
-
-
-def export_jsonl(examples: Iterable[RetrievalExample], path: Path) -> Path:
-    """Write one JSON object a line (:meth:`RetrievalExample.record`) to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
-        for example in examples:
-            f.write(json.dumps(example.record(), ensure_ascii=False) + "\n")
-    return path

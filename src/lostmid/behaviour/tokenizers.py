@@ -36,14 +36,40 @@ _TOKENIZER_FILES = (
 class Tokenizer(Protocol):
     """What retrieval needs from a tokenizer."""
 
-    name: str
-    vocab_size: int
+    @property
+    def name(self) -> str:
+        """What the tokenizer is (``bytes``, a directory, a hub id)."""
+        ...
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of token ids."""
+        ...
 
     def encode(self, text: str, *, special: bool = False) -> list[int]:
         """Token ids of ``text``; ``special`` adds the model's prefix tokens (BOS)."""
         ...
 
     def decode(self, ids: list[int]) -> str: ...
+
+    @property
+    def eos_id(self) -> int | None:
+        """The end-of-sequence id (greedy answers are cut there), or None."""
+        ...
+
+    @property
+    def bos_id(self) -> int | None:
+        """The beginning-of-sequence id, or None."""
+        ...
+
+    @property
+    def chat_template(self) -> str | None:
+        """The chat template (Jinja), or None when the tokenizer has none."""
+        ...
+
+    def render_chat(self, user: str) -> str:
+        """``user`` as one user turn with the generation prompt, as text."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -61,6 +87,21 @@ class ByteTokenizer:
     def decode(self, ids: list[int]) -> str:
         return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
 
+    @property
+    def eos_id(self) -> int | None:
+        return None
+
+    @property
+    def bos_id(self) -> int | None:
+        return None
+
+    @property
+    def chat_template(self) -> str | None:
+        return None
+
+    def render_chat(self, user: str) -> str:
+        raise UserError("the byte tokenizer has no chat template; use --chat-template off")
+
 
 class HFTokenizer:
     """A Hugging Face tokenizer (``AutoTokenizer``) behind the :class:`Tokenizer` calls."""
@@ -75,6 +116,27 @@ class HFTokenizer:
 
     def decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    @property
+    def eos_id(self) -> int | None:
+        value = getattr(self.tokenizer, "eos_token_id", None)
+        return None if value is None else int(value)
+
+    @property
+    def bos_id(self) -> int | None:
+        value = getattr(self.tokenizer, "bos_token_id", None)
+        return None if value is None else int(value)
+
+    @property
+    def chat_template(self) -> str | None:
+        template = getattr(self.tokenizer, "chat_template", None)
+        return template if isinstance(template, str) and template.strip() else None
+
+    def render_chat(self, user: str) -> str:
+        rendered = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+        )
+        return str(rendered)
 
 
 def write_byte_marker(directory: Path, **facts: Any) -> Path:

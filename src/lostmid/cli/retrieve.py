@@ -20,6 +20,7 @@ from lostmid.cli.options import (
 FLAGS = {
     "gold_index": Flag(parse=comma_ints("--gold-index")),
     "depth": Flag(parse=comma_ints("--depth")),
+    "lengths": Flag(parse=comma_ints("--lengths")),
 }
 
 
@@ -32,7 +33,8 @@ def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
 
 COMMAND = command(
     "retrieve",
-    "Retrieval accuracy by gold position (Liu's kv, RULER's needle, MQAR).",
+    "Retrieval accuracy by gold position (Liu's kv, RULER's needle, MQAR, your data), over "
+    "one length or a length x depth grid.",
     [*options(RetrieveConfig, HELP, flags=FLAGS), out_option("retrieve"), overwrite_option()],
     _run,
 )

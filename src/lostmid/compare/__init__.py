@@ -14,7 +14,8 @@ The public surface, by task:
   :class:`Candidate` by name; :func:`predict_theory`;
 * fair scoring from arrays: :func:`noise_floor`, :func:`score_out_of_sample`;
 * claims: :class:`Claim`, judged by :func:`verdict_at_least`, :func:`verdict_at_most`,
-  :func:`verdict_order_of_magnitude`, with our number written by :func:`format_value`.
+  :func:`verdict_no_worse`, :func:`verdict_order_of_magnitude` on 95% intervals, with our
+  number written by :func:`format_interval`.
 
 Everything else lives in the submodules: :mod:`~lostmid.compare.metrics`,
 :mod:`~lostmid.compare.fitting` (the objective and spike policy every fit shares),
@@ -39,9 +40,10 @@ __getattr__, __dir__, __all__ = attach(
         "candidates": ["Candidate", "compare_measurement", "compare_measurements"],
         "claims": [
             "Claim",
-            "format_value",
+            "format_interval",
             "verdict_at_least",
             "verdict_at_most",
+            "verdict_no_worse",
             "verdict_order_of_magnitude",
         ],
         "config": ["CompareConfig"],

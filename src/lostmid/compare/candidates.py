@@ -25,9 +25,10 @@ from lostmid.compare.claims import (
     PAPER_SPEARMAN,
     PAPER_WASSERSTEIN1,
     Claim,
-    format_value,
+    format_interval,
     verdict_at_least,
     verdict_at_most,
+    verdict_no_worse,
 )
 from lostmid.compare.config import FIT_METRICS, LOG_BINS, SPIKE_POLICIES
 from lostmid.compare.fit import TheoryFamily, _log_scale
@@ -319,12 +320,11 @@ def judge_predictions(
     every zero-parameter candidate, and our check that the best of them is no worse
     than the best baseline on W1.
 
-    Ours is the candidate's score per seed (mean +- spread over seeds, each seed judged
-    as it is) with several seeds, else its in-sample score; the resolution is the noise
-    floor (:func:`lostmid.compare.claims.verdict_at_least`). The check: reproduced if
-    the prediction's W1 interval lies at or below the best baseline's mean W1
-    (ours + spread <= baseline), partly if the two intervals touch, otherwise not
-    reproduced (out of sample when there are several seeds).
+    Ours is the candidate's score per held-out seed as a 95% interval (t over seeds;
+    in sample with one seed); the resolution is the noise floor's interval
+    (:func:`lostmid.compare.claims.verdict_at_least`). The check: the paired difference
+    of W1 (prediction - baseline, per held-out seed) lies wholly <= 0 (reproduced),
+    wholly > 0 (not reproduced), or spans 0 (inconclusive).
     """
     claims = []
     zero = [c for c in candidates.values() if c.kind in ("theory", "predicted")]
@@ -336,24 +336,20 @@ def judge_predictions(
             ours = c.score(metric)
             floor_value = None if floor is None else floor.metrics[metric]
             verdict = judge(
-                ours.mean,
+                ours.interval(),
                 paper,
                 CLAIM_TOLERANCE[metric],
-                spread=ours.spread,
-                resolution=None if floor_value is None else floor_value.mean,
-                resolution_spread=0.0 if floor_value is None else floor_value.spread,
+                floor=None if floor_value is None else floor_value.interval(),
             )
             where = "per seed" if c.out_of_sample is not None else "in sample"
             floor_text = (
-                ""
-                if floor_value is None
-                else f"; seed-to-seed {format_value(floor_value.mean, floor_value.spread)}"
+                "" if floor_value is None else f"; seed-to-seed {format_interval(floor_value)}"
             )
             claims.append(
                 Claim.judged(
                     f"{c.name} matches the measurement ({text}, nothing fitted)",
                     f"{paper:g}",
-                    f"{format_value(ours.mean, ours.spread, 4)} ({where}, n={ours.n})" + floor_text,
+                    f"{format_interval(ours)} ({where})" + floor_text,
                     verdict,
                 )
             )
@@ -366,12 +362,23 @@ def judge_predictions(
             Claim.judged(
                 f"{best.name} is no worse than the best fitted baseline on W1 "
                 "(our check, not the paper's)",
-                f"{base.name} {format_value(theirs.mean, theirs.spread, 4)}",
-                format_value(ours.mean, ours.spread, 4),
-                verdict_at_most(ours.mean, theirs.mean, 0.0, ours.spread, theirs.spread),
+                f"{base.name} {format_interval(theirs)}",
+                format_interval(ours),
+                verdict_no_worse(
+                    w1_difference(best, base).interval(), f"W1 {best.name} - {base.name}"
+                ),
             )
         )
     return tuple(claims)
+
+
+def w1_difference(ours: Candidate, theirs: Candidate) -> MeanSpread:
+    """W1 of ``ours`` minus that of ``theirs``, paired by held-out seed (out of sample
+    when both were scored so, else the in-sample difference as one value)."""
+    if ours.out_of_sample is not None and theirs.out_of_sample is not None:
+        pairs = zip(ours.out_of_sample.folds, theirs.out_of_sample.folds, strict=True)
+        return MeanSpread.of([a.wasserstein1 - b.wasserstein1 for a, b in pairs])
+    return MeanSpread.of([ours.metrics.wasserstein1 - theirs.metrics.wasserstein1])
 
 
 # -- internals ---------------------------------------------------------------------------

@@ -1,31 +1,28 @@
 """Verdicts on the paper's claims, from our numbers by a stated rule.
 
-A claim gets one of four verdicts, declared once here (:data:`VERDICTS`):
-``reproduced``, ``partly``, ``not reproduced`` and ``below resolution`` (the noise
-floor of the measurement cannot support the paper's number, see
-:func:`verdict_at_least`). Each helper returns the verdict together with the text of
-the rule that produced it, so the report can show why.
+A claim gets one of five verdicts, declared once here (:data:`VERDICTS`):
+``reproduced``, ``partly``, ``not reproduced``, ``inconclusive`` (the interval spans a
+boundary of the rule) and ``below resolution`` (the noise floor of the measurement
+cannot support the paper's number, see :func:`verdict_at_least`). Each helper returns
+the verdict together with the text of the rule that produced it, with its numbers at 3
+significant digits, so the report can show why.
 
-Uncertainty. Our number is ``value +- spread``, where ``spread`` is the caller's
-uncertainty (we use the sample standard deviation across seeds; 0 for one seed). The
-rules are conservative: a claim is ``reproduced`` only if the whole interval
-[value - spread, value + spread] satisfies it within ``tolerance``; ``partly`` if some
-of the interval satisfies it within the wider ``partial`` margin (default twice the
-tolerance); otherwise ``not reproduced``. Comparisons are inclusive, with a slack of
-1e-9 so a number exactly on a boundary is not lost to rounding.
+Uncertainty (:data:`UNCERTAINTY`, the one convention of the table): our number is a 95%
+interval (low, high), t over seeds (:meth:`MeanSpread.interval`). A claim is
+``reproduced`` only if the whole interval satisfies it within ``tolerance``, ``partly``
+if the whole interval lies in the wider ``partial`` margin, ``not reproduced`` if the
+whole interval fails it, and ``inconclusive`` when it spans two of these zones.
 
 Resolution. Two independent measurements of one model (two seeds) agree only up to
-the noise of the measurement: their agreement ``resolution +- resolution_spread`` (the
-noise floor, :func:`lostmid.compare.scoring.noise_floor`) is about the best any
-candidate can reach against one measurement. When even that cannot reach the paper's
-number within the tolerance, and ours is as good as the floor, the claim cannot be
-tested at this budget: ``below resolution``, not ``not reproduced``. The exact rules
-are in :func:`verdict_at_least` and :func:`verdict_at_most`.
+the noise of the measurement: their agreement (the noise floor,
+:func:`lostmid.compare.scoring.noise_floor`, as a 95% interval over seed pairs) is about
+the best any candidate can reach against one measurement. When the whole floor fails
+the paper's number within the tolerance, and ours reaches the floor, the claim cannot
+be tested at this budget: ``below resolution``, not ``not reproduced``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -38,8 +35,19 @@ from lostmid.errors import UserError
 REPRODUCED = "reproduced"
 PARTLY = "partly"
 NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
 BELOW_RESOLUTION = "below resolution"
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, BELOW_RESOLUTION)
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, BELOW_RESOLUTION)
+
+UNCERTAINTY = (
+    "Every number with an uncertainty is a mean with its 95% interval: Student-t over "
+    "seeds (mean -+ t_0.975,n-1 sd / sqrt n) where independently initialised models or "
+    "training runs are the unit, Wilson (a proportion) and Newcombe (a difference of two) "
+    "for accuracies; one seed is judged on its point value. A verdict is reached only "
+    "when the whole interval lies on one side of the rule's boundary; an interval that "
+    "spans a boundary is inconclusive."
+)
+"""The one uncertainty convention of the claims table, stated once (the report's top)."""
 
 # The paper's step-0 agreement between theory and measurement (nothing fitted), and the
 # tolerance we grant each number (reproduce and compare judge them the same way).
@@ -87,222 +95,300 @@ class Claim:
     def judged(cls, claim: str, paper: str, ours: str, verdict: Verdict) -> Claim:
         """A claim from a :class:`Verdict` returned by one of the ``verdict_*`` helpers.
 
-        >>> c = Claim.judged("Spearman", "0.99", "0.995", verdict_at_least(0.995, 0.99, 0.005))
+        >>> v = verdict_at_least((0.99, 0.995), 0.99, 0.005)
+        >>> c = Claim.judged("Spearman", "0.99", "0.995", v)
         >>> c.verdict
         'reproduced'
         """
         return cls(claim=claim, paper=paper, ours=ours, verdict=verdict.verdict, rule=verdict.rule)
 
 
+Span = tuple[float, float]
+"""An interval (low, high); a point is (x, x)."""
+
+
+def span(value: MeanSpread) -> Span:
+    """The 95% interval of a number over seeds (:meth:`MeanSpread.interval`)."""
+    return value.interval()
+
+
+def _zone(x: float, edges: tuple[float, float], higher_is_better: bool) -> int:
+    """0: passes the threshold, 1: within the partial margin, 2: fails (inclusive edges,
+    with a 1e-9 slack so a number exactly on a boundary is not lost to rounding)."""
+    threshold, partial = edges
+    if higher_is_better:
+        return 0 if x >= threshold - _SLACK else 1 if x >= partial - _SLACK else 2
+    return 0 if x <= threshold + _SLACK else 1 if x <= partial + _SLACK else 2
+
+
+def _by_zones(low_zone: int, high_zone: int) -> str | None:
+    """The verdict when the whole interval lies in one zone, else None (inconclusive)."""
+    if low_zone != high_zone:
+        return None
+    return (REPRODUCED, PARTLY, NOT_REPRODUCED)[low_zone]
+
+
+def _interval_text(x: Span) -> str:
+    return f"{x[0]:.3g}" if x[0] == x[1] else f"[{x[0]:.3g}, {x[1]:.3g}]"
+
+
 def verdict_at_least(
-    value: float | None,
+    ours: Span,
     paper_value: float,
     tolerance: float,
-    spread: float = 0.0,
     partial: float | None = None,
-    resolution: float | None = None,
-    resolution_spread: float = 0.0,
+    floor: Span | None = None,
 ) -> Verdict:
     """Verdict on a claim "the quantity is at least ``paper_value``" (e.g. Spearman 0.99).
 
-    With threshold = paper_value - tolerance, partial = 2 * tolerance by default, and
-    the noise floor r +- r_s (``resolution``, ``resolution_spread``; None: not known),
-    the first rule that holds gives the verdict:
+    ``ours`` and ``floor`` (the noise floor: the same quantity between independent
+    measurements of one model; None: not known) are 95% intervals (low, high). With
+    threshold = paper_value - tolerance and the partial margin paper_value - partial
+    (default 2 * tolerance), each end of ``ours`` falls in a zone: passes (>= the
+    threshold), near (>= the margin) or fails; the first rule that holds gives the
+    verdict:
 
-    1. reproduced if value - spread >= threshold;
-    2. below resolution if r + r_s < threshold (two measurements of the same model do
-       not agree at the paper's level) and value + spread >= r - r_s - tolerance (ours
-       agrees with the measurement as well as the measurement agrees with itself);
-    3. partly if value + spread >= paper_value - partial;
-    4. otherwise not reproduced (also when ours is undefined).
+    1. reproduced if the whole interval passes (low >= threshold);
+    2. below resolution if the whole floor fails the threshold (its high < threshold:
+       two measurements of the same model do not agree at the paper's level) and ours
+       reaches the floor (high >= floor low - tolerance);
+    3. partly if the whole interval is near; not reproduced if it all fails (also when
+       ours is undefined);
+    4. otherwise inconclusive: the interval spans two zones.
 
-    >>> verdict_at_least(0.985, 0.99, 0.005).verdict
+    >>> verdict_at_least((0.985, 0.99), 0.99, 0.005).verdict
     'reproduced'
-    >>> verdict_at_least(0.975, 0.99, 0.005, spread=0.006).verdict
+    >>> verdict_at_least((0.981, 0.984), 0.99, 0.005).verdict
     'partly'
-    >>> verdict_at_least(0.92, 0.99, 0.01, resolution=0.93).verdict
+    >>> verdict_at_least((0.97, 0.99), 0.99, 0.005).verdict
+    'inconclusive'
+    >>> verdict_at_least((0.91, 0.93), 0.99, 0.01, floor=(0.92, 0.94)).verdict
     'below resolution'
     """
-    value, spread, tolerance, partial = _check(value, spread, tolerance, partial)
-    threshold, partial_threshold = paper_value - tolerance, paper_value - partial
+    low, high, tolerance, partial = _check(ours, tolerance, partial)
+    threshold, margin = paper_value - tolerance, paper_value - partial
     rule = (
-        f"reproduced if ours - spread >= {paper_value:g} - {tolerance:g} = {threshold:g}; "
-        + _floor_clause(
-            resolution,
-            resolution_spread,
-            "the noise floor {r:g} + {rs:g} < " + f"{threshold:g} and ours + spread >= "
-            "{r:g} - {rs:g} - " + f"{tolerance:g} = " + "{reach:g}",
-            -tolerance,
-        )
-        + f"partly if ours + spread >= {paper_value:g} - {partial:g} = {partial_threshold:g}; "
-        "otherwise not reproduced"
+        f"95% intervals; reproduced if ours lies wholly >= {threshold:.3g} "
+        f"({paper_value:g} - {tolerance:g}); "
+        + _floor_clause(floor, f"< {threshold:.3g}", f"its low - {tolerance:g}", -tolerance)
+        + f"partly if wholly in [{margin:.3g}, {threshold:.3g}); not reproduced if wholly "
+        f"< {margin:.3g}; inconclusive if it spans these zones; ours {_interval_text((low, high))}"
     )
-    if not np.isfinite(value):
+    if not (np.isfinite(low) and np.isfinite(high)):
         return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
-    if value - spread >= threshold - _SLACK:
+    edges = (threshold, margin)
+    if _zone(low, edges, True) == 0:
         return Verdict(REPRODUCED, rule)
     if (
-        resolution is not None
-        and resolution + resolution_spread < threshold - _SLACK
-        and value + spread >= resolution - resolution_spread - tolerance - _SLACK
+        floor is not None
+        and floor[1] < threshold - _SLACK
+        and high >= floor[0] - tolerance - _SLACK
     ):
         return Verdict(BELOW_RESOLUTION, rule)
-    if value + spread >= partial_threshold - _SLACK:
-        return Verdict(PARTLY, rule)
-    return Verdict(NOT_REPRODUCED, rule)
+    found = _by_zones(_zone(low, edges, True), _zone(high, edges, True))
+    return Verdict(found or INCONCLUSIVE, rule)
 
 
 def verdict_at_most(
-    value: float | None,
+    ours: Span,
     paper_value: float,
     tolerance: float,
-    spread: float = 0.0,
     partial: float | None = None,
-    resolution: float | None = None,
-    resolution_spread: float = 0.0,
+    floor: Span | None = None,
 ) -> Verdict:
     """Verdict on a claim "the quantity is at most ``paper_value``" (e.g. W1 0.02).
 
-    The mirror of :func:`verdict_at_least`. With threshold = paper_value + tolerance,
-    partial = 2 * tolerance by default, and the noise floor r +- r_s:
+    The mirror of :func:`verdict_at_least`. With threshold = paper_value + tolerance and
+    the margin paper_value + partial (default 2 * tolerance):
 
-    1. reproduced if value + spread <= threshold;
-    2. below resolution if r - r_s > threshold (two measurements of the same model
-       differ by more than the paper's number) and value - spread <= r + r_s +
-       tolerance (ours is as close to the measurement as the measurement to itself);
-    3. partly if value - spread <= paper_value + partial;
-    4. otherwise not reproduced (also when ours is undefined).
+    1. reproduced if the whole interval passes (high <= threshold);
+    2. below resolution if the whole floor fails the threshold (its low > threshold:
+       two measurements of the same model differ by more than the paper's number) and
+       ours reaches the floor (low <= floor high + tolerance);
+    3. partly if the whole interval is near; not reproduced if it all fails (also when
+       ours is undefined);
+    4. otherwise inconclusive.
 
-    >>> verdict_at_most(0.025, 0.02, 0.005).verdict
+    >>> verdict_at_most((0.020, 0.025), 0.02, 0.005).verdict
     'reproduced'
-    >>> verdict_at_most(0.05, 0.02, 0.005).verdict
+    >>> verdict_at_most((0.05, 0.06), 0.02, 0.005).verdict
     'not reproduced'
-    >>> verdict_at_most(0.05, 0.02, 0.005, resolution=0.045).verdict
+    >>> verdict_at_most((0.02, 0.05), 0.02, 0.005).verdict
+    'inconclusive'
+    >>> verdict_at_most((0.04, 0.05), 0.02, 0.005, floor=(0.045, 0.05)).verdict
     'below resolution'
     """
-    value, spread, tolerance, partial = _check(value, spread, tolerance, partial)
-    threshold, partial_threshold = paper_value + tolerance, paper_value + partial
+    low, high, tolerance, partial = _check(ours, tolerance, partial)
+    threshold, margin = paper_value + tolerance, paper_value + partial
     rule = (
-        f"reproduced if ours + spread <= {paper_value:g} + {tolerance:g} = {threshold:g}; "
-        + _floor_clause(
-            resolution,
-            resolution_spread,
-            "the noise floor {r:g} - {rs:g} > " + f"{threshold:g} and ours - spread <= "
-            "{r:g} + {rs:g} + " + f"{tolerance:g} = " + "{reach:g}",
-            tolerance,
-        )
-        + f"partly if ours - spread <= {paper_value:g} + {partial:g} = {partial_threshold:g}; "
-        "otherwise not reproduced"
+        f"95% intervals; reproduced if ours lies wholly <= {threshold:.3g} "
+        f"({paper_value:g} + {tolerance:g}); "
+        + _floor_clause(floor, f"> {threshold:.3g}", f"its high + {tolerance:g}", tolerance)
+        + f"partly if wholly in ({threshold:.3g}, {margin:.3g}]; not reproduced if wholly "
+        f"> {margin:.3g}; inconclusive if it spans these zones; ours {_interval_text((low, high))}"
     )
-    if not np.isfinite(value):
+    if not (np.isfinite(low) and np.isfinite(high)):
         return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
-    if value + spread <= threshold + _SLACK:
+    edges = (threshold, margin)
+    if _zone(high, edges, False) == 0:
         return Verdict(REPRODUCED, rule)
-    if (
-        resolution is not None
-        and resolution - resolution_spread > threshold + _SLACK
-        and value - spread <= resolution + resolution_spread + tolerance + _SLACK
-    ):
+    if floor is not None and floor[0] > threshold + _SLACK and low <= floor[1] + tolerance + _SLACK:
         return Verdict(BELOW_RESOLUTION, rule)
-    if value - spread <= partial_threshold + _SLACK:
-        return Verdict(PARTLY, rule)
-    return Verdict(NOT_REPRODUCED, rule)
+    found = _by_zones(_zone(low, edges, False), _zone(high, edges, False))
+    return Verdict(found or INCONCLUSIVE, rule)
 
 
-def _floor_clause(resolution: float | None, spread: float, text: str, tolerance: float) -> str:
-    """The below-resolution clause of a rule with its numbers ('' without a noise
-    floor). ``tolerance`` carries the sign of the reach: ours must come within
-    r -+ r_s -+ tolerance, on the side of the floor where ours may fail."""
-    if resolution is None:
+def _floor_clause(floor: Span | None, fails: str, reach: str, tolerance: float) -> str:
+    """The below-resolution clause of a rule with its numbers ('' without a noise floor)."""
+    if floor is None:
         return ""
-    if not (np.isfinite(resolution) and np.isfinite(spread) and spread >= 0):
-        raise UserError(
-            f"the noise floor must be a finite number with a spread >= 0, got "
-            f"{resolution} +- {spread}"
-        )
-    reach = resolution + np.copysign(spread, tolerance) + tolerance
-    return "below resolution if " + text.format(r=resolution, rs=spread, reach=reach) + "; "
+    if not (np.isfinite(floor[0]) and np.isfinite(floor[1]) and floor[0] <= floor[1]):
+        raise UserError(f"the noise floor must be a finite interval, got {floor}")
+    edge = floor[1] + tolerance if tolerance > 0 else floor[0] + tolerance
+    return (
+        f"below resolution if the noise floor {_interval_text(floor)} lies wholly {fails} "
+        f"and ours reaches {reach} = {edge:.3g}; "
+    )
+
+
+def verdict_no_worse(difference: Span, what: str = "ours - theirs") -> Verdict:
+    """Verdict on "ours is no worse than theirs" from the 95% interval of the paired
+    difference of a lower-is-better score (``what``, e.g. W1 per held-out seed):
+    reproduced if it lies wholly <= 0, not reproduced if wholly > 0, else inconclusive.
+
+    >>> verdict_no_worse((-0.003, -0.001)).verdict, verdict_no_worse((-0.001, 0.002)).verdict
+    ('reproduced', 'inconclusive')
+    >>> verdict_no_worse((0.001, 0.004)).verdict
+    'not reproduced'
+    """
+    low, high = difference
+    rule = (
+        f"95% interval of {what}, paired by seed: reproduced if it lies wholly <= 0, not "
+        f"reproduced if wholly > 0, else inconclusive; it is {_interval_text(difference)}"
+    )
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
+    if high <= _SLACK:
+        return Verdict(REPRODUCED, rule)
+    if low > _SLACK:
+        return Verdict(NOT_REPRODUCED, rule)
+    return Verdict(INCONCLUSIVE, rule)
 
 
 def verdict_order_of_magnitude(
-    value: float | None,
+    log10_ours: Span,
     paper_value: float,
-    log10_spread: float = 0.0,
     tolerance_decades: float = 0.5,
     partial_decades: float = 1.0,
 ) -> Verdict:
     """Verdict on a claim "the quantity is about ``paper_value``" in orders of magnitude
-    (e.g. peak-to-valley about 10^2).
+    (e.g. peak-to-valley about 10^2), from the 95% interval of log10 ours.
 
-    With d = |log10 value - log10 paper_value| (decades) and the uncertainty
-    ``log10_spread`` in decades: reproduced if d + log10_spread <= tolerance_decades
-    (default 0.5: within a factor sqrt(10) = 3.16 even at the edge of the uncertainty);
-    partly if d - log10_spread <= partial_decades (default 1: within a factor 10);
-    otherwise not reproduced.
+    d = |log10 ours - log10 paper_value| over the interval (its least and greatest
+    value); reproduced if d <= ``tolerance_decades`` over the whole interval (default
+    0.5: within a factor sqrt(10)); partly if tolerance < d <= ``partial_decades``
+    throughout (default 1: within a factor 10); not reproduced if d > partial
+    throughout; otherwise inconclusive.
 
-    >>> verdict_order_of_magnitude(300.0, 100.0).verdict  # log10(3) = 0.48 decades
+    >>> verdict_order_of_magnitude((2.4, 2.48), 100.0).verdict  # within 0.48 decades
     'reproduced'
-    >>> verdict_order_of_magnitude(900.0, 100.0).verdict  # 0.95 decades
+    >>> verdict_order_of_magnitude((2.9, 2.96), 100.0).verdict
     'partly'
-    >>> verdict_order_of_magnitude(2000.0, 100.0).verdict
+    >>> verdict_order_of_magnitude((3.2, 3.4), 100.0).verdict
     'not reproduced'
+    >>> verdict_order_of_magnitude((2.3, 2.7), 100.0).verdict
+    'inconclusive'
     """
     if not (np.isfinite(paper_value) and paper_value > 0):
         raise UserError(f"the paper's value must be a positive number, got {paper_value}")
-    _check(0.0, log10_spread, tolerance_decades, partial_decades)
+    low, high, _, _ = _check(log10_ours, tolerance_decades, partial_decades)
+    target = float(np.log10(paper_value))
     rule = (
-        f"d = |log10 ours - log10 {paper_value:g}| decades; reproduced if d + spread <= "
-        f"{tolerance_decades:g}; partly if d - spread <= {partial_decades:g}; "
-        "otherwise not reproduced"
+        f"d = |log10 ours - {target:g}| decades over the 95% interval of log10 ours "
+        f"{_interval_text((low, high))}; reproduced if d <= {tolerance_decades:g} throughout, "
+        f"partly if in ({tolerance_decades:g}, {partial_decades:g}] throughout, not "
+        f"reproduced if > {partial_decades:g} throughout, else inconclusive"
     )
-    if value is None or not (np.isfinite(value) and value > 0):
+    if not (np.isfinite(low) and np.isfinite(high)):
         return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
-    d = abs(float(np.log10(value) - np.log10(paper_value)))
-    if d + log10_spread <= tolerance_decades + _SLACK:
-        return Verdict(REPRODUCED, rule)
-    if d - log10_spread <= partial_decades + _SLACK:
-        return Verdict(PARTLY, rule)
-    return Verdict(NOT_REPRODUCED, rule)
+    d_low = 0.0 if low <= target <= high else min(abs(low - target), abs(high - target))
+    d_high = max(abs(low - target), abs(high - target))
+    edges = (tolerance_decades, partial_decades)
+    found = _by_zones(_zone(d_low, edges, False), _zone(d_high, edges, False))
+    return Verdict(found or INCONCLUSIVE, rule)
 
 
-def mean_and_spread(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
-    """Mean across seeds and the spread used by the verdicts
-    (:class:`~lostmid.compare.scoring.MeanSpread`: the sample standard deviation,
-    ddof = 1, 0 for a single value); every value must be finite.
+def floor_relation(ours: MeanSpread, floor: MeanSpread) -> str:
+    """Where a score sits against the noise floor of the same metric: by the 95% Welch
+    interval of the difference of their means, ``above the noise floor`` (wholly > 0),
+    ``below the noise floor`` (wholly < 0) or ``at the noise floor`` (it spans 0; also
+    when either has a single value, whose spread is unknown).
 
-    >>> mean_and_spread([1.0, 3.0])
-    (2.0, 1.4142135623730951)
+    >>> floor_relation(MeanSpread(0.0039, 0.0003, 3), MeanSpread(0.0024, 0.0006, 3))
+    'above the noise floor'
+    >>> floor_relation(MeanSpread(0.0076, 0.0019, 3), MeanSpread(0.0105, 0.0046, 3))
+    'at the noise floor'
     """
-    v = np.asarray(values, dtype=np.float64).ravel()
-    if v.size == 0 or not np.all(np.isfinite(v)):
-        raise UserError("need at least one finite value to summarise across seeds")
-    summary = MeanSpread.of(v.tolist())
-    return summary.mean, summary.spread
+    low, high = welch_difference(ours, floor)
+    if low > 0:
+        return "above the noise floor"
+    if high < 0:
+        return "below the noise floor"
+    return "at the noise floor"
 
 
-def format_value(value: float, spread: float = 0.0, digits: int = 3) -> str:
-    """Our number as text for the claims table: ``"0.987 +- 0.004"``.
+def welch_difference(a: MeanSpread, b: MeanSpread) -> Span:
+    """The 95% Welch interval of mean(a) - mean(b) for two independent samples; (-inf,
+    inf) when either has fewer than 2 values.
 
-    >>> format_value(0.98712, 0.0041)
-    '0.987 +- 0.004'
+    >>> [round(x, 5) for x in welch_difference(MeanSpread(0.0039, 0.0003, 3),
+    ...                                          MeanSpread(0.0024, 0.0006, 3))]
+    [0.00025, 0.00275]
     """
-    if spread > 0:
-        return f"{value:.{digits}f} +- {spread:.{digits}f}"
-    return f"{value:.{digits}f}"
+    if a.n < 2 or b.n < 2:
+        return -np.inf, np.inf
+    from scipy.stats import t as student_t
+
+    va, vb = a.spread**2 / a.n, b.spread**2 / b.n
+    diff = a.mean - b.mean
+    if va + vb == 0:
+        return diff, diff
+    dof = (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1))
+    half = float(student_t.ppf(0.975, dof) * np.sqrt(va + vb))
+    return diff - half, diff + half
+
+
+def format_interval(value: MeanSpread, digits: int = 3) -> str:
+    """A number over seeds as the claims table writes it: the mean and its 95% interval
+    at ``digits`` significant digits, and n (``n/a`` when nothing was defined).
+
+    >>> format_interval(MeanSpread(0.012345, 0.002, 3))
+    '0.0123 [0.00738, 0.0173] (n=3)'
+    >>> format_interval(MeanSpread(0.5, 0.0, 1))
+    '0.5 (n=1)'
+    """
+    if value.n == 0 or not np.isfinite(value.mean):
+        return "n/a"
+    if value.n == 1:
+        return f"{value.mean:.{digits}g} (n=1)"
+    low, high = value.interval()
+    return f"{value.mean:.{digits}g} [{low:.{digits}g}, {high:.{digits}g}] (n={value.n})"
 
 
 def _check(
-    value: float | None, spread: float, tolerance: float, partial: float | None
+    ours: Span, tolerance: float, partial: float | None
 ) -> tuple[float, float, float, float]:
-    """Validate the rule's knobs; an undefined ``value`` (None) becomes nan."""
+    """Validate the rule's knobs; an undefined end (None, nan) stays nan."""
     partial = 2.0 * tolerance if partial is None else partial
-    value = float("nan") if value is None else value
-    for name, v in (("spread", spread), ("tolerance", tolerance), ("partial", partial)):
+    low, high = (float("nan") if v is None else float(v) for v in ours)
+    for name, v in (("tolerance", tolerance), ("partial", partial)):
         if not np.isfinite(v):
             raise UserError(f"{name} must be a finite number, got {v}")
-    if spread < 0 or tolerance < 0 or partial < tolerance:
+    if tolerance < 0 or partial < tolerance:
         raise UserError(
-            f"need spread >= 0, tolerance >= 0 and partial >= tolerance; got spread={spread}, "
-            f"tolerance={tolerance}, partial={partial}"
+            f"need tolerance >= 0 and partial >= tolerance; got tolerance={tolerance}, "
+            f"partial={partial}"
         )
-    return float(value), float(spread), float(tolerance), float(partial)
+    if np.isfinite(low) and np.isfinite(high) and low > high + _SLACK:
+        raise UserError(f"an interval needs low <= high, got ({low}, {high})")
+    return low, high, float(tolerance), float(partial)

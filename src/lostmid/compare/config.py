@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lostmid.checks import check_choice, check_positive
+from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.theory.exact import KERNELS
 
@@ -80,6 +80,7 @@ class CompareConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         measured = (self.measured,) if isinstance(self.measured, str | Path) else self.measured
         if not measured:
             raise UserError("--measured: give at least one measure.json")

@@ -34,7 +34,8 @@ from lostmid.typing import Float
 @dataclass(frozen=True)
 class MeanSpread:
     """A number over seeds or folds: mean, spread (sample standard deviation, ddof = 1;
-    0 for one value) and n, the count of finite values it is made of."""
+    0 for one value) and n, the count of finite values it is made of; its 95% interval
+    (:meth:`interval`) is what verdicts use."""
 
     mean: float
     spread: float
@@ -52,8 +53,32 @@ class MeanSpread:
             return cls(float("nan"), float("nan"), 0)
         return cls(float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0, int(v.size))
 
+    def interval(self) -> tuple[float, float]:
+        """The 95% interval of the mean, the one uncertainty convention of every verdict:
+        mean -+ t_{0.975, n-1} * spread / sqrt(n) (seeds or folds are the unit); one value
+        is its own interval (nothing is known of the spread), none is (nan, nan).
+
+        >>> [round(x, 4) for x in MeanSpread(2.0, 1.0, 3).interval()]
+        [-0.4841, 4.4841]
+        """
+        if self.n == 0:
+            return float("nan"), float("nan")
+        if self.n == 1:
+            return self.mean, self.mean
+        from scipy.stats import t as student_t
+
+        half = float(student_t.ppf(0.975, self.n - 1) * self.spread / np.sqrt(self.n))
+        return self.mean - half, self.mean + half
+
     def record(self) -> dict[str, float | int]:
-        return {"mean": self.mean, "spread": self.spread, "n": self.n}
+        low, high = self.interval()
+        return {
+            "mean": self.mean,
+            "spread": self.spread,
+            "n": self.n,
+            "ci_low": low if self.n > 1 else None,
+            "ci_high": high if self.n > 1 else None,
+        }
 
 
 def summarize(comparisons: Sequence[ProfileComparison]) -> dict[str, MeanSpread]:

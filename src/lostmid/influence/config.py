@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for
-from lostmid.checks import check_choice, check_position, check_positive
+from lostmid.checks import check_choice, check_position, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.profile import OUTPUTS, STRATEGIES
 
@@ -101,6 +101,7 @@ class MeasureConfig:
     compile: bool = False
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         for name in ("length", "samples", "probes", "batch_size", "gain_directions"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         check_choice("--output", self.output, OUTPUTS)

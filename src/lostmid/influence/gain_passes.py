@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from lostmid.errors import UserError
+from lostmid.influence.passes import at_least_float32
 from lostmid.models import LoadedModel
 
 
@@ -86,11 +87,6 @@ def record_calls(loaded: LoadedModel, ids: torch.Tensor) -> list[BlockCall]:
         for handle in handles:
             handle.remove()
     return [call for call in calls if call is not None]
-
-
-def wide(t: torch.Tensor) -> torch.Tensor:
-    """float32 at least (float64 kept), for accumulating squares."""
-    return t.to(torch.promote_types(t.dtype, torch.float32))
 
 
 def layer_vjps(
@@ -181,13 +177,13 @@ def vjps(y: torch.Tensor, x: torch.Tensor, cotangents: torch.Tensor) -> torch.Te
                     (g,) = torch.autograd.grad(
                         y, x, chunk, is_grads_batched=True, retain_graph=True, allow_unused=True
                     )
-                out.append(wide(torch.zeros_like(chunk) if g is None else g))
+                out.append(at_least_float32(torch.zeros_like(chunk) if g is None else g))
                 continue
             except RuntimeError:
                 pass
         for c in chunk:
             (g,) = torch.autograd.grad(y, x, c, retain_graph=True, allow_unused=True)
-            out.append(wide(torch.zeros_like(c) if g is None else g)[None])
+            out.append(at_least_float32(torch.zeros_like(c) if g is None else g)[None])
     return torch.cat(out)
 
 

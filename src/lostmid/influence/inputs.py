@@ -74,11 +74,6 @@ def check_fits_model(loaded: LoadedModel, input_ids: torch.Tensor) -> None:
     Call it after checking that samples and length are positive (an empty tensor has no
     smallest id).
     """
-    length = input_ids.shape[1]
-    if length > loaded.max_length:
-        raise UserError(
-            f"--length {length} exceeds the maximum {loaded.max_length} of {loaded.spec}; "
-            f"use --length {loaded.max_length} or less"
-        )
+    loaded.check_length(input_ids.shape[1])
     if int(input_ids.min()) < 0 or int(input_ids.max()) >= loaded.vocab_size:
         raise UserError(f"token ids must lie in 0..{loaded.vocab_size - 1} for {loaded.spec}")

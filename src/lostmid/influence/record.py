@@ -25,6 +25,9 @@ position j; positions 1..L at indices 0..L-1):
   layer, or null); the variance split (``mean_sq``, ``stderr_sq``, ``var_probe``,
   ``var_sample``, ``stderr_basis``, ``best_probes_per_sample``, ``max_relative_stderr``);
 * ``summary`` (primacy, valley, recency, peak-to-valley; derived, not read back);
+* ``shape``: shape indices of positions 1..target with their intervals from ``stderr``
+  (:func:`lostmid.stats.shape.profile_shape`; derived, not read back; null without
+  standard errors);
 * ``config``: the resolved facts, with at least ``length``, ``layers`` and ``target``
   (1-indexed; null means L), and ``mask`` when every layer has the same; ``requested``:
   the options as given; ``metadata``: provenance; ``notes``.
@@ -47,6 +50,7 @@ from lostmid.errors import UserError
 from lostmid.influence.gains import BranchGains
 from lostmid.records import json_array, json_floats, json_object, json_profile, json_target
 from lostmid.runinfo import read_json, to_jsonable, write_json
+from lostmid.stats.shape import ShapeIndices, profile_shape
 from lostmid.theory import summarize_profile
 from lostmid.theory.masks import layer_masks as parse_layer_masks
 from lostmid.typing import Float
@@ -197,6 +201,17 @@ class MeasureRecord:
             **arrays,
         )
 
+    @property
+    def shape(self) -> ShapeIndices | None:
+        """Shape indices of positions 1..target (:func:`lostmid.stats.shape.profile_shape`),
+        None without finite standard errors."""
+        t = self.target
+        if self.stderr is None or not np.all(np.isfinite(self.stderr[:t])):
+            return None
+        if not self.influence[:t].mean() > 0:
+            return None
+        return profile_shape(self.influence[:t], self.stderr[:t])
+
     def record(self) -> dict[str, Any]:
         """The JSON form (the module docstring's layout)."""
         jacobian = None if self.branch_gain is None else self.branch_gain / (1.0 + self.branch_gain)
@@ -228,6 +243,7 @@ class MeasureRecord:
                 "layer_masks": None if self.layer_masks is None else list(self.layer_masks),
                 "notes": list(self.notes),
                 "summary": summarize_profile(self.influence, target=self.target),
+                "shape": self.shape,
                 "config": facts,
                 "requested": None if self.requested is None else dict(self.requested),
                 "metadata": dict(self.metadata),

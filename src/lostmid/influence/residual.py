@@ -41,15 +41,16 @@ path), which the value-path gain leaves out: with W_Q = W_K = 0 it closes.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
 from lostmid.influence.config import STRENGTHS
+from lostmid.influence.gain_passes import record_calls
 from lostmid.influence.gains import branch_gains
+from lostmid.influence.inputs import check_fits_model
+from lostmid.influence.passes import at_least_float32
 from lostmid.models import LoadedModel
 from lostmid.typing import Float
 
@@ -102,55 +103,22 @@ def forward_ratio(
     loaded: LoadedModel, input_ids: torch.LongTensor, *, batch_size: int = 1
 ) -> Float[np.ndarray, " H"]:
     """The peer's forward ratio lambda_l = mean ||a_l|| / (||x_l|| + ||a_l||) over tokens
-    and samples; shape (H,). Not the theory's a_l (module docstring): for comparison."""
+    and samples; shape (H,). Not the theory's a_l (module docstring): for comparison.
+
+    x_l and a_l are each block's input and attention-branch output in the real forward
+    pass, as :func:`~lostmid.influence.gain_passes.record_calls` keeps them."""
     if input_ids.ndim != 2 or input_ids.shape[0] < 1:
         raise UserError("input_ids must be a non-empty (samples, length) tensor")
-    if input_ids.shape[1] > loaded.max_length:
-        raise UserError(
-            f"--length {input_ids.shape[1]} exceeds the maximum {loaded.max_length} of "
-            f"{loaded.spec}"
-        )
-    model, adapter = loaded.model, loaded.adapter
-    blocks = adapter.blocks(model)
-    device = loaded.input_device  # the embedding's device, also under a device map
-    sums = np.zeros(len(blocks))
+    check_fits_model(loaded, input_ids)
+    sums = np.zeros(loaded.num_layers)
     count = 0
-    block_inputs: dict[int, torch.Tensor] = {}
-    ratios: dict[int, torch.Tensor] = {}
-    handles: list[Any] = []
-
-    def keep_input(index: int, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
-        block_inputs[index] = args[0] if args else kwargs["hidden_states"]  # (B, L, d)
-
-    def keep_ratio(index: int, module: torch.nn.Module, args: tuple, output: Any) -> None:
-        a = output[0] if isinstance(output, tuple) else output  # (B, L, d) or (B L, d)
-        x = block_inputs[index]
-        a = a.reshape(x.shape)  # OPT's projections run on flattened positions
-        wide = torch.promote_types(a.dtype, torch.float32)  # float32 at least, float64 kept
-        a, x = a.to(wide), x.to(wide)
-        a_norm, x_norm = a.norm(dim=-1), x.norm(dim=-1)  # (B, L)
-        ratios[index] = (a_norm / (x_norm + a_norm).clamp_min(1e-30)).double().sum()
-
-    try:
-        for index, block in enumerate(blocks):
-            handles.append(
-                block.register_forward_pre_hook(
-                    lambda m, a, k, i=index: keep_input(i, m, a, k), with_kwargs=True
-                )
-            )
-            handles.append(
-                adapter.attention_out(block).register_forward_hook(
-                    lambda m, a, o, i=index: keep_ratio(i, m, a, o)
-                )
-            )
-        embed = adapter.token_embedding(model)
-        with torch.no_grad():
-            for lo in range(0, input_ids.shape[0], batch_size):
-                ids = input_ids[lo : lo + batch_size].to(device)  # (B, L)
-                adapter.base(model)(inputs_embeds=embed(ids), use_cache=False)
-                sums += np.array([float(ratios[i]) for i in range(len(blocks))])
-                count += ids.numel()
-    finally:
-        for handle in handles:
-            handle.remove()
+    for lo in range(0, input_ids.shape[0], batch_size):
+        ids = input_ids[lo : lo + batch_size].to(loaded.input_device)  # (B, L)
+        for index, call in enumerate(record_calls(loaded, ids)):
+            x = at_least_float32(call.hidden)  # (B, L, d)
+            assert call.attention_output is not None
+            a = at_least_float32(call.attention_output).reshape(x.shape)  # OPT: (B L, d)
+            a_norm, x_norm = a.norm(dim=-1), x.norm(dim=-1)  # (B, L)
+            sums[index] += float((a_norm / (x_norm + a_norm).clamp_min(1e-30)).double().sum())
+        count += ids.numel()
     return sums / count

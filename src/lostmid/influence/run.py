@@ -138,6 +138,13 @@ def summary_table(result: MeasureResult) -> Table:
     table.add_row("dead-zone level (middle half)", fmt(s.dead_zone_level))
     table.add_row(f"recency (j = {s.target})", fmt(s.recency))
     table.add_row("peak-to-valley", fmt(s.peak_to_valley))
+    shape = result.measure_record().shape
+    if shape is not None:
+        table.add_row(
+            "shape (95% intervals)",
+            f"{shape.shape}; bias index {shape.bias.estimate:+.3g} "
+            f"[{shape.bias.ci_low:+.3g}, {shape.bias.ci_high:+.3g}] of the mean",
+        )
     table.add_row(f"a_l used ({result.config.strength})", layers(result.residual_strength))
     table.add_row("branch gain s_l", layers(None if g is None else g.gain))
     table.add_row("a_l = s/(1+s) (jacobian)", layers(None if g is None else g.residual_strength))
@@ -182,11 +189,7 @@ def run_measure(
                 attn_implementation=attention,
                 device_map=config.device_map,
             )
-        if config.length > loaded.max_length:
-            raise UserError(
-                f"--length {config.length} exceeds the maximum {loaded.max_length} of "
-                f"{config.model}; use --length {loaded.max_length} or less"
-            )
+        loaded.check_length(config.length)  # before the inputs are drawn
         with timer("inputs"):
             if config.corpus is None:
                 ids = random_token_ids(

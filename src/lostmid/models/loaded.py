@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from lostmid.errors import UserError
 from lostmid.models.adapters import FamilyAdapter, adapter_for_model
 from lostmid.models.placement import device_name, execution_device
 
@@ -105,6 +106,16 @@ class LoadedModel:
             if device_map is None
             else {name: device_name(dev) for name, dev in device_map.items()},
         )
+
+    def check_length(self, length: int) -> int:
+        """``length`` if the model takes inputs that long, else the one line that says so
+        (the one check of a length against a model, wherever a length enters)."""
+        if length > self.max_length:
+            raise UserError(
+                f"--length {length} exceeds the maximum {self.max_length} of {self.spec}; "
+                f"use --length {self.max_length} or less"
+            )
+        return length
 
     def describe(self) -> dict[str, Any]:
         """The resolved facts about the model, for result files."""

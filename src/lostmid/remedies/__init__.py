@@ -23,7 +23,7 @@ __getattr__, __dir__, __all__ = attach(
     {
         "base": ["REGISTRY", "Remedy", "Setting", "register"],
         "registry": ["get_remedy", "remedy_names"],
-        "config": ["HELP", "SCALES", "RemediesConfig", "Scale"],
+        "config": ["HELP", "REMEDIES_SCALES", "RemediesConfig", "RemediesScale"],
         "positions": [
             "adaptive",
             "capped_mean_one",

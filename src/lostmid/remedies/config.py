@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lostmid.checks import check_choice, check_positive
+from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 
 TRAINING_DEFAULT = (
@@ -36,7 +36,7 @@ PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
 
 
 @dataclass(frozen=True)
-class Scale:
+class RemediesScale:
     """A run size: the task (pairs, key characters, queries a row), optimiser steps,
     seeds, held-out examples per gold index, evaluation interval, influence budget."""
 
@@ -61,8 +61,8 @@ class Scale:
 # quick: 6 pairs, 500 steps: 22-27 s a stage on one core, 33 stages in 13.3 min (load 2-3);
 # baseline gap 0.29 vs noise floor 0.10. default: the preset's 8 pairs, 1200 steps, 256
 # held-out examples: ~37 min extrapolated. Numbers in docs/BENCHMARKS.md (remedies).
-SCALES = {
-    "quick": Scale(
+REMEDIES_SCALES = {
+    "quick": RemediesScale(
         pairs=6,
         key_chars=2,
         queries=4,
@@ -73,7 +73,7 @@ SCALES = {
         influence_samples=4,
         influence_probes=2,
     ),
-    "default": Scale(
+    "default": RemediesScale(
         pairs=8,
         key_chars=2,
         queries=4,
@@ -126,6 +126,7 @@ class RemediesConfig:
     law: str = "tilt"
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         from lostmid.remedies.registry import get_remedy
 
         object.__setattr__(self, "remedies", tuple(s.strip() for s in self.remedies if s.strip()))
@@ -139,8 +140,6 @@ class RemediesConfig:
         if not 0.0 < self.alpha < 1.0:
             raise UserError(f"--alpha must be in (0, 1), got {self.alpha}")
         check_choice("--law", self.law, LAWS)
-        if self.seed < 0:
-            raise UserError(f"--seed must be >= 0, got {self.seed}")
         kinds = {get_remedy(spec).kind for spec in self.remedies}  # checks every name
         if "inference" in kinds and self.model is None:
             raise UserError(
@@ -150,8 +149,8 @@ class RemediesConfig:
             raise UserError(f"--remedies lists a remedy twice: {','.join(self.remedies)}")
 
     @property
-    def scale(self) -> Scale:
-        return SCALES["quick" if self.quick else "default"]
+    def scale(self) -> RemediesScale:
+        return REMEDIES_SCALES["quick" if self.quick else "default"]
 
     def resolved_remedies(self) -> tuple[str, ...]:
         """The remedies in order, ``baseline`` first (added when missing)."""

@@ -1,7 +1,7 @@
 """``lostmid remedies``: every remedy against the baseline, at equal budget, over seeds.
 
 Training-time remedies. Each (remedy, seed) trains the retrieval preset at the run's
-scale (:data:`lostmid.remedies.config.SCALES`) with the remedy's hooks
+scale (:data:`lostmid.remedies.config.REMEDIES_SCALES`) with the remedy's hooks
 (:class:`~lostmid.behaviour.training.RetrievalHooks`): same model shape (parameter
 counts reported; a remedy that adds parameters says how many), same steps, batch,
 tokens, optimiser and schedule, same initial weights and held-out examples for the same
@@ -198,14 +198,8 @@ def run_remedies(
         save_figure(plot_remedies(result), out / FIGURE)
     timer.seconds["total"] = time.perf_counter() - begin
     document = result.record()
-    stage_seconds = dict(store.seconds)
-    document["metadata"] = run_metadata(
-        "remedies",
-        config.record(),
-        config.seed,
-        {**timer.seconds, **{f"stage {k}": v for k, v in stage_seconds.items()}},
-    )
-    document["metadata"]["stages"] = {"reused": store.reused, "computed": store.computed}
+    document["metadata"] = run_metadata("remedies", config.record(), config.seed, timer.seconds)
+    document["metadata"]["stages"] = store.record()
     document["metadata"]["backend"] = backend.record()
     write_json(out / RESULT, document)
     if console is not None:

@@ -48,7 +48,12 @@ pre { background: #f6f8fa; padding: .8em; overflow-x: auto; }
 .verdict-reproduced { background: #d4f4dd; color: #0b5d1e; }
 .verdict-partly { background: #fff1c2; color: #6b4e00; }
 .verdict-not-reproduced { background: #ffd9d6; color: #8a1c12; }
+.verdict-inconclusive { background: #eadcff; color: #4b2a82; }
+.verdict-below-resolution { background: #d6ecff; color: #0b4a7a; }
 .rule { color: #555; font-size: .85em; }
+table.claims td.detail { border-top: none; padding-top: 0; background: #fafafa; }
+details summary { cursor: pointer; color: #555; font-size: .85em; }
+details p { margin: .3em 0; font-size: .88em; }
 .subtitle { color: #555; }
 """.strip()
 
@@ -199,17 +204,34 @@ def _render_table(columns: list[str], rows: list[list[Any]]) -> str:
     )
 
 
+def short_text(text: str, limit: int = 160) -> str:
+    """The first clause of a claim's 'ours' text (up to the first '; '), cut at
+    ``limit`` characters: what the compact claims table shows; the rest is in the row's
+    details.
+
+    >>> short_text("0.0076 [0.0031, 0.012] per seed; noise floor 0.0105")
+    '0.0076 [0.0031, 0.012] per seed'
+    """
+    first = text.split("; ")[0]
+    return first if len(first) <= limit else first[: limit - 1].rstrip() + "\u2026"
+
+
 def _render_verdicts(verdicts: list[Mapping[str, Any]]) -> str:
     rows = []
     for v in verdicts:
         verdict = str(v["verdict"])
         css = "verdict-" + re.sub(r"[^a-z]+", "-", verdict.lower()).strip("-")
-        rule = f'<div class="rule">{escape(str(v["rule"]))}</div>' if v.get("rule") else ""
+        ours = str(v["ours"])
         rows.append(
             f"<tr><td>{escape(str(v['claim']))}</td><td>{escape(str(v['paper']))}</td>"
-            f"<td>{escape(str(v['ours']))}</td>"
+            f"<td>{escape(short_text(ours))}</td>"
             f'<td><span class="verdict {escape(css, quote=True)}">{escape(verdict)}</span>'
-            f"{rule}</td></tr>"
+            "</td></tr>"
+        )
+        rule = f'<p class="rule">Rule: {escape(str(v["rule"]))}</p>' if v.get("rule") else ""
+        rows.append(
+            '<tr><td class="detail" colspan="4"><details><summary>all numbers and the '
+            f"rule</summary><p>{escape(ours)}</p>{rule}</details></td></tr>"
         )
     head = "<tr><th>Claim</th><th>Paper</th><th>Ours</th><th>Verdict</th></tr>"
     return (

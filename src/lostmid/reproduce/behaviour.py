@@ -7,19 +7,35 @@ record on the query (:class:`BehaviourSeed`). The section shows the U at each ch
 (pooled over seeds, Wilson 95% intervals) and judges one claim.
 
 The claim "the structural valley predicts the behavioural valley", judged at the last
-checkpoint. For each seed s: whether it has a *resolved* behavioural valley (the middle
-record's accuracy below the first's and the last's, both Newcombe 95% intervals of
-primacy = first - middle and recency = last - middle above 0), and the link
+checkpoint by what the theory predicts for each contrast, not by a rank correlation
+(which, against the monotone record influence the structure gives, is minus the rank
+correlation of accuracy with position and scores a textbook valley 0). Per seed, with
+the middle record the one nearest the midpoint (as in
+:func:`lostmid.behaviour.summarise_positions`):
 
-    S_init(s) = Spearman(accuracy by gold index at the end, record influence at step 0),
+* the structural contrasts of the record influence at step 0, each record's share of
+  the sum: primacy p_s = first - middle and recency r_s = last - middle;
+* the behavioural contrasts of accuracy at the end: primacy and recency (first - middle,
+  last - middle).
 
-the paper's mechanism (the structure at initialisation sets where learning fails), with
-S_end(s), against the influence at the end, beside it. Rule:
+Every contrast is a 95% t interval over seeds. The structure predicts a sign for each:
+primacy + if its interval lies above 0 (- below, none if it spans 0); recency + only if
+the structure has a valley (both structural intervals above 0), otherwise the theory
+predicts primacy without recency: "no recency" (the recency anchor belongs to the
+query token, not to the records). A behavioural contrast agrees with a + prediction if
+its interval lies above 0 and contradicts it if below; it agrees with "no recency" if
+its interval lies at or below 0 and contradicts it if above. Rule:
 
-* ``below resolution`` if no seed has a resolved valley (nothing to predict) or fewer
-  than two seeds have a defined S_init (accuracy or influence constant);
-* ``reproduced`` if the 95% t interval over seeds of S_init lies above 0 and its mean
-  is >= 0.5; ``partly`` if its mean is > 0; ``not reproduced`` otherwise.
+* ``below resolution`` if the structural primacy has no resolved sign (the structure
+  predicts nothing at this budget) or fewer than 2 seeds;
+* ``reproduced`` if both behavioural contrasts agree with their predictions;
+  ``not reproduced`` if one contradicts its prediction; ``inconclusive`` otherwise.
+
+Where the training data's gold law is not uniform (``retrieval-valley`` draws gold
+records from beta:0.3, asking about the ends most), the claim says so: such a setting
+can put a valley in the behaviour by itself and cannot show that the structure causes
+it. Beside it: S_init and S_end, Spearman(accuracy at the end, record influence at step
+0 / at the end), the trained model's own link (informative, not judged).
 """
 
 from __future__ import annotations
@@ -31,19 +47,25 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.compare.claims import BELOW_RESOLUTION, NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
-from lostmid.stats import finite_or_none, seed_interval, spearman
+from lostmid.compare.claims import (
+    BELOW_RESOLUTION,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Claim,
+)
+from lostmid.stats import Interval, finite_or_none, seed_interval, spearman
 from lostmid.train.claims import interval_text
 
 LINK_CLAIM = "The structural valley predicts the behavioural valley"
-LINK_MEAN = 0.5  # reproduced: the t interval of S_init above 0 and its mean >= this
 LINK_RULE = (
-    "per seed, a resolved valley: Newcombe 95% intervals of first - middle and last - "
-    "middle accuracy both above 0; S_init = Spearman(accuracy by gold index at the end, "
-    "record influence at step 0). Below resolution if no seed has a resolved valley or "
-    "fewer than 2 seeds a defined S_init; reproduced if the 95% t interval of S_init over "
-    f"seeds lies above 0 and its mean >= {LINK_MEAN}; partly if its mean > 0; otherwise "
-    "not reproduced"
+    "95% t intervals over seeds of the contrasts first - middle (primacy) and last - "
+    "middle (recency): the structure's, of each record's share of the influence at step "
+    "0, predicts primacy + (if wholly > 0) and recency + only if it has a valley (both "
+    "wholly > 0), else no recency; behaviour at the end agrees with + if wholly > 0, "
+    "with no recency if wholly <= 0. Below resolution if the structural primacy is "
+    "unresolved or fewer than 2 seeds; reproduced if both behavioural contrasts agree; "
+    "not reproduced if one contradicts its prediction; else inconclusive"
 )
 
 
@@ -172,30 +194,98 @@ def link(accuracy: np.ndarray, influence: Sequence[float]) -> float | None:
     return finite_or_none(spearman(accuracy, influence))
 
 
+def middle_index(count: int) -> int:
+    """The record nearest the midpoint of 0 .. count-1 (the lower one on a tie), as
+    :func:`lostmid.behaviour.summarise_positions` picks the middle position.
+
+    >>> middle_index(8), middle_index(5)
+    (3, 2)
+    """
+    mid = (count - 1) / 2
+    return min(range(count), key=lambda i: (abs(i - mid), i))
+
+
+def contrasts(values: Sequence[float]) -> tuple[float, float]:
+    """(first - middle, last - middle) of a profile over the records."""
+    v = np.asarray(values, dtype=np.float64)
+    m = middle_index(v.size)
+    return float(v[0] - v[m]), float(v[-1] - v[m])
+
+
+def predicted_sign(interval: Interval) -> int:
+    """+1 / -1 when the interval lies wholly above / below 0, else 0 (no prediction)."""
+    return 1 if interval.ci_low > 0 else -1 if interval.ci_high < 0 else 0
+
+
+def agreement(prediction: str, measured: Interval) -> str:
+    """``agrees``, ``contradicts`` or ``unresolved``: a behavioural contrast against the
+    structure's prediction (``+``, ``-`` or ``none``: no such contrast).
+
+    >>> from lostmid.stats import Interval
+    >>> agreement("+", Interval(0.3, 0.1, 0.5, 3)), agreement("none", Interval(0.3, 0.1, 0.5, 3))
+    ('agrees', 'contradicts')
+    """
+    low, high = measured.ci_low, measured.ci_high
+    if prediction == "none":
+        return "agrees" if high <= 0 else "contradicts" if low > 0 else "unresolved"
+    sign = 1 if prediction == "+" else -1
+    if sign * low > 0 and sign * high > 0:
+        return "agrees"
+    if sign * low < 0 and sign * high < 0:
+        return "contradicts"
+    return "unresolved"
+
+
 def link_claim(seeds: Sequence[BehaviourSeed]) -> Claim:
     """The claim of the module docstring, judged on every seed's last checkpoint."""
     paper = "implied: retrieval fails where influence is lowest (no number given)"
-    valleys = [has_valley(s.final) for s in seeds]
+    shares = [np.asarray(s.initial.record_influence) / np.sum(s.initial.record_influence)
+              for s in seeds]  # fmt: skip
+    structure = [contrasts(r) for r in shares]
+    behaviour = [contrasts(s.final.accuracy) for s in seeds]
     init = [link(s.final.accuracy, s.initial.record_influence) for s in seeds]
     end = [link(s.final.accuracy, s.final.record_influence) for s in seeds]
-    gaps = [float(np.ptp(s.final.accuracy)) for s in seeds]
     step = seeds[0].final.step
-    ours = (
-        f"step {step}: resolved valley on {sum(valleys)} of {len(seeds)} seeds; gap (max - "
-        f"min accuracy) {interval_text(gaps, 2)}; S_init {interval_text(init, 2)}; "
-        f"S_end {interval_text(end, 2)}"
+    law = {s.gold for s in seeds}
+    caveat = (
+        ""
+        if law == {"uniform"}
+        else f"the training data's gold law ({', '.join(sorted(law))}) asks about some "
+        "records more often, which can make a valley by itself: this setting cannot show "
+        "that the structure causes it. "
     )
-    defined = [v for v in init if v is not None]
-    if not any(valleys) or len(defined) < 2:
-        return Claim(LINK_CLAIM, paper, ours, BELOW_RESOLUTION, LINK_RULE)
-    interval = seed_interval(defined)
-    if interval.ci_low > 0 and interval.estimate >= LINK_MEAN:
-        verdict = REPRODUCED
-    elif interval.estimate > 0:
-        verdict = PARTLY
+    numbers = (
+        f"step {step}: structure at step 0, primacy {interval_text([p for p, _ in structure])}, "
+        f"recency {interval_text([r for _, r in structure])} (record shares); behaviour, "
+        f"primacy {interval_text([p for p, _ in behaviour], 2)}, recency "
+        f"{interval_text([r for _, r in behaviour], 2)}; S_init {interval_text(init, 2)}, "
+        f"S_end (the trained model's own influence) {interval_text(end, 2)}"
+    )
+    if len(seeds) < 2:
+        return Claim(LINK_CLAIM, paper, caveat + numbers, BELOW_RESOLUTION, LINK_RULE)
+    s_primacy = seed_interval([p for p, _ in structure])
+    s_recency = seed_interval([r for _, r in structure])
+    b_primacy = seed_interval([p for p, _ in behaviour])
+    b_recency = seed_interval([r for _, r in behaviour])
+    sign = predicted_sign(s_primacy)
+    if sign == 0:
+        verdict = BELOW_RESOLUTION
+        said = "the structure predicts no resolved primacy"
     else:
-        verdict = NOT_REPRODUCED
-    return Claim(LINK_CLAIM, paper, ours, verdict, LINK_RULE)
+        valley = sign > 0 and predicted_sign(s_recency) > 0
+        predictions = ("+" if sign > 0 else "-", "+" if valley else "none")
+        results = (agreement(predictions[0], b_primacy), agreement(predictions[1], b_recency))
+        if "contradicts" in results:
+            verdict = NOT_REPRODUCED
+        elif results == ("agrees", "agrees"):
+            verdict = REPRODUCED
+        else:
+            verdict = INCONCLUSIVE
+        said = (
+            f"predicted primacy {predictions[0]} ({results[0]}), recency "
+            f"{'+' if valley else 'none: no structural valley'} ({results[1]})"
+        )
+    return Claim(LINK_CLAIM, paper, f"{caveat}{said}; {numbers}", verdict, LINK_RULE)
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,19 @@ independently initialised seeds, :func:`lostmid.compare.scoring.noise_floor`):
 4. ``WITH_MLP`` is no worse than the best naive baseline scored out of sample (our
    check; ``FAITHFUL``'s number beside it);
 5. the positional encoding changes the profile little (Spearman 0.99, claimed for Qwen2
-   without RoPE);
+   without RoPE), judged against the floor of the same paired design: the same model
+   with its inputs swapped (one half of the inputs against the other), not the floor
+   between independently initialised models; on the raw profile and on log bins (where
+   the flat middle is no longer ranked by noise), two rows;
 6. peak-to-valley about 10^2 at initialisation;
 7. at depth 1, where the theory is exact, the layer-1 profile matches
    ``predicted:jacobian`` with a_1 from the branch gain (W1 0 within our target 0.005).
 
-A claim the floor cannot reach is ``below resolution``
-(:func:`~lostmid.compare.claims.verdict_at_most` and ``verdict_at_least`` with
-``resolution=``), not ``not reproduced``.
+Every number is a mean with its 95% interval over seeds
+(:data:`lostmid.compare.claims.UNCERTAINTY`). A claim the floor cannot reach is ``below
+resolution`` (:func:`~lostmid.compare.claims.verdict_at_most` and ``verdict_at_least``
+with ``floor=``), not ``not reproduced``; one whose interval spans a boundary of its rule
+is ``inconclusive``.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from lostmid.compare.candidates import Candidate, Scorecard
+from lostmid.compare.candidates import Candidate, Scorecard, w1_difference
 from lostmid.compare.claims import (
     BELOW_RESOLUTION,
     CLAIM_TOLERANCE,
+    INCONCLUSIVE,
     NOT_REPRODUCED,
     PAPER_SPEARMAN,
     PAPER_WASSERSTEIN1,
@@ -41,9 +47,11 @@ from lostmid.compare.claims import (
     REPRODUCED,
     Claim,
     Verdict,
-    format_value,
+    floor_relation,
+    format_interval,
     verdict_at_least,
     verdict_at_most,
+    verdict_no_worse,
     verdict_order_of_magnitude,
 )
 from lostmid.compare.scoring import MeanSpread
@@ -58,61 +66,70 @@ VERDICT_COLOURS = {
     REPRODUCED: "green",
     PARTLY: "yellow",
     NOT_REPRODUCED: "red",
+    INCONCLUSIVE: "magenta",
     BELOW_RESOLUTION: "cyan",
 }
 
 
-def pm(value: MeanSpread, digits: int = 4) -> str:
-    """``mean +- spread`` as text (``n/a`` when nothing was defined).
-
-    >>> pm(MeanSpread(0.01234, 0.002, 3))
-    '0.0123 +- 0.0020'
-    """
-    if value.n == 0:
-        return "n/a"
-    return f"{value.mean:.{digits}f} +- {value.spread:.{digits}f}"
+def pm(value: MeanSpread, digits: int = 3) -> str:
+    """A number over seeds: its mean and 95% interval at ``digits`` significant digits
+    (:func:`~lostmid.compare.claims.format_interval`)."""
+    return format_interval(value, digits)
 
 
-def floor_text(card: Scorecard, metric: str, digits: int = 4) -> str:
-    """The noise floor of ``metric`` as a clause of a claim's 'ours' text."""
+def floor_text(card: Scorecard, metric: str, ours: MeanSpread | None = None) -> str:
+    """The noise floor of ``metric`` as a clause of a claim's 'ours' text, and where
+    ``ours`` sits against it by their intervals (above, at or below the floor)."""
     if card.noise_floor is None:
         return "noise floor n/a (one seed)"
-    return f"noise floor {pm(card.noise_floor.metrics[metric], digits)}"
+    floor = card.noise_floor.metrics[metric]
+    where = "" if ours is None else f"; ours is {floor_relation(ours, floor)}"
+    return f"noise floor (between seeds) {pm(floor)}{where}"
 
 
 def judge(
-    card: Scorecard,
+    card: Scorecard | None,
     ours: MeanSpread,
     metric: str,
     paper: float,
     tolerance: float,
+    floor: MeanSpread | None = None,
 ) -> Verdict:
     """``ours`` against ``paper`` by compare's rule for ``metric`` (W1: at most, else at
-    least), with the scorecard's noise floor of that metric as the resolution."""
-    floor = None if card.noise_floor is None else card.noise_floor.metrics[metric]
+    least) on 95% intervals, with a noise floor of that metric as the resolution: the
+    scorecard's (between seeds) unless ``floor`` gives one of the same design."""
+    if floor is None and card is not None and card.noise_floor is not None:
+        floor = card.noise_floor.metrics[metric]
     rule = verdict_at_least if "spearman" in metric else verdict_at_most
     return rule(
-        ours.mean,
+        ours.interval(),
         paper,
         tolerance,
-        spread=ours.spread if ours.n else 0.0,
-        resolution=None if floor is None else floor.mean,
-        resolution_spread=0.0 if floor is None else floor.spread,
+        floor=None if floor is None or floor.n == 0 else floor.interval(),
     )
 
 
-def _per_seed(c: Candidate, metric: str, digits: int = 4) -> str:
+def _per_seed(c: Candidate, metric: str, digits: int = 3) -> str:
     """A zero-parameter candidate's score on each seed (in sample with one seed)."""
     return f"{c.name} {pm(c.score(metric), digits)}"
 
 
-CLAIM_KEYS = ("w1", "w1_mlp", "spearman", "baseline", "encoding", "peak_to_valley", "depth1")
+CLAIM_KEYS = (
+    "w1",
+    "w1_mlp",
+    "spearman",
+    "baseline",
+    "encoding",
+    "encoding_binned",
+    "peak_to_valley",
+    "depth1",
+)
 """The keys of :func:`keyed_claims`, in the order of the module docstring."""
 
 
 def theory_claims(a: ModelAnalysis) -> list[Claim]:
     """Claims 1-4: the zero-parameter theory against the profile and the baselines."""
-    card, n = a.scorecard, len(a.seeds)
+    card = a.scorecard
     claims = []
     judged = (
         (FAITHFUL, "wasserstein1", PAPER_WASSERSTEIN1, SHOWN_BESIDE, "measured per-position gains"),
@@ -120,7 +137,7 @@ def theory_claims(a: ModelAnalysis) -> list[Claim]:
         (FAITHFUL, "spearman", PAPER_SPEARMAN, (WITH_MLP, *SHOWN_BESIDE), "per-position gains"),
     )
     for name, metric, paper, beside, what in judged:
-        digits = 3 if metric == "spearman" else 4
+        digits = 3
         ours = a.candidates[name].score(metric)
         binned = a.candidates[name].score(f"binned_{metric}")
         text = "Spearman" if metric == "spearman" else "W1"
@@ -131,10 +148,10 @@ def theory_claims(a: ModelAnalysis) -> list[Claim]:
                 f"{paper:g}",
                 "; ".join(
                     [
-                        f"{pm(ours, digits)} per seed (n={n})",
+                        f"{pm(ours, digits)} per seed",
                         *(_per_seed(a.candidates[k], metric, digits) for k in beside),
                         f"on {card.bins} log bins {pm(binned, digits)}",
-                        floor_text(card, metric, digits),
+                        floor_text(card, metric, ours),
                     ]
                 ),
                 judge(card, ours, metric, paper, CLAIM_TOLERANCE[metric]),
@@ -142,17 +159,19 @@ def theory_claims(a: ModelAnalysis) -> list[Claim]:
         )
     bases = [c for c in a.candidates.values() if c.kind == "baseline"]
     best = min(bases, key=lambda c: _mean_or_inf(c.score("wasserstein1")))
-    ours, theirs = a.candidates[WITH_MLP].score("wasserstein1"), best.score("wasserstein1")
+    mine = a.candidates[WITH_MLP]
+    ours, theirs = mine.score("wasserstein1"), best.score("wasserstein1")
     where = "out of sample" if best.out_of_sample is not None else "in sample (one seed)"
+    difference = w1_difference(mine, best)
     claims.append(
         Claim.judged(
             f"{a.name}: {WITH_MLP} is no worse than the best naive baseline on W1, "
             f"the baseline fitted and scored {where} (our check, not the paper's)",
             f"{best.name} {pm(theirs)}",
-            f"{pm(ours)}; {_per_seed(a.candidates[FAITHFUL], 'wasserstein1')}; "
-            + floor_text(card, "wasserstein1"),
-            # compare's rule for this check: ours + spread <= theirs, partly if touching
-            verdict_at_most(ours.mean, theirs.mean, 0.0, ours.spread, theirs.spread),
+            f"{pm(ours)}; difference per held-out seed {pm(difference)}; "
+            f"{_per_seed(a.candidates[FAITHFUL], 'wasserstein1')}; "
+            + floor_text(card, "wasserstein1", ours),
+            verdict_no_worse(difference.interval(), f"W1 {WITH_MLP} - {best.name}"),
         )
     )
     return claims
@@ -170,28 +189,44 @@ def model_claims(a: ModelAnalysis) -> list[Claim]:
 def keyed_claims(a: ModelAnalysis) -> dict[str, Claim]:
     """The step-0 claims for one architecture by :data:`CLAIM_KEYS` (``depth1`` only
     when the layer-1 profiles were measured)."""
-    card, n = a.scorecard, len(a.seeds)
+    card = a.scorecard
     claims = theory_claims(a)
     pe = a.positional_on_vs_off
-    claims.append(
-        Claim.judged(
-            f"{a.name}: the profile does not depend on the positional encoding "
-            f"(Spearman with vs without, same weights; {a.switch})",
-            f"{PAPER_SPEARMAN:g} (claimed for Qwen2 without RoPE)",
-            f"{pm(pe['spearman'], 3)} (n={n}); W1 {pm(pe['wasserstein1'])}; on "
-            f"{card.bins} log bins Spearman {pm(pe['binned_spearman'], 3)}; "
-            + floor_text(card, "spearman", 3),
-            judge(card, pe["spearman"], "spearman", PAPER_SPEARMAN, CLAIM_TOLERANCE["spearman"]),
+    sampling = a.sampling_floor
+    for metric, text in (
+        ("spearman", "Spearman"),
+        ("binned_spearman", f"Spearman on {card.bins} log bins"),
+    ):
+        paired = None if sampling is None else sampling[metric]
+        floor_clause = (
+            "no paired floor (one input per seed)"
+            if paired is None
+            else f"paired floor (the same model, the inputs swapped: one half against the "
+            f"other) {pm(paired)}; ours is {floor_relation(pe[metric], paired)}"
         )
-    )
+        claims.append(
+            Claim.judged(
+                f"{a.name}: the profile does not depend on the positional encoding "
+                f"({text}, with vs without, same weights, inputs and probes; {a.switch})",
+                f"{PAPER_SPEARMAN:g} (claimed for Qwen2 without RoPE)",
+                f"{pm(pe[metric])}; W1 {pm(pe['wasserstein1'])}; {floor_clause}",
+                judge(
+                    None,
+                    pe[metric],
+                    "spearman",
+                    PAPER_SPEARMAN,
+                    CLAIM_TOLERANCE["spearman"],
+                    floor=paired,
+                ),
+            )
+        )
     ptv = a.log10_peak_to_valley
     claims.append(
         Claim.judged(
             f"{a.name}: peak-to-valley ratio at initialisation",
             "about 10^2",
-            f"10^{format_value(ptv.mean, ptv.spread, 2)} (n={n}); noise floor: the "
-            f"seed-to-seed sd {ptv.spread:.2f} decades",
-            verdict_order_of_magnitude(10**ptv.mean, PAPER_PEAK_TO_VALLEY, log10_spread=ptv.spread),
+            f"10^{pm(ptv)} decades; noise floor: the seed-to-seed sd {ptv.spread:.2g} decades",
+            verdict_order_of_magnitude(ptv.interval(), PAPER_PEAK_TO_VALLEY),
         )
     )
     if a.depth1 is not None:
@@ -203,9 +238,9 @@ def keyed_claims(a: ModelAnalysis) -> dict[str, Claim]:
                 f"{a.name}: at depth 1, where the theory is exact, the layer-1 profile "
                 f"matches {DEPTH1_CANDIDATE} with a_1 = s_1/(1+s_1) from the branch gain (W1)",
                 f"exact (our target W1 <= {DEPTH1_TOLERANCE:g})",
-                f"{pm(ours)} per seed (n={n}); "
+                f"{pm(ours)} per seed; "
                 + "; ".join(_per_seed(c, "wasserstein1") for c in others)
-                + f"; {floor_text(d1, 'wasserstein1')}",
+                + f"; {floor_text(d1, 'wasserstein1', ours)}",
                 judge(d1, ours, "wasserstein1", DEPTH1_EXACT, DEPTH1_TOLERANCE),
             )
         )

@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lostmid.checks import check_choice, check_positive
+from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
+from lostmid.remedies.config import REMEDIES_SCALES
 from lostmid.train.config import TRAIN_PRESETS
 
 DEFAULT_MODELS = ("qwen2-0.5b", "gpt2")
-REMEDIES_SCALES = ("quick", "default")
 BEHAVIOUR_PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
 """Retrieval presets (:data:`lostmid.behaviour.RETRIEVAL_PRESETS`, named here so that this
 module stays free of torch for ``lostmid --help``)."""
@@ -241,6 +241,7 @@ class ReproduceConfig:
     remedies: str | None = None
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         if not self.models:
             raise UserError("--models is empty; give at least one model spec")
         if self.remedies not in (None, *REMEDIES_SCALES):

@@ -16,6 +16,7 @@ from lostmid.compare.claims import (
     BELOW_RESOLUTION,
     CLAIM_TOLERANCE,
     PAPER_WASSERSTEIN1,
+    UNCERTAINTY,
     VERDICTS,
 )
 from lostmid.report.html import Report
@@ -35,17 +36,18 @@ from lostmid.reproduce.figures import overlay_key
 from lostmid.reproduce.remedies import add_remedies_section
 
 VERDICT_NOTE = (
-    "Each verdict follows from our numbers by the rule printed under it; 'ours' is the "
-    "mean over seeds +- the sample standard deviation, each seed scored on its own "
-    "(zero-parameter candidates) or held out (fitted ones). The noise floor is how well "
-    "two independently initialised models agree with each other; a claim that even the "
-    "floor cannot reach is 'below resolution' (the measurement cannot test it at this "
-    "budget), one our numbers contradict is 'not reproduced', whatever the paper says."
+    "Each verdict follows from our numbers by the rule under its row (open 'all numbers "
+    "and the rule'); each seed is scored on its own (zero-parameter candidates) or held "
+    "out (fitted ones). The noise floor is how well two independently initialised models "
+    "agree with each other; a claim that even the floor cannot reach is 'below "
+    "resolution' (the measurement cannot test it at this budget), one whose interval "
+    "spans a boundary of its rule 'inconclusive', one our numbers contradict 'not "
+    "reproduced', whatever the paper says."
 )
 
 
 def _stage_seconds(meta: Mapping[str, Any]) -> float:
-    return sum(v for k, v in meta["timings_s"].items() if k.startswith("stage:"))
+    return sum(meta["stages"]["seconds"].values())
 
 
 def _score(c: Candidate, metric: str, digits: int = 4) -> str:
@@ -61,7 +63,7 @@ def _number(value: float | None, digits: int = 4) -> str:
 
 def candidate_rows(card: Scorecard) -> list[dict[str, Any]]:
     """One row per candidate: its kind, what it takes from the measurement, and its
-    scores per seed / held out (mean +- sd) and in sample on the pooled seeds."""
+    scores per seed / held out (mean [95% interval]) and in sample on the pooled seeds."""
     return [
         {
             "candidate": name,
@@ -166,7 +168,9 @@ def findings(a: ModelAnalysis) -> list[str]:
         + f"{claims['baseline'].verdict}.",
         f"{a.name}, positional encoding ({a.switch}): Spearman with vs without "
         f"{pm(a.positional_on_vs_off['spearman'], 3)}, W1 "
-        f"{pm(a.positional_on_vs_off['wasserstein1'])}: {claims['encoding'].verdict}. "
+        f"{pm(a.positional_on_vs_off['wasserstein1'])}: {claims['encoding'].verdict}; on "
+        f"log bins {pm(a.positional_on_vs_off['binned_spearman'])}: "
+        f"{claims['encoding_binned'].verdict}. "
         f"Peak-to-valley 10^{a.log10_peak_to_valley.mean:.2f}: "
         f"{claims['peak_to_valley'].verdict}.",
     ]
@@ -260,20 +264,34 @@ def build_report(result: ReproduceResult) -> Report:
             f"lostmid reproduce, scale '{scale.name}' (L = {scale.length}, "
             f"{scale.seeds} seeds x {scale.samples} samples x {scale.probes} probes), "
             f"finished {meta['finished_utc']}; stages took {_stage_seconds(meta):.0f} s of "
-            f"compute ({len(meta['stages_reused'])} reused from an earlier run), this "
+            f"compute ({len(meta['stages']['reused'])} reused from an earlier run), this "
             f"invocation {meta['timings_s']['total']:.0f} s"
         ),
     )
     counts = {v: sum(c.verdict == v for c in result.claims) for v in VERDICTS}
+    summary = result.figures.get("summary")
     report.add_section(
-        "Claims",
+        "Summary",
         paragraphs=[
-            ", ".join(f"{counts[v]} {v}" for v in VERDICTS) + ".",
+            ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]) + ".",
+            UNCERTAINTY,
             VERDICT_NOTE,
             f"Scale matters: the paper measured at L of about 2048, this run at L = "
             f"{scale.length}. Peak-to-valley ratios grow with L, and the noise floor "
-            "shrinks with the samples per seed (next section); lostmid reproduce --full "
-            "runs at the paper's length with a larger budget.",
+            "shrinks with the samples per seed; lostmid reproduce --full runs at the "
+            "paper's length with a larger budget.",
+        ],
+        figures=[]
+        if summary is None
+        else [
+            (
+                summary,
+                "Left: each model's measured step-0 profile (black, seeds pooled) against "
+                "the paper's uniform theory (red) and the position-resolved theory with the "
+                "measured gains (blue), nothing fitted. Right: retrieval accuracy by gold "
+                "record at the end of training (seeds pooled, Wilson 95%) and the record "
+                "influence at initialisation (green).",
+            )
         ],
         verdicts=result.claims,
     )
@@ -294,7 +312,7 @@ def build_report(result: ReproduceResult) -> Report:
         "Noise floor",
         paragraphs=[
             "Agreement between independently initialised models of one architecture "
-            "(every pair of seeds, mean +- sd over pairs): the resolution the verdicts "
+            "(every pair of seeds, mean [95% interval] over pairs): the resolution the verdicts "
             "use. Part of it is sampling noise, which shrinks like 1/sqrt(inputs per "
             "seed): each seed's inputs are measured in two parts, and W1 between the "
             "parts, rescaled to two measurements of the full budget, estimates it. The "
@@ -328,7 +346,8 @@ def build_report(result: ReproduceResult) -> Report:
         paragraphs=[
             "The same weights and inputs measured twice: with the positional encoding, "
             "then with rotary made the identity (Qwen2) or the position embeddings "
-            "removed (GPT-2). Mean +- sd over seeds."
+            "removed (GPT-2). Mean [95% interval] over seeds; the paired floor is the same "
+            "model with its inputs swapped (one half of the inputs against the other)."
         ],
         table=[
             {
@@ -337,6 +356,12 @@ def build_report(result: ReproduceResult) -> Report:
                 "Spearman (with vs without)": pm(a.positional_on_vs_off["spearman"], 3),
                 "W1 (with vs without)": pm(a.positional_on_vs_off["wasserstein1"]),
                 "Spearman binned": pm(a.positional_on_vs_off["binned_spearman"], 3),
+                "paired floor Spearman (inputs swapped)": "n/a (one input per seed)"
+                if a.sampling_floor is None
+                else pm(a.sampling_floor["spearman"], 3),
+                "paired floor Spearman binned": "n/a (one input per seed)"
+                if a.sampling_floor is None
+                else pm(a.sampling_floor["binned_spearman"], 3),
                 "seed noise floor Spearman": "n/a (one seed)"
                 if a.scorecard.noise_floor is None
                 else pm(a.scorecard.noise_floor.spearman, 3),
@@ -389,8 +414,8 @@ def build_report(result: ReproduceResult) -> Report:
     report.add_section(
         "Provenance",
         paragraphs=[
-            f"Stages computed in this run: {', '.join(meta['stages_computed']) or 'none'}; "
-            f"reused from an earlier run: {', '.join(meta['stages_reused']) or 'none'}.",
+            f"Stages computed in this run: {', '.join(meta['stages']['computed']) or 'none'}; "
+            f"reused from an earlier run: {', '.join(meta['stages']['reused']) or 'none'}.",
             "Every number here is in reproduce.json and claims.json next to this file; each "
             "stage's inputs and outputs are in stages/; MODEL/seed-S/measure.json are the "
             "per-seed measurements (lostmid compare --predict --measured ... scores them "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,13 @@ class PlannedStage:
     config: Mapping[str, Any]
     compute: Callable[[], Any]
     read: Callable[[Mapping[str, Any]], Any]
+    threads: int | None = None  # what the stage is worth (Job.threads); None: its share
+
+
+SMALL_MODEL_THREADS = 1
+"""The training and retrieval stages train models of well under a million parameters
+(presets tiny, retrieval-valley): one thread runs them as fast as two
+(:func:`lostmid.runs.jobs.threads_for`), the other core goes to another stage."""
 
 
 def measure_stage_name(model: str, seed: int) -> str:
@@ -77,7 +85,7 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                         "batch_size": scale.batch_size,
                         "device": device,
                     },
-                    lambda m=model, s=seed, f=first: measure_stage(m, s, scale, f, device),
+                    partial(measure_stage, model, seed, scale, first, device),
                     SeedMeasurement.from_record,
                 )
             )
@@ -87,8 +95,9 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                 PlannedStage(
                     f"train-seed{seed}",
                     {"preset": scale.train_preset, "steps": scale.train_steps, "seed": seed},
-                    lambda s=seed: training_stage(config, s, out / "train" / f"seed-{s}"),
+                    partial(training_stage, config, seed, out / "train" / f"seed-{seed}"),
                     TrainingSummary.from_record,
+                    threads=SMALL_MODEL_THREADS,
                 )
             )
     if scale.behaviour_steps != 0:
@@ -102,23 +111,28 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                         "steps": scale.behaviour_steps,
                         "seed": seed,
                     },
-                    lambda s=seed: behaviour_stage(
+                    partial(
+                        behaviour_stage,
                         scale.behaviour_preset,
                         scale.behaviour_steps,
-                        s,
-                        out / "behaviour" / f"seed-{s}",
+                        seed,
+                        out / "behaviour" / f"seed-{seed}",
                     ),
                     BehaviourSeed.from_record,
+                    threads=SMALL_MODEL_THREADS,
                 )
             )
     # the depth dose-response (issue 19): one stage per run of the section's scale
-    plan += [PlannedStage(*stage) for stage in dose_stages(scale.dose, config.seed, out)]
+    plan += [
+        PlannedStage(*stage, threads=SMALL_MODEL_THREADS)
+        for stage in dose_stages(scale.dose, config.seed, out)
+    ]
     if config.remedies in ("quick", "default"):
         plan.append(
             PlannedStage(
                 "remedies",
                 {"scale": config.remedies, "seed": config.seed},
-                lambda: remedies_stage(str(config.remedies), config.seed, out / "remedies"),
+                partial(remedies_stage, str(config.remedies), config.seed, out / "remedies"),
                 RemediesSection.from_record,
             )
         )
@@ -141,7 +155,7 @@ def run_stages(
     """
     backend = backend or Backend()
     resources = Resources(cpus=backend.cpus, gpus=backend.stage_gpus(device))
-    jobs = [Job(s.name, s.config, s.compute, resources) for s in plan]
+    jobs = [Job(s.name, s.config, s.compute, resources, s.threads) for s in plan]
     records = run_backend_stages(jobs, store, backend, label="reproduce", console=console)
     return {stage.name: stage.read(records[stage.name]) for stage in plan}
 
@@ -260,11 +274,10 @@ def run_reproduce(
         "reproduce",
         config.record(),
         config.seed,
-        {"total": seconds, **{f"stage:{k}": v for k, v in store.seconds.items()}},
+        {"total": seconds},
     )
     metadata["backend"] = backend.record()
-    metadata["stages_reused"] = store.reused
-    metadata["stages_computed"] = store.computed
+    metadata["stages"] = store.record()
     result = ReproduceResult(
         config=config,
         models=analyses,

@@ -33,8 +33,8 @@ from lostmid.influence import forward_ratio, influence_profile, random_token_ids
 from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.influence.profile import InfluenceProfile
 from lostmid.models import LoadedModel, load_model
+from lostmid.models.devices import resolve_device
 from lostmid.reproduce.config import ReproduceConfig, Scale
-from lostmid.train.model import resolve_device
 from lostmid.typing import Float
 
 SECOND_PART = 1_000_003  # offset of the probe seed of the second part of the inputs
@@ -279,11 +279,7 @@ def check_models(config: ReproduceConfig, device: str) -> None:
     }
     for model in config.models:
         loaded = load_model(model, config_overrides=one_layer, device=device)
-        if config.scale.length > loaded.max_length:
-            raise UserError(
-                f"--length {config.scale.length} exceeds the maximum {loaded.max_length} of "
-                f"{model}; pass --length {loaded.max_length} or less"
-            )
+        loaded.check_length(config.scale.length)
         if not (loaded.adapter.has_rope or loaded.adapter.has_position_embedding):
             switch_off_positions(loaded)  # raises its one-line message
 

@@ -31,6 +31,9 @@ HELP = {  # the help of each Backend field: the options every command with stage
     "address": "Ray cluster: auto | HOST:PORT (default: a local Ray instance).",
     "cpus": "Ray: CPUs per stage (its torch threads; default 1).",
     "gpus": "Ray: GPUs per stage (default 1 when the stages run on cuda, else 0).",
+    "jobs": "local: stages run at once, each in its own process with its share of the "
+    "cores as torch threads (default: the cores this process may use; 1: one after the "
+    "other in this process).",
 }
 
 
@@ -44,14 +47,18 @@ class Backend:
         address: for ``ray`` only: ``auto`` (the cluster this machine belongs to),
             ``HOST:PORT`` (its head node) or None (a local Ray instance on this machine,
             with as many CPUs as this process may use).
-        cpus: CPUs each stage asks for (also its torch threads).
+        cpus: CPUs each stage asks for on Ray (also its torch threads there).
         gpus: GPUs each stage asks for; None: 1 when the run's device is cuda, else 0.
+        jobs: ``local`` only: how many stages run at once, each in a process of its own
+            with ``cores // jobs`` torch threads (:meth:`local_jobs`; None: the cores
+            this process may use; 1: one after the other in this process).
     """
 
     name: str = "local"
     address: str | None = None
     cpus: float = 1.0
     gpus: float | None = None
+    jobs: int | None = None
 
     def __post_init__(self) -> None:
         check_choice("--backend", self.name, BACKENDS)
@@ -63,6 +70,11 @@ class Backend:
             raise UserError(f"--cpus-per-stage must be > 0, got {self.cpus!r}")
         if self.gpus is not None and (isinstance(self.gpus, bool) or not self.gpus >= 0):
             raise UserError(f"--gpus-per-stage must be >= 0, got {self.gpus!r}")
+        if self.jobs is not None:
+            if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
+                raise UserError(f"--jobs must be a whole number >= 1, got {self.jobs!r}")
+            if self.name != "local":
+                raise UserError("--jobs is for --backend local; Ray runs as many as fit")
         if self.name == "ray":
             import_ray()  # one line now if Ray is missing, not after planning
 
@@ -76,8 +88,27 @@ class Backend:
             return float(self.gpus)
         return 1.0 if device.startswith("cuda") else 0.0
 
+    def local_jobs(self) -> int:
+        """Stages at once on the local backend: ``jobs``, or :func:`default_jobs`."""
+        return self.jobs if self.jobs is not None else default_jobs()
+
+    def local_threads(self) -> int:
+        """Torch threads of each stage on the local backend: the cores we may use shared
+        evenly among the stages at once (at least 1).
+
+        >>> Backend(jobs=1).local_threads() >= 1
+        True
+        """
+        return max(1, available_cpus() // self.local_jobs())
+
     def record(self) -> dict[str, Any]:
-        return {"name": self.name, "address": self.address, "cpus": self.cpus, "gpus": self.gpus}
+        return {
+            "name": self.name,
+            "address": self.address,
+            "cpus": self.cpus,
+            "gpus": self.gpus,
+            "jobs": self.local_jobs() if self.name == "local" else None,
+        }
 
 
 def import_ray() -> Any:
@@ -95,6 +126,12 @@ def available_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def default_jobs() -> int:
+    """Stages at once on the local backend when ``--jobs`` is not given: the cores this
+    process may use (:func:`available_cpus`)."""
+    return available_cpus()
 
 
 def check_address(address: str) -> tuple[str, int] | None:

@@ -20,7 +20,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,10 @@ class Job:
     config: Mapping[str, Any]
     compute: Callable[[], Any]
     resources: Resources = Resources(cpus=1.0)
+    threads: int | None = None
+    """Torch threads the job is worth on the local backend (a small model runs as fast
+    on one thread as on two, and leaves the other core to another job); None: its share
+    of the cores (:meth:`~lostmid.runs.backend.Backend.local_threads`)."""
 
 
 @dataclass(frozen=True)
@@ -154,22 +158,140 @@ def execute_job(job: Job, out: Path, retries: int) -> UnitOutcome:
 Report = Callable[[Job, UnitOutcome], None]
 
 
-def run_local(jobs: Sequence[Job], out: Path, retries: int, report: Report) -> None:
-    """Run the jobs one after the other in this process."""
-    for job in jobs:
-        report(job, execute_job(job, out, retries))
+SMALL_MODEL = 20_000_000
+"""Parameters below which a model's stage runs on one thread (docs/BENCHMARKS.md,
+"threads by work size": two threads buy nothing there and take a core from the others)."""
+
+
+def threads_for(parameters: int, cores: int) -> int:
+    """The torch threads a stage on a model of ``parameters`` is worth on ``cores``.
+
+    >>> threads_for(430_000, 2), threads_for(360_000_000, 2)
+    (1, 2)
+    """
+    return 1 if parameters < SMALL_MODEL else max(1, cores)
+
+
+def set_threads(threads: int) -> None:
+    """Torch's intra-op threads in this process."""
+    import torch
+
+    torch.set_num_threads(max(1, int(threads)))
+
+
+@contextmanager
+def threads_set(threads: int | None) -> Iterator[None]:
+    """Torch's intra-op threads ``threads`` inside (unchanged for None), restored after."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    set_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _ray_job(job: Job, out: str, retries: int) -> UnitOutcome:
     """The body of a job's Ray task: torch threads = the CPUs the task asked for."""
-    threads = max(1, int(job.resources.cpus or 1))
-    try:
-        import torch
-
-        torch.set_num_threads(threads)
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
+    set_threads(int(job.resources.cpus or 1))
     return execute_job(job, Path(out), retries)
+
+
+def _process_job(job: Job, out: str, retries: int, threads: int, pipe: Any) -> None:
+    """The body of a job's worker process: compute and save it (the stage store under
+    ``out``), then send its outcome without the result (the parent reads that from the
+    store), so the message stays small whatever the result's size."""
+    set_threads(threads)
+    outcome = execute_job(job, Path(out), retries)
+    pipe.send(replace(outcome, summary=None))
+    pipe.close()
+
+
+Started = Callable[[Job], None]
+
+
+def run_processes(
+    jobs: Sequence[Job],
+    out: Path,
+    retries: int,
+    report: Report,
+    *,
+    workers: int,
+    threads: int,
+    started: Started | None = None,
+) -> None:
+    """Run the jobs ``workers`` at once, each in a process of its own with ``threads``
+    torch threads, in plan order (the next starts as one ends); report each as it ends.
+
+    A process per job: one that dies (killed, out of memory) takes nothing else with it
+    and is reported as failed, and the others go on. The processes are spawned (a fresh
+    interpreter: no forked torch state), so a job's ``compute`` must pickle, as on Ray.
+    On an interrupt the running processes are stopped (results are written atomically:
+    nothing half-done is ever saved) and the queued jobs never start."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    context = multiprocessing.get_context("spawn")
+    queue = list(jobs)
+    running: dict[Any, tuple[Any, Any, Job, float]] = {}  # pipe -> (process, pipe, job, t0)
+
+    def launch() -> None:
+        while queue and len(running) < workers:
+            job = queue.pop(0)
+            receive, send = context.Pipe(duplex=False)
+            wanted = threads if job.threads is None else min(job.threads, threads)
+            process = context.Process(
+                target=_process_job, args=(job, str(out), retries, wanted, send), daemon=True
+            )
+            try:
+                process.start()
+            except Exception as err:  # e.g. a compute that does not pickle
+                raise UserError(
+                    f"job {job.name} cannot run in a worker process: {one_line(err)}"
+                ) from None
+            send.close()
+            running[receive] = (process, receive, job, time.perf_counter())
+            if started is not None:
+                started(job)
+
+    def finish(receive: Any) -> None:
+        process, _, job, t0 = running.pop(receive)
+        try:
+            outcome: UnitOutcome = receive.recv()
+        except (EOFError, OSError):  # the process died before it could say anything
+            process.join()
+            outcome = UnitOutcome(
+                key=job.name,
+                status="failed",
+                seconds=time.perf_counter() - t0,
+                compute_seconds=None,
+                attempts=1,
+                error=f"its worker process ended with exit code {process.exitcode}",
+            )
+        else:
+            process.join()
+            if outcome.status == "done":
+                saved = StageStore(out).load(job.name, dict(job.config))
+                outcome = replace(outcome, summary=saved)
+        receive.close()
+        report(job, outcome)
+
+    try:
+        launch()
+        while running:
+            for receive in wait(list(running)):
+                finish(receive)
+            launch()
+    except BaseException:
+        for process, receive, _, _ in running.values():
+            process.terminate()
+            process.join()
+            receive.close()
+        raise
 
 
 def run_ray(jobs: Sequence[Job], out: Path, retries: int, report: Report) -> None:
@@ -246,13 +368,33 @@ def open_backend(
 
 
 def dispatch(
-    jobs: Sequence[Job], out: Path, backend: Backend, report: Report, retries: int = 0
+    jobs: Sequence[Job],
+    out: Path,
+    backend: Backend,
+    report: Report,
+    retries: int = 0,
+    started: Started | None = None,
 ) -> None:
-    """:func:`run_local` or :func:`run_ray` (inside :func:`open_backend`)."""
+    """:func:`run_ray`, :func:`run_processes` (local, several jobs at once) or
+    :func:`run_local` (one after the other in this process), inside :func:`open_backend`."""
     if backend.name == "ray":
         run_ray(jobs, out, retries, report)
+    elif backend.local_jobs() > 1 and len(jobs) > 1:
+        workers = min(backend.local_jobs(), len(jobs))
+        run_processes(
+            jobs,
+            out,
+            retries,
+            report,
+            workers=workers,
+            threads=backend.local_threads(),
+            started=started,
+        )
     else:
-        run_local(jobs, out, retries, report)
+        for job in jobs:
+            if started is not None:
+                started(job)
+            report(job, execute_job(job, out, retries))
 
 
 def run_jobs(
@@ -264,9 +406,10 @@ def run_jobs(
     retries: int = 0,
     noun: str = "unit",
     warn: Callable[[str], None] | None = None,
+    started: Started | None = None,
 ) -> None:
     """Compute every job on ``backend`` into the stage store under ``out`` (none is looked
     up there first: the caller decided), reporting each as it ends; Ray is set up and
     stopped by :func:`open_backend`."""
     with open_backend(jobs, backend, noun=noun, warn=warn):
-        dispatch(jobs, out, backend, report, retries)
+        dispatch(jobs, out, backend, report, retries, started)

@@ -75,6 +75,16 @@ class StageStore:
         self.computed.append(name)
         self.seconds[name] = float(seconds or 0.0)
 
+    def record(self) -> dict[str, Any]:
+        """What this run did with its stages, the one layout every command's metadata
+        carries under ``"stages"``: names reused and computed, and each one's compute
+        seconds (a reused stage: what it cost when it was computed)."""
+        return {
+            "reused": list(self.reused),
+            "computed": list(self.computed),
+            "seconds": {name: round(sec, 6) for name, sec in self.seconds.items()},
+        }
+
     def run(self, name: str, config: dict[str, Any], compute: Callable[[], Any]) -> Any:
         """Return the saved result of stage ``name`` or compute, save and return it."""
         saved = self.reuse(name, config)

@@ -7,7 +7,10 @@ and ``reproduce`` summarise with one definition of each quantity:
 * :mod:`~lostmid.stats.intervals`: a proportion's Wilson interval, Newcombe's interval
   of a difference of two proportions, and the 95% Student-t interval over seeds
   (:class:`Interval`, :func:`seed_interval`, :func:`paired_difference`);
-* :mod:`~lostmid.stats.ranks`: Spearman's rank correlation (nan where undefined).
+* :mod:`~lostmid.stats.ranks`: Spearman's rank correlation (nan where undefined);
+* :mod:`~lostmid.stats.shape`: shape indices of a curve over positions (mean, gap,
+  primacy, recency, bias index, and a shape class decided by intervals), for accuracy
+  curves and influence profiles alike (:class:`Curve`, :func:`shape_indices`).
 
 >>> from lostmid.stats import seed_interval, spearman, wilson_interval
 >>> round(seed_interval([1.0, 2.0, 3.0]).ci_high, 4), spearman([1, 2, 3], [3, 1, 2])
@@ -23,15 +26,21 @@ from lostmid.stats.intervals import (
     wilson_interval,
 )
 from lostmid.stats.ranks import finite_or_none, ranks, spearman
+from lostmid.stats.shape import SHAPES, Contrast, Curve, ShapeIndices, shape_indices
 
 __all__ = [
+    "SHAPES",
     "Z95",
+    "Contrast",
+    "Curve",
     "Interval",
+    "ShapeIndices",
     "difference_interval",
     "finite_or_none",
     "paired_difference",
     "ranks",
     "seed_interval",
+    "shape_indices",
     "spearman",
     "wilson_interval",
 ]

@@ -52,6 +52,9 @@ HELP = {  # the help of each ``lostmid sweep`` option
     "backend": "local (in-process) | ray",
     "address": "Ray cluster: auto | HOST:PORT (default: a local Ray instance).",
     "retries": "Extra tries for a unit that fails.",
+    "jobs": "local: units run at once, each in a worker process with its share of the "
+    "cores (default: the cores this process may use; 1: in this process, one after the "
+    "other).",
     "cpus": "Ray: CPUs per unit (default 1).",
     "gpus": "Ray: GPUs per unit (default 1 on cuda, else 0).",
     "memory_gb": "Ray: GiB reserved per unit.",
@@ -72,6 +75,7 @@ class SweepConfig:
     backend: str = "local"
     address: str | None = None
     retries: int = 1
+    jobs: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
@@ -80,7 +84,11 @@ class SweepConfig:
             raise UserError(f"--retries must be >= 0, got {self.retries}")
         if not self.grids:
             raise UserError("the sweep has no grid; give --task or --config")
-        Backend(self.backend, self.address)  # checks both; one line now if Ray is missing
+        self.where()  # checks backend, address and jobs; one line now if Ray is missing
+
+    def where(self) -> Backend:
+        """The :class:`~lostmid.runs.backend.Backend` the units run on."""
+        return Backend(self.backend, self.address, jobs=self.jobs)
 
     def record(self) -> dict[str, Any]:
         return {
@@ -88,6 +96,7 @@ class SweepConfig:
             "backend": self.backend,
             "address": self.address,
             "retries": self.retries,
+            "jobs": self.where().record()["jobs"],
         }
 
 
@@ -211,7 +220,7 @@ def run_sweep(
             console.print(f"[yellow]warning:[/] {escape(why)}")
 
     jobs = [unit_job(unit, spec, out) for unit, spec in todo]
-    backend = Backend(config.backend, config.address)
+    backend = config.where()
     with open_backend(jobs, backend, warn=warn):
         complete = False
         try:

@@ -18,7 +18,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from lostmid.checks import check_choice, check_position, check_positive
+from lostmid.checks import check_choice, check_position, check_positive, check_seed
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
 from lostmid.theory._ops import LinearOps, LogOps
 from lostmid.theory.exact import KERNELS, _influence, _path_weights
@@ -78,6 +78,7 @@ class TheoryConfig:
     target_position: int = field(init=False)
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         check_positive("length", self.length)
         alphas = parse_schedule(self.alpha_schedule, self.alpha, self.layers)
         check_choice("kernel", self.kernel, KERNELS)

@@ -27,12 +27,19 @@ Each claim is a :class:`lostmid.compare.Claim` with a verdict of its vocabulary
    but not both, or if at the last checkpoint S >= 0.5 and W1 < W1_flat; otherwise
    not reproduced.
 
-Over seeds (:func:`pooled_training_claims`): each claim is judged on every seed by the
-rule above; the pooled verdict is ``reproduced`` when every seed's is, ``not
-reproduced`` when no seed's is reproduced or partly, and ``partly`` otherwise. Its numbers
-are means with 95% Student-t intervals over seeds (:mod:`lostmid.compare.seeds`): the
-valley's log10 growth of peak-to-valley, and the last checkpoint's Spearman and W1 of
-the learning signal against rho_H (and W1 against flat).
+Over seeds (:func:`pooled_training_claims`), decided by 95% Student-t intervals over the
+seeds (:mod:`lostmid.stats`; every seed's own verdict is listed beside):
+
+1. Valley: G, the interval of log10 growth of peak-to-valley. Not reproduced if some
+   seed did not learn or G lies wholly <= 0 (resolved: no deepening); reproduced if G
+   lies wholly >= log10(sqrt 10) = 0.5 and on every seed the dead zone deepened and the
+   final profile is still a U; partly if G lies wholly > 0 (resolved growth, but not
+   all of that); otherwise inconclusive (G spans 0).
+2. Learning signal, at step 0 and at the last checkpoint: the intervals of Spearman S
+   and of r = W1 / W1_flat. It holds there if S lies wholly >= 0.9 and r wholly
+   <= 1/2, fails if S lies wholly < 0.9 or r wholly > 1/2, else is unresolved there.
+   Reproduced if it holds at both; not reproduced if it fails at both; partly if it
+   holds at one and fails at the other; otherwise inconclusive.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.compare.claims import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
+from lostmid.compare.claims import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
 from lostmid.compare.metrics import ProfileComparison
 from lostmid.stats import Interval, seed_interval
 from lostmid.theory import ProfileSummary
@@ -156,21 +163,53 @@ class SeedEvidence:
     signal_spearman: float | None
     signal_wasserstein1: float | None
     signal_flat_wasserstein1: float | None
+    signal_start_spearman: float | None = None
+    signal_start_ratio: float | None = None
+    learned: bool | None = None
+    deeper_and_u: bool | None = None
+
+    @property
+    def signal_ratio(self) -> float | None:
+        """W1(eta, rho_H) / W1(eta, flat) at the last checkpoint (the rule holds <= 1/2)."""
+        return _ratio(self.signal_wasserstein1, self.signal_flat_wasserstein1)
 
     @classmethod
     def of(cls, seed: int, checkpoints: Sequence[Checkpoint]) -> SeedEvidence:
         records = _measured(checkpoints)
-        growth = signal = flat = spearman = None
+        growth = signal = flat = spearman = start_s = start_r = learned = deeper = None
         if records:
             last = records[-1][1]
             d = last.learning_signal_vs_rho
             spearman, signal = _finite(d.spearman), _finite(d.wasserstein1)
             flat = _finite(last.learning_signal_vs_flat.wasserstein1)
+            if records[0][0] == 0:
+                first = records[0][1]
+                start_s = _finite(first.learning_signal_vs_rho.spearman)
+                start_r = _ratio(
+                    _finite(first.learning_signal_vs_rho.wasserstein1),
+                    _finite(first.learning_signal_vs_flat.wasserstein1),
+                )
             p0 = records[0][1].influence_summary.peak_to_valley
             p1 = last.influence_summary.peak_to_valley
             if len(records) > 1 and records[0][0] == 0 and p0 and p1:
                 growth = float(np.log10(p1 / p0))
-        return cls(seed, tuple(training_claims(checkpoints)), growth, spearman, signal, flat)
+                s0, s1 = records[0][1].influence_summary, last.influence_summary
+                learned = last.heldout_loss <= (1 - LEARNED_DROP) * records[0][1].heldout_loss
+                m0, m1 = peak_to_dead_zone(s0), peak_to_dead_zone(s1)
+                ends = _ends(s1)
+                deeper = bool(m0 and m1 and m1 > m0 and ends is not None and min(ends) > 1)
+        return cls(
+            seed,
+            tuple(training_claims(checkpoints)),
+            growth,
+            spearman,
+            signal,
+            flat,
+            start_s,
+            start_r,
+            learned,
+            deeper,
+        )
 
     def record(self) -> dict[str, Any]:
         return {
@@ -180,6 +219,10 @@ class SeedEvidence:
             "signal_spearman": self.signal_spearman,
             "signal_wasserstein1": self.signal_wasserstein1,
             "signal_flat_wasserstein1": self.signal_flat_wasserstein1,
+            "signal_start_spearman": self.signal_start_spearman,
+            "signal_start_ratio": self.signal_start_ratio,
+            "learned": self.learned,
+            "deeper_and_u": self.deeper_and_u,
         }
 
     @classmethod
@@ -188,20 +231,53 @@ class SeedEvidence:
         return cls(claims=tuple(Claim(**c) for c in record["claims"]), **fields)
 
 
-def pooled_verdict(verdicts: Sequence[str]) -> str:
-    """The verdict over seeds: reproduced if every seed's is, not reproduced if no seed's
-    is reproduced or partly, partly otherwise.
+def valley_verdict(growth: Interval, learned: bool, deeper_and_u: bool) -> str:
+    """The pooled valley rule (module docstring) on the interval of log10 growth.
 
-    >>> pooled_verdict(["reproduced", "partly", "reproduced"])
-    'partly'
-    >>> pooled_verdict(["not reproduced", "not reproduced"])
-    'not reproduced'
+    >>> from lostmid.stats import Interval
+    >>> valley_verdict(Interval(1.0, 0.8, 1.2, 3), True, True)
+    'reproduced'
+    >>> valley_verdict(Interval(0.3, -0.1, 0.7, 3), True, True)
+    'inconclusive'
     """
-    if verdicts and all(v == REPRODUCED for v in verdicts):
-        return REPRODUCED
-    if not any(v in (REPRODUCED, PARTLY) for v in verdicts):
+    if not learned or growth.ci_high <= 0:
         return NOT_REPRODUCED
-    return PARTLY
+    if growth.ci_low >= np.log10(DEEPEN_FACTOR) and deeper_and_u:
+        return REPRODUCED
+    if growth.ci_low > 0:
+        return PARTLY
+    return INCONCLUSIVE
+
+
+def signal_state(spearman: Interval, ratio: Interval) -> str:
+    """``holds``, ``fails`` or ``unresolved`` at one checkpoint (module docstring).
+
+    >>> from lostmid.stats import Interval
+    >>> signal_state(Interval(0.99, 0.95, 1.0, 3), Interval(0.2, 0.1, 0.3, 3))
+    'holds'
+    >>> signal_state(Interval(0.99, 0.95, 1.0, 3), Interval(1.2, 1.1, 1.3, 3))
+    'fails'
+    """
+    if spearman.ci_low >= HOLDS_SPEARMAN and ratio.ci_high <= 0.5:
+        return "holds"
+    if spearman.ci_high < HOLDS_SPEARMAN or ratio.ci_low > 0.5:
+        return "fails"
+    return "unresolved"
+
+
+def signal_verdict(start: str, end: str) -> str:
+    """The pooled learning-signal rule from the states at step 0 and at the end.
+
+    >>> signal_verdict("holds", "fails"), signal_verdict("fails", "unresolved")
+    ('partly', 'inconclusive')
+    """
+    if start == end == "holds":
+        return REPRODUCED
+    if start == end == "fails":
+        return NOT_REPRODUCED
+    if {start, end} == {"holds", "fails"}:
+        return PARTLY
+    return INCONCLUSIVE
 
 
 def interval_text(values: Sequence[float | None], digits: int = 3) -> str:
@@ -221,39 +297,67 @@ def interval_text(values: Sequence[float | None], digits: int = 3) -> str:
     return f"{i.estimate:.{digits}f} [{i.ci_low:.{digits}f}, {i.ci_high:.{digits}f}] ({i.n} seeds)"
 
 
+def _interval(values: Sequence[float | None]) -> Interval:
+    defined = [v for v in values if v is not None]
+    if not defined:
+        return Interval(float("nan"), float("nan"), float("nan"), 0)
+    return seed_interval(defined)
+
+
 def pooled_training_claims(seeds: Sequence[SeedEvidence]) -> list[Claim]:
-    """Both training claims over seeds (module docstring): pooled verdict, numbers with
-    95% intervals over seeds, and each seed's verdict."""
+    """Both training claims over seeds (module docstring): verdicts by 95% intervals over
+    seeds, the numbers with those intervals, and each seed's own verdict."""
     if not seeds:
         raise ValueError("no training seeds to pool")
     if len(seeds) == 1:
         return list(seeds[0].claims)
     pooled = []
     for k, claim in enumerate(seeds[0].claims):
-        verdicts = [s.claims[k].verdict for s in seeds]
+        per_seed = "; ".join(f"seed {s.seed}: {s.claims[k].verdict}" for s in seeds)
         if claim.claim == VALLEY_CLAIM:
+            growth = _interval([s.log10_growth for s in seeds])
+            learned = all(s.learned is not False for s in seeds) and growth.n == len(seeds)
+            deeper = all(bool(s.deeper_and_u) for s in seeds)
+            verdict = valley_verdict(growth, learned, deeper) if growth.n else NOT_REPRODUCED
             numbers = "log10 growth of peak-to-valley " + interval_text(
                 [s.log10_growth for s in seeds], 2
             )
-        else:
-            numbers = (
-                "last checkpoint: Spearman "
-                + interval_text([s.signal_spearman for s in seeds])
-                + ", W1 "
-                + interval_text([s.signal_wasserstein1 for s in seeds])
-                + " (flat "
-                + interval_text([s.signal_flat_wasserstein1 for s in seeds])
-                + ")"
+            numbers += "" if deeper else " (the dead zone did not deepen, or no U, on some seed)"
+            rule = (
+                "over seeds, by the 95% interval G of log10 growth: not reproduced if a "
+                "seed did not learn or G <= 0 wholly; reproduced if G >= 0.5 wholly and "
+                "on every seed the dead zone deepened and the profile stayed a U; partly "
+                "if G > 0 wholly; else inconclusive"
             )
-        per_seed = "; ".join(f"seed {s.seed}: {s.claims[k].verdict}" for s in seeds)
+        else:
+            states = []
+            for label, spearmans, ratios in (
+                ("step 0", [s.signal_start_spearman for s in seeds],
+                 [s.signal_start_ratio for s in seeds]),
+                ("last", [s.signal_spearman for s in seeds], [s.signal_ratio for s in seeds]),
+            ):  # fmt: skip
+                si, ri = _interval(spearmans), _interval(ratios)
+                state = "unresolved" if si.n == 0 or ri.n == 0 else signal_state(si, ri)
+                states.append((label, state, spearmans, ratios))
+            verdict = signal_verdict(states[0][1], states[1][1])
+            numbers = "; ".join(
+                f"{label}: Spearman {interval_text(sp)}, W1/W1_flat {interval_text(r)} ({state})"
+                for label, state, sp, r in states
+            )
+            rule = (
+                "over seeds, by 95% intervals of Spearman S and r = W1/W1_flat at step 0 "
+                f"and at the last checkpoint: holds there if S >= {HOLDS_SPEARMAN} and "
+                "r <= 1/2 wholly, fails if S < 0.9 or r > 1/2 wholly; reproduced if it "
+                "holds at both, not reproduced if it fails at both, partly if it holds "
+                "at one and fails at the other, else inconclusive"
+            )
         pooled.append(
             Claim(
                 claim.claim,
                 claim.paper,
                 f"{numbers}; {per_seed}. Seed {seeds[0].seed}: {claim.ours}",
-                pooled_verdict(verdicts),
-                claim.rule + "; over seeds: reproduced if every seed is, not reproduced "
-                "if none is reproduced or partly, else partly",
+                verdict,
+                rule,
             )
         )
     return pooled
@@ -291,6 +395,10 @@ def _ends(summary: ProfileSummary) -> tuple[float, float] | None:
 
 def _g(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3g}"
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b <= 0 else a / b
 
 
 def _finite(x: float | None) -> float | None:

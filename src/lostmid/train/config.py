@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lostmid.checks import check_choice, check_positive, check_unit_interval
+from lostmid.checks import check_choice, check_positive, check_seed, check_unit_interval
 from lostmid.errors import UserError, require
 
 FAMILIES = ("qwen2", "gpt2")
@@ -144,6 +144,7 @@ class TrainConfig:
     probe: DynamicsProbeConfig = field(default_factory=DynamicsProbeConfig)
 
     def __post_init__(self) -> None:
+        check_seed(self.seed)
         for name in ("steps", "batch_size", "resume_every"):
             check_positive(name, getattr(self, name))
         check_positive("lr", self.lr, integer=False)

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lostmid.errors import UserError
+from lostmid.models.devices import resolve_device
 from lostmid.train.config import TrainConfig
 from lostmid.train.corpus import BatchSampler
 from lostmid.train.model import ModelVariant
@@ -120,12 +121,13 @@ class Trainer:
         config: TrainConfig,
         sampler: BatchSampler,
         loss_weight: PositionWeight | None = None,
-        device: torch.device | None = None,
+        device: str | torch.device = "cpu",
     ) -> None:
         self.model = model
         self.config = config
         self.sampler = sampler
-        self.device = device or torch.device("cpu")
+        # a device spec (auto | cpu | cuda[:N]) is checked and resolved here, once
+        self.device = torch.device(resolve_device(device) if isinstance(device, str) else device)
         self.model.to(self.device)
         self.weight = position_weights(loss_weight, config.model.context, self.device)
         self.optimizer = self._optimizer()

@@ -16,12 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
 from lostmid.models import LoadedModel, ModelShape, build_causal_lm, build_config
-from lostmid.models import resolve_device as resolve_device_name
 from lostmid.train.config import ModelSpec
 
 
@@ -73,11 +71,6 @@ def build_model(spec: ModelSpec, seed: int, variant: ModelVariant | None = None)
 def parameter_count(model: nn.Module) -> int:
     """Number of distinct parameters (tied weights counted once)."""
     return sum(p.numel() for p in model.parameters())
-
-
-def resolve_device(device: str) -> torch.device:
-    """:func:`lostmid.models.resolve_device` as a ``torch.device`` for the training loop."""
-    return torch.device(resolve_device_name(device))
 
 
 def as_loaded(model: PreTrainedModel, seed: int = 0) -> LoadedModel:

@@ -34,7 +34,7 @@ from lostmid.train.config import TrainConfig, checkpoint_steps
 from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
 from lostmid.train.dynamics import Checkpoint, measure_checkpoint
 from lostmid.train.loop import Interventions, Trainer, learning_rate
-from lostmid.train.model import build_model, parameter_count, resolve_device, save_checkpoint
+from lostmid.train.model import build_model, parameter_count, save_checkpoint
 from lostmid.train.plot import plot_dynamics
 
 SCHEMA = "lostmid.train.dynamics/2"
@@ -167,9 +167,7 @@ def run_training(
         heldout = heldout_windows(
             corpus.heldout, config.probe.heldout_windows, context, config.seed
         )
-        trainer = Trainer(
-            model, config, sampler, interventions.loss_weight, resolve_device(config.device)
-        )
+        trainer = Trainer(model, config, sampler, interventions.loss_weight, config.device)
     if resume:
         trainer.load(out / RESUME)
     result = TrainResult(

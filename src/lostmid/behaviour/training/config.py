@@ -75,7 +75,7 @@ class RetrievalTrainConfig:
     def resolved_train(self) -> TrainConfig:
         """``train`` with the task's vocab and the model's context = one row's inputs plus
         ``GENERATION_MARGIN`` positions, so that greedy decoding a few tokens past the
-        answer (``lostmid retrieve --scoring generate``) stays within the model's length.
+        answer (``lostmid retrieve --passes generate``) stays within the model's length.
         Training rows use the first ``row length - 1`` positions."""
         model = replace(
             self.train.model,

@@ -246,12 +246,7 @@ def run_retrieval_training(
     from lostmid.behaviour.plot import plot_training
     from lostmid.behaviour.tokenizers import write_byte_marker
     from lostmid.report.plots import save_figure
-    from lostmid.train.model import (
-        build_model,
-        parameter_count,
-        resolve_device,
-        save_checkpoint,
-    )
+    from lostmid.train.model import build_model, parameter_count, save_checkpoint
 
     wall, cpu = time.perf_counter(), time.process_time()
     out = Path(out)
@@ -277,7 +272,7 @@ def run_retrieval_training(
             task, train.batch_size, train.seed, length, corpus, hooks.gold_probs, hooks.gold_weights
         )
         model = build_model(train.model, train.seed, _variant(config, hooks))
-        trainer = MaskedTrainer(model, train, sampler, device=resolve_device(train.device))  # type: ignore[arg-type]
+        trainer = MaskedTrainer(model, train, sampler, device=train.device)  # type: ignore[arg-type]
         heldout = HeldOut.build(config)
     wanted = config.eval_steps()
     checkpoints: list[RetrievalCheckpoint] = []

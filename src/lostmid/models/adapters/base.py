@@ -50,6 +50,9 @@ family uses, and each switch removes all position dependence it is named for:
 ``remove_rope`` (rotary: cos = 1, sin = 0), ``remove_position_embedding`` (learned
 absolute table x_j + p_j -> x_j), ``remove_alibi`` (ALiBi bias -> 0).
 
+Caches (``prefill``, ``repeat_cache``, ``continue_from``; :mod:`.cache`): encode a
+context once and read more tokens after it, for every family.
+
 Building: ``build_config(model_type, shape)`` is the family's Hugging Face config for a
 :class:`~lostmid.models.shape.ModelShape` (what training builds its models from).
 
@@ -66,6 +69,7 @@ import torch
 from torch import nn
 
 from lostmid.errors import UserError
+from lostmid.models.adapters.cache import CacheContinuation
 from lostmid.models.shape import ModelShape
 
 if TYPE_CHECKING:
@@ -110,8 +114,9 @@ def mask_specs(config: Any, length: int) -> list[str]:
     return specs
 
 
-class FamilyAdapter:
-    """Generic adapter: the basic profile only (``inputs_embeds`` -> final hidden state).
+class FamilyAdapter(CacheContinuation):
+    """Generic adapter: the basic profile only (``inputs_embeds`` -> final hidden state),
+    and continuing from a key-value cache (:mod:`~lostmid.models.adapters.cache`).
 
     ``model_type`` and ``reason`` (why no family adapter serves the model) go into the
     one-line error of every feature that needs one.

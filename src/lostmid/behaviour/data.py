@@ -1,0 +1,466 @@
+"""Bring your own data (``retrieve --data FILE``) and give it back (``--export``) in the
+formats the field uses.
+
+Files: JSON lines (``.jsonl``), gzipped JSON lines (``.jsonl.gz``, as Liu et al. ship
+theirs) or one JSON list (``.json``). The format is recognised from the first record's
+keys:
+
+* ``liu-kv`` (Liu et al.'s key-value retrieval): ``ordered_kv_records`` (a list of
+  ``[key, value]``), ``key``, ``value``. As their ``get_kv_responses_*`` scripts do, the
+  gold pair is removed from where it is and inserted at each requested gold index
+  (``--gold-index``, ``--positions``; by default 0, 1/4, 1/2, 3/4 and the last); a
+  record that states lostmid's ``gold_index`` (an export) is kept where it is when no
+  index is requested. Prompt: Liu's (``--query-aware``: theirs with the key first).
+* ``liu-qa`` (Liu et al.'s multi-document QA): ``question``, ``answers`` (any one is
+  correct), ``ctxs`` (documents with ``title``, ``text``, ``isgold``). The gold document
+  (``isgold`` true) is moved to each requested index among the distractors, whose order
+  is kept (their ``make_qa_data_from_retrieval_results`` layout); without a request it
+  stays where the file has it. Prompt: Liu's ``qa.prompt`` (``--query-aware``: theirs
+  with the question first), documents ``Document [i](Title: t) text``, 1-indexed.
+* ``ruler`` (RULER's records): ``input``, ``outputs`` (all must be found, their
+  ``string_match_all``), ``length`` (tokens), optional ``index`` and ``answer_prefix``
+  (the prompt is ``input + answer_prefix``, as their ``call_api`` sends it). The needle
+  depth is the record's ``depth`` when it states one (lostmid's exports do; RULER's own
+  files do not), else the character offset of the first output in ``input`` as a
+  percentage of ``input``.
+* ``longbench`` (LongBench's records): ``input`` (the question), ``context``,
+  ``answers`` (any one), ``length`` (words). Prompt: LongBench's multi-document QA prompt
+  (hotpotqa, 2wikimqa, musique). The depth is the record's ``depth``, else the character
+  offset of the first answer found in ``context`` as a percentage of ``context``; a
+  record whose answers are nowhere in its context has no position and is left out (the
+  count is reported).
+
+Depths that come from a file are snapped to the nearest requested depth (``--depth``,
+``--positions``; by default the depths the file states, else 0, 25, 50, 75, 100); the
+exact value is kept in ``depth_pct``. Length cells: lostmid's ``length_cell`` when a
+record states it, else the record's ``length`` snapped to the nearest of ``--lengths``
+when given, else one cell.
+
+Writing (:meth:`RetrievalExample.record`, :func:`write_records`): each example as its
+field's record (kv: Liu's; niah: RULER's, with ``depth`` kept; qa, ruler, longbench:
+the record read, gold moved) plus lostmid's keys: ``task``, ``prompt``, ``target``,
+``gold_index`` or ``depth``, ``depth_pct``, ``length_cell``, ``item``, ``pairs``. Files
+written this way read back to the same examples.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Mapping, Sequence
+from copy import deepcopy
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lostmid.behaviour.example import (
+    RetrievalExample,
+    check_depths,
+    check_gold_indices,
+    default_depths,
+    default_gold_indices,
+)
+from lostmid.behaviour.kv import kv_query
+from lostmid.errors import UserError
+
+FORMATS = ("liu-kv", "liu-qa", "ruler", "longbench")
+QA_PROMPT = (
+    "Write a high-quality answer for the given question using only the provided search "
+    "results (some of which might be irrelevant).\n\n{search_results}\n\nQuestion: "
+    "{question}\nAnswer:"
+)
+QA_PROMPT_QUERY_AWARE = (
+    "Write a high-quality answer for the given question using only the provided search "
+    "results (some of which might be irrelevant).\n\nQuestion: {question}\n\n"
+    "{search_results}\n\nQuestion: {question}\nAnswer:"
+)
+LONGBENCH_PROMPT = (
+    "Answer the question based on the given passages. Only give me the answer and do not "
+    "output any other words.\n\nThe following are given passages.\n{context}\n\nAnswer the "
+    "question based on the given passages. Only give me the answer and do not output any "
+    "other words.\n\nQuestion: {input}\nAnswer:"
+)
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a ``.jsonl``, ``.jsonl.gz`` or ``.json`` (a list) file.
+
+    Raises:
+        UserError: a missing file, a line that is not a JSON object, an empty file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"--data {path}: no such file")
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"--data {path}: cannot read it ({err})") from None
+    if path.name.endswith(".json"):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise UserError(f"--data {path}: not valid JSON ({err.msg})") from None
+        if not isinstance(records, list):
+            raise UserError(f"--data {path}: a .json file must hold a list of records")
+    else:
+        records = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise UserError(f"--data {path}: line {number} is not JSON ({err.msg})") from None
+    if not records:
+        raise UserError(f"--data {path}: no records")
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            raise UserError(f"--data {path}: record {number} is not a JSON object")
+    return records
+
+
+def detect_format(record: Mapping[str, Any]) -> str:
+    """The format of a record from its keys (module doc).
+
+    >>> detect_format({"ordered_kv_records": [], "key": "k", "value": "v"})
+    'liu-kv'
+    >>> detect_format({"index": 0, "input": "...", "outputs": ["1"], "length": 9})
+    'ruler'
+    """
+    keys = set(record)
+    if {"ordered_kv_records", "key", "value"} <= keys:
+        return "liu-kv"
+    if {"question", "answers", "ctxs"} <= keys:
+        return "liu-qa"
+    if {"input", "outputs"} <= keys:
+        return "ruler"
+    if {"input", "context", "answers"} <= keys:
+        return "longbench"
+    raise UserError(
+        "--data: records must be Liu et al.'s kv (ordered_kv_records, key, value) or QA "
+        "(question, answers, ctxs), RULER's (input, outputs, length) or LongBench's "
+        f"(input, context, answers, length); got keys {sorted(keys)[:8]}"
+    )
+
+
+def _need(record: Mapping[str, Any], number: int, fmt: str, keys: Sequence[str]) -> None:
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise UserError(f"--data record {number} ({fmt}) lacks {', '.join(missing)}")
+
+
+def _strings(value: Any, what: str, number: int) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise UserError(f"--data record {number}: {what} must be a non-empty list of strings")
+    return tuple(value)
+
+
+def _kv_pairs(record: Mapping[str, Any], number: int) -> list[tuple[str, str]]:
+    rows = record["ordered_kv_records"]
+    if not isinstance(rows, list) or len(rows) < 2:
+        raise UserError(f"--data record {number}: ordered_kv_records needs at least 2 pairs")
+    pairs = []
+    for row in rows:
+        if not (isinstance(row, list | tuple) and len(row) == 2):
+            raise UserError(f"--data record {number}: each kv record is a [key, value] pair")
+        pairs.append((str(row[0]), str(row[1])))
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise UserError(f"--data record {number}: ordered_kv_records has duplicate keys")
+    return pairs
+
+
+def move_gold(items: Sequence[Any], gold: int, index: int) -> list[Any]:
+    """``items`` with the one at ``gold`` removed and inserted at ``index`` (the others
+    keep their order), as Liu et al.'s scripts move the gold pair or document.
+
+    >>> move_gold(["a", "G", "b", "c"], 1, 3)
+    ['a', 'b', 'c', 'G']
+    """
+    rest = list(items)
+    chosen = rest.pop(gold)
+    rest.insert(index, chosen)
+    return rest
+
+
+def qa_prompt(question: str, documents: Sequence[Mapping[str, Any]], query_aware: bool) -> str:
+    """Liu et al.'s multi-document QA prompt.
+
+    >>> qa_prompt("q?", [{"title": "t", "text": "x"}], False).splitlines()[2]
+    'Document [1](Title: t) x'
+    """
+    results = "\n".join(
+        f"Document [{i + 1}](Title: {d.get('title', '')}) {d.get('text', '')}"
+        for i, d in enumerate(documents)
+    )
+    template = QA_PROMPT_QUERY_AWARE if query_aware else QA_PROMPT
+    return template.format(question=question, search_results=results)
+
+
+def _snap(value: float, grid: Sequence[int]) -> int:
+    return min(grid, key=lambda g: (abs(g - value), g))
+
+
+def _ordered(found: list[tuple[int, int, RetrievalExample]]) -> list[RetrievalExample]:
+    """Grouped by length cell, then position, items in order (a grid's order)."""
+    found.sort(key=lambda t: (t[2].length is not None, t[2].length or 0, t[0], t[1]))
+    return [ex for _, _, ex in found]
+
+
+def _item(record: Mapping[str, Any], number: int) -> int:
+    """lostmid's ``item`` when the record states it (an export), else its line (0-based)."""
+    value = record.get("item")
+    return int(value) if isinstance(value, int) else number - 1
+
+
+def _length_cell(record: Mapping[str, Any], lengths: Sequence[int] | None) -> int | None:
+    if isinstance(record.get("length_cell"), int):
+        return int(record["length_cell"])
+    if lengths and isinstance(record.get("length"), int | float):
+        return _snap(float(record["length"]), lengths)
+    return None
+
+
+def data_examples(
+    path: Path,
+    *,
+    gold_index: Sequence[int] | None = None,
+    depth: Sequence[int] | None = None,
+    positions: int | None = None,
+    examples: int | None = None,
+    lengths: Sequence[int] | None = None,
+    query_aware: bool = False,
+    style: str = "liu",
+    shared: bool = False,
+) -> tuple[str, list[RetrievalExample], int]:
+    """(format, examples grouped by position, records left out) of a ``--data`` file.
+
+    ``examples``: use the first N records (default all). ``shared``: kv only, the
+    records kept in the file's order and the key of each requested index asked
+    (``--design shared``). ``style``: the kv prompt (``liu``; ``compact`` for small byte
+    models). Positions and cells as in the module doc.
+    """
+    records = read_records(path)
+    fmt = detect_format(records[0])
+    if examples is not None:
+        records = records[:examples]
+    if shared and fmt != "liu-kv":
+        raise UserError(f"--design shared needs records to query (kv); --data {path} is {fmt}")
+    if fmt in ("liu-kv", "liu-qa"):
+        if depth is not None:
+            raise UserError(f"--depth applies to needle data; {fmt} data is placed by --gold-index")
+        if lengths and not any("length_cell" in r for r in records):
+            raise UserError(
+                f"--lengths applies to generated contexts and to data with lengths; {fmt} "
+                "records have none"
+            )
+        return (
+            fmt,
+            _indexed_examples(
+                records, fmt, gold_index, positions, lengths, query_aware, style, shared
+            ),
+            0,
+        )
+    if gold_index is not None:
+        raise UserError(f"--gold-index applies to kv and QA data; {fmt} data is placed by --depth")
+    found, left_out = _depth_examples(records, fmt, depth, positions, lengths)
+    return fmt, found, left_out
+
+
+def _indexed_examples(
+    records: list[dict[str, Any]],
+    fmt: str,
+    gold_index: Sequence[int] | None,
+    positions: int | None,
+    lengths: Sequence[int] | None,
+    query_aware: bool,
+    style: str,
+    shared: bool,
+) -> list[RetrievalExample]:
+    requested = gold_index is not None or positions is not None
+    out: list[tuple[int, int, RetrievalExample]] = []
+    for number, record in enumerate(records, start=1):
+        item = _item(record, number)
+        cell = _length_cell(record, lengths)
+        if fmt == "liu-kv":
+            _need(record, number, fmt, ("ordered_kv_records", "key", "value"))
+            pairs = _kv_pairs(record, number)
+            try:
+                gold = pairs.index((str(record["key"]), str(record["value"])))
+            except ValueError:
+                raise UserError(
+                    f"--data record {number}: its key/value pair is not in ordered_kv_records"
+                ) from None
+            size = len(pairs)
+        else:
+            _need(record, number, fmt, ("question", "answers", "ctxs"))
+            docs = record["ctxs"]
+            golds = [i for i, d in enumerate(docs) if isinstance(d, dict) and d.get("isgold")]
+            if len(golds) != 1:
+                raise UserError(
+                    f"--data record {number}: QA needs exactly one ctxs entry with isgold "
+                    f"true, found {len(golds)}"
+                )
+            gold, size = golds[0], len(docs)
+        if gold_index is not None:
+            wanted = check_gold_indices(gold_index, size)
+        elif positions is not None or (fmt == "liu-kv" and "gold_index" not in record):
+            wanted = default_gold_indices(size, positions)
+        else:
+            wanted = (int(record.get("gold_index", gold)),)  # as the file has it
+        if shared:
+            for g in wanted:
+                ex = kv_query(pairs, g, style=style, item=item, length=cell)
+                source = {**record, "key": ex.key, "value": ex.value}
+                out.append((g, item, replace(ex, source=source)))
+            continue
+        for g in wanted:
+            if fmt == "liu-kv":
+                moved = move_gold(pairs, gold, g) if requested or g != gold else pairs
+                ex = kv_query(
+                    moved, g, query_aware=query_aware, style=style, item=item, length=cell
+                )
+                source = {**record, "ordered_kv_records": [list(p) for p in moved]}
+            else:
+                ex, source = _qa_example(record, number, gold, g, query_aware, item, cell)
+            if not requested and isinstance(record.get("depth_pct"), int | float):
+                ex = replace(ex, depth_pct=float(record["depth_pct"]))  # the row it had
+            out.append((g, item, replace(ex, source=source)))
+    return _ordered(out)
+
+
+def _qa_example(
+    record: dict[str, Any],
+    number: int,
+    gold: int,
+    index: int,
+    query_aware: bool,
+    item: int,
+    cell: int | None,
+) -> tuple[RetrievalExample, dict[str, Any]]:
+    answers = _strings(record["answers"], "answers", number)
+    docs = move_gold(deepcopy(record["ctxs"]), gold, index)
+    question = str(record["question"])
+    prompt = qa_prompt(question, docs, query_aware)
+    example = RetrievalExample(
+        task="qa",
+        prompt=prompt,
+        key=question,
+        value=answers[0],
+        target=" " + answers[0],
+        gold_index=index,
+        answers=answers,
+        match="any",
+        pairs=len(docs),
+        length=cell,
+        depth_pct=100.0 * index / max(len(docs) - 1, 1),
+        item=item,
+    )
+    return example, {**record, "ctxs": docs}
+
+
+def _depth_examples(
+    records: list[dict[str, Any]],
+    fmt: str,
+    depth: Sequence[int] | None,
+    positions: int | None,
+    lengths: Sequence[int] | None,
+) -> tuple[list[RetrievalExample], int]:
+    placed: list[tuple[float, dict[str, Any], int]] = []
+    left_out = 0
+    for number, record in enumerate(records, start=1):
+        if fmt == "ruler":
+            _need(record, number, fmt, ("input", "outputs"))
+            answers = _strings(record["outputs"], "outputs", number)
+            haystack = str(record["input"])
+        else:
+            _need(record, number, fmt, ("input", "context", "answers"))
+            answers = _strings(record["answers"], "answers", number)
+            haystack = str(record["context"])
+        if isinstance(record.get("depth"), int | float):
+            exact = float(record["depth"])
+        else:
+            offsets = [haystack.find(a) for a in answers if a and a in haystack]
+            if not offsets:
+                left_out += 1
+                continue
+            exact = 100.0 * min(offsets) / max(len(haystack), 1)
+        placed.append((exact, record, number))
+    if not placed:
+        raise UserError(
+            f"--data: no {fmt} record could be placed (no depth field and no answer found in "
+            "its text); add a depth field (percent) to the records"
+        )
+    if depth is not None:
+        grid = check_depths(depth)
+    elif positions is not None:
+        grid = default_depths(positions)
+    elif all(isinstance(r.get("depth"), int) for _, r, _ in placed):
+        grid = check_depths(int(r["depth"]) for _, r, _ in placed)
+    else:
+        grid = default_depths()
+    out: list[tuple[int, int, RetrievalExample]] = []
+    for exact, record, number in placed:
+        snapped = _snap(exact, grid)
+        item = _item(record, number)
+        cell = _length_cell(record, lengths)
+        if fmt == "ruler":
+            prefix = str(record.get("answer_prefix", ""))
+            answers = _strings(record["outputs"], "outputs", number)
+            example = RetrievalExample(
+                task="ruler",
+                prompt=str(record["input"]) + prefix,
+                key=str(record.get("key", "")),
+                value=answers[0],
+                target=" " + answers[0],
+                depth=snapped,
+                answers=answers,
+                match="all",
+                answer_prefix=prefix,
+                length=cell,
+                depth_pct=exact,
+                item=item,
+                source=record,
+            )
+        else:
+            answers = _strings(record["answers"], "answers", number)
+            example = RetrievalExample(
+                task="longbench",
+                prompt=LONGBENCH_PROMPT.format(context=record["context"], input=record["input"]),
+                key=str(record["input"]),
+                value=answers[0],
+                target=" " + answers[0],
+                depth=snapped,
+                answers=answers,
+                match="any",
+                length=cell,
+                depth_pct=exact,
+                item=item,
+                source=record,
+            )
+        out.append((snapped, item, example))
+    return _ordered(out), left_out
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def write_records(
+    examples: Sequence[RetrievalExample], path: Path, tokens: Sequence[int] | None = None
+) -> Path:
+    """Write each example's record (:meth:`RetrievalExample.record`, its field's format),
+    one JSON object a line (``.gz``: gzipped), to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as f:  # type: ignore[operator]
+        for i, example in enumerate(examples):
+            count = None if tokens is None else int(tokens[i])
+            f.write(json.dumps(example.record(count), ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,235 @@
+"""Length x position grids (``retrieve --lengths``): which examples fill which cell.
+
+A cell is (length, position): the length in tokens of the context (``None``: the run's
+one length, ``--pairs`` or ``--length``), and the gold index (kv, mqar; 0-indexed) or
+the needle depth (niah; percent). Lengths: niah fills the haystack to the length (its
+prompt with the needle at the end is at most that many tokens); kv takes the most pairs
+whose prompt (gold last, example 0, counted by the model's tokenizer and the chat
+template when applied) fits the length; mqar takes (length - 1) // 2 pairs
+(``k1 v1 ... kN vN k``).
+
+Positions at each length: ``--gold-index`` as given (each must exist at every length);
+otherwise K evenly spaced fractions q = 0, 1/(K-1), ..., 1 (default 0, 1/4, 1/2, 3/4, 1)
+at gold index floor(q (pairs - 1)), Liu et al.'s 0/34/69/104/139 at 140 pairs. The
+heatmap's row is the fraction as a percentage (``depth_pct``), the same at every
+length; a gold index given explicitly has the row 100 * index / (pairs - 1).
+
+Designs: ``moved`` (Liu et al.'s: example i is the same records at every position, the
+gold pair moved there) and ``shared`` (one context per example i, its records in their
+drawn order, the key of the record at each position asked of it: one prefill serves
+every position).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from lostmid.behaviour.example import (
+    RetrievalExample,
+    check_depths,
+    check_gold_indices,
+    default_depths,
+)
+from lostmid.behaviour.kv import kv_example, kv_query, kv_records
+from lostmid.behaviour.mqar import mqar_example, mqar_pairs, mqar_query
+from lostmid.behaviour.niah import niah_example
+from lostmid.checks import check_positive
+from lostmid.errors import UserError
+
+TokenCounter = Callable[[str], int]
+DESIGNS = ("moved", "shared")
+
+
+def gold_grid(
+    pairs: int, gold_index: Sequence[int] | None = None, positions: int | None = None
+) -> list[tuple[int, float]]:
+    """(gold index, heatmap row in %) at ``pairs`` records (module doc); duplicates of
+    an index (more positions than pairs) keep the first row.
+
+    >>> gold_grid(140)
+    [(0, 0.0), (34, 25.0), (69, 50.0), (104, 75.0), (139, 100.0)]
+    >>> gold_grid(11, gold_index=[5, 0])
+    [(0, 0.0), (5, 50.0)]
+    """
+    check_positive("--pairs", pairs)
+    if gold_index is not None:
+        return [(i, 100.0 * i / max(pairs - 1, 1)) for i in check_gold_indices(gold_index, pairs)]
+    count = 5 if positions is None else int(check_positive("--positions", positions))
+    seen: dict[int, float] = {}
+    for q in np.linspace(0.0, 1.0, count):
+        seen.setdefault(int(np.floor(q * (pairs - 1) + 1e-9)), float(100.0 * q))
+    return sorted(seen.items())
+
+
+def kv_pairs_for_length(
+    length: int,
+    count_tokens: TokenCounter,
+    *,
+    seed: int,
+    key_chars: int,
+    style: str,
+    query_aware: bool,
+) -> int:
+    """The most pairs (>= 2) whose kv prompt (example 0, gold last) is at most ``length``
+    tokens under ``count_tokens``.
+
+    >>> kv_pairs_for_length(40, len, seed=0, key_chars=2, style="compact", query_aware=False)
+    7
+    """
+
+    def tokens(pairs: int) -> int:
+        ex = kv_example(
+            seed=seed,
+            index=0,
+            pairs=pairs,
+            gold_index=pairs - 1,
+            key_chars=key_chars,
+            query_aware=query_aware,
+            style=style,
+        )
+        return count_tokens(ex.prompt)
+
+    if tokens(2) > length:
+        raise UserError(
+            f"--lengths {length} is too short for a kv prompt of 2 pairs ({tokens(2)} "
+            "tokens); use longer lengths or shorter --key-chars"
+        )
+    lo, hi = 2, 4
+    while tokens(hi) <= length:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:  # tokens(lo) <= length < tokens(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if tokens(mid) <= length else (lo, mid)
+    return lo
+
+
+def grid_examples(
+    task: str,
+    *,
+    lengths: Sequence[int | None],
+    examples: int,
+    seed: int,
+    pairs: int,
+    gold_index: Sequence[int] | None,
+    depth: Sequence[int] | None,
+    positions: int | None,
+    key_chars: int,
+    style: str,
+    query_aware: bool,
+    haystack: str,
+    vocab: int,
+    offset: int,
+    niah_length: int,
+    design: str,
+    count_tokens: TokenCounter,
+) -> list[RetrievalExample]:
+    """Every example of the grid, grouped by (length, position), items in order; each
+    carries its length cell (None for the one length of a run without ``--lengths``)."""
+    out: list[RetrievalExample] = []
+    for length in lengths:
+        if task == "niah":
+            depths = check_depths(depth) if depth else default_depths(positions)
+            for d in depths:
+                for i in range(examples):
+                    ex = niah_example(
+                        seed=seed,
+                        index=i,
+                        depth=d,
+                        length=niah_length if length is None else length,
+                        count_tokens=count_tokens,
+                        haystack=haystack,
+                    )
+                    out.append(replace(ex, length=length))
+            continue
+        if length is None:
+            size = pairs
+        elif task == "kv":
+            size = kv_pairs_for_length(
+                length,
+                count_tokens,
+                seed=seed,
+                key_chars=key_chars,
+                style=style,
+                query_aware=query_aware,
+            )
+        else:
+            size = (length - 1) // 2
+            if size < 1 or vocab // 2 < size:
+                raise UserError(
+                    f"--lengths {length} gives {size} mqar pairs; --vocab {vocab} holds at most "
+                    f"{vocab // 2} (and a length needs >= 3 tokens)"
+                )
+        try:
+            cells = gold_grid(size, gold_index, positions)
+        except UserError as err:
+            if length is None:
+                raise
+            raise UserError(f"{err} (at --lengths {length}: {size} pairs)") from None
+        out.extend(
+            _indexed(
+                task,
+                design,
+                cells,
+                size,
+                length,
+                examples,
+                seed,
+                key_chars,
+                style,
+                query_aware,
+                vocab,
+                offset,
+            )  # fmt: skip
+        )
+    return out
+
+
+def _indexed(
+    task: str,
+    design: str,
+    cells: list[tuple[int, float]],
+    size: int,
+    length: int | None,
+    examples: int,
+    seed: int,
+    key_chars: int,
+    style: str,
+    query_aware: bool,
+    vocab: int,
+    offset: int,
+) -> list[RetrievalExample]:
+    out = []
+    drawn: dict[int, list] = {}
+    for g, row in cells:
+        for i in range(examples):
+            if design == "shared":
+                if i not in drawn:
+                    drawn[i] = (
+                        kv_records(seed, i, size, key_chars)
+                        if task == "kv"
+                        else mqar_pairs(seed, i, size, vocab, offset)
+                    )
+                ex = (
+                    kv_query(drawn[i], g, style=style, item=i)
+                    if task == "kv"
+                    else mqar_query(drawn[i], g, item=i)
+                )
+            elif task == "kv":
+                ex = kv_example(
+                    seed=seed,
+                    index=i,
+                    pairs=size,
+                    gold_index=g,
+                    key_chars=key_chars,
+                    query_aware=query_aware,
+                    style=style,
+                )
+            else:
+                ex = mqar_example(
+                    seed=seed, index=i, pairs=size, gold_index=g, vocab=vocab, offset=offset
+                )
+            out.append(replace(ex, length=length, depth_pct=row))
+    return out

@@ -1,0 +1,169 @@
+"""Prompts as a model reads them: the chat template, special tokens, and the split of a
+prompt into the context it shares with other questions and its own question.
+
+Chat template (``--chat-template``): ``auto`` applies the tokenizer's template when it
+has one (instruct models), ``on`` requires one, ``off`` sends the raw prompt. Applied,
+the prompt without its answer prefix is one user turn followed by the generation
+prompt, and the answer prefix (RULER's ``The special magic number for ... is``) comes
+after it, as RULER's templates put it:
+
+    text = render_chat(prompt[: -len(answer_prefix)]) + answer_prefix.
+
+Special tokens, on purpose: the whole text is encoded in one call (never a record or a
+needle on its own, so no BOS lands inside the context), with ``add_special_tokens``
+True for a raw prompt (the tokenizer's BOS, if it adds one) and False for a templated
+one (the template writes its own). Under ``--design shared`` the context is encoded with
+those special tokens and each question without any, and the model reads their
+concatenation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lostmid.behaviour.example import RetrievalExample
+from lostmid.behaviour.tokenizers import Tokenizer
+from lostmid.checks import check_choice
+from lostmid.errors import UserError
+
+CHAT_TEMPLATES = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class PromptFormat:
+    """How prompts become token ids (module doc).
+
+    Attributes:
+        requested: ``auto``, ``on`` or ``off`` as asked.
+        applied: whether the chat template is applied.
+        add_special_tokens: what the tokenizer is asked for on the whole prompt (and
+            on a shared context); questions of a shared context never get any.
+    """
+
+    requested: str
+    applied: bool
+    add_special_tokens: bool
+
+    def text(self, example: RetrievalExample, tokenizer: Tokenizer | None) -> str:
+        """The text the tokenizer encodes for ``example``."""
+        if not self.applied:
+            return example.prompt
+        assert tokenizer is not None
+        cut = len(example.prompt) - len(example.answer_prefix)
+        return tokenizer.render_chat(example.prompt[:cut]) + example.answer_prefix
+
+    def split(self, example: RetrievalExample, tokenizer: Tokenizer | None) -> tuple[str, str]:
+        """(context, question): the text of ``example`` cut where its question starts.
+
+        Raises:
+            UserError: the example has no question at its end (query-aware, needles,
+                QA), or the chat template does not keep the prompt verbatim.
+        """
+        if example.query_start is None:
+            raise UserError(
+                f"--design shared needs the question after the records; a {example.task} "
+                "example (or --query-aware) has none"
+            )
+        text = self.text(example, tokenizer)
+        if not self.applied:
+            return text[: example.query_start], text[example.query_start :]
+        cut = len(example.prompt) - len(example.answer_prefix)
+        user = example.prompt[:cut]
+        at = text.find(user)
+        if at < 0:
+            raise UserError(
+                "--design shared cannot find the prompt verbatim in the chat template's "
+                "rendering; use --chat-template off or --design moved"
+            )
+        return text[: at + example.query_start], text[at + example.query_start :]
+
+    def record(self, example_text: str, example_ids: list[int]) -> dict[str, Any]:
+        return {
+            "chat_template": self.requested,
+            "applied": self.applied,
+            "add_special_tokens": self.add_special_tokens,
+            "rendered_example": example_text,
+            "example_tokens": len(example_ids),
+            "example_first_ids": example_ids[:8],
+        }
+
+
+def prompt_format(requested: str, tokenizer: Tokenizer | None) -> PromptFormat:
+    """The :class:`PromptFormat` for ``--chat-template requested`` with ``tokenizer``.
+
+    >>> from lostmid.behaviour.tokenizers import ByteTokenizer
+    >>> prompt_format("auto", ByteTokenizer())
+    PromptFormat(requested='auto', applied=False, add_special_tokens=True)
+
+    Raises:
+        UserError: ``on`` with a tokenizer that has no chat template.
+    """
+    check_choice("--chat-template", requested, CHAT_TEMPLATES)
+    has = tokenizer is not None and tokenizer.chat_template is not None
+    if requested == "on" and not has:
+        name = "the task's own ids" if tokenizer is None else tokenizer.name
+        raise UserError(f"--chat-template on: {name} has no chat template; use --chat-template off")
+    applied = has and requested != "off"
+    return PromptFormat(requested, applied, add_special_tokens=not applied)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Token ids of the examples: ``prompts`` and ``targets`` per example; under
+    ``--design shared`` also ``contexts`` (the context's ids, with its special tokens)
+    and ``questions`` (the question's ids, none), ``prompts = contexts + questions``."""
+
+    prompts: list[list[int]]
+    targets: list[list[int]]
+    contexts: list[list[int]] | None = None
+    questions: list[list[int]] | None = None
+    boundary_matches: bool | None = None
+
+
+def encode(
+    examples: list[RetrievalExample],
+    tokenizer: Tokenizer | None,
+    fmt: PromptFormat,
+    *,
+    shared: bool = False,
+) -> Encoded:
+    """Prompt and target ids per example (module doc); ``shared``: split at each
+    question. ``boundary_matches`` records whether encoding the first example whole gives
+    the same ids as its context and question encoded apart (BPE merges can cross the
+    cut; the shared design reads the split ids in both comparisons)."""
+    prompts: list[list[int]] = []
+    targets: list[list[int]] = []
+    contexts: list[list[int]] = []
+    questions: list[list[int]] = []
+    whole: list[int] | None = None
+    for ex in examples:
+        if ex.prompt_ids is not None:  # token-level task (mqar): the ids are the prompt
+            ids = list(ex.prompt_ids)
+            prompts.append(ids)
+            targets.append(list(ex.target_ids or ()))
+            if shared:
+                assert ex.query_start is not None
+                contexts.append(ids[: ex.query_start])
+                questions.append(ids[ex.query_start :])
+            continue
+        if tokenizer is None:
+            raise UserError(f"task {ex.task} needs a tokenizer; pass --tokenizer")
+        targets.append(tokenizer.encode(ex.target))
+        if shared:
+            context, question = fmt.split(ex, tokenizer)
+            c = tokenizer.encode(context, special=fmt.add_special_tokens)
+            q = tokenizer.encode(question, special=False)
+            contexts.append(c)
+            questions.append(q)
+            prompts.append(c + q)
+            if whole is None:
+                whole = tokenizer.encode(context + question, special=fmt.add_special_tokens)
+        else:
+            prompts.append(
+                tokenizer.encode(fmt.text(ex, tokenizer), special=fmt.add_special_tokens)
+            )
+    if not shared:
+        return Encoded(prompts, targets)
+    matches = None if whole is None else whole == prompts[0]
+    return Encoded(prompts, targets, contexts, questions, matches)

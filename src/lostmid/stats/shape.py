@@ -1,0 +1,317 @@
+"""Shape indices of a curve over positions: one definition for accuracy by gold position
+and for an influence profile.
+
+A curve is a value per position, 0-indexed in arrays, positions in increasing order
+(gold indices, depths in %, or 1-indexed token positions: the caller says which). Its
+reference points: ``first`` and ``last``, and ``middle``, the position nearest the
+midpoint of the first and last (the lower one on a tie). Indices, each a linear
+contrast sum_i c_i v_i with a 95 % interval:
+
+* ``mean``: the mean over positions (for proportions: pooled correct / n);
+* ``gap``: max - min over positions (FILM's robustness gap; max and min are picked after
+  seeing the data, so its interval is conditional on that choice);
+* ``primacy`` = first - middle, ``recency`` = last - middle;
+* ``bias`` = (first + last) / 2 - middle, the position bias index (> 0: a U).
+
+Intervals, by what the values are (:class:`Curve`):
+
+* proportions k_i / n_i: Wilson per position; a contrast by MOVER (Zou & Donner 2008),
+  lower = est - sqrt(sum_i c_i^2 (v_i - b_i)^2) with b_i the Wilson lower limit where
+  c_i > 0 and the upper limit where c_i < 0 (the upper limit mirrored). For c = (1, -1)
+  it is Newcombe's hybrid score interval (:func:`~lostmid.stats.difference_interval`);
+* estimates with standard errors (an influence profile): normal, est ± z sqrt(sum_i
+  c_i^2 s_i^2), positions independent;
+* seeds (S, P): the contrast per seed, then the 95 % t interval over seeds.
+
+Shape class, decided by the primacy and recency intervals, never by point estimates.
+Each contrast is ``+`` (interval above 0), ``-`` (below 0), ``=`` (inside
+``[-margin, margin]``: equivalent to 0 at that margin) or ``?`` (none of these):
+
+==========  =================================================  ===================
+class       (primacy, recency)                                 reads
+==========  =================================================  ===================
+U           (+, +)                                             both ends above middle
+inverted U  (-, -)                                             both ends below middle
+primacy     (+, -), (+, =), (=, -)                             earlier is better
+recency     (-, +), (=, +), (-, =)                             later is better
+flat        (=, =)                                             ends equal the middle
+undetermined  any ``?``                                        the intervals do not decide
+==========  =================================================  ===================
+
+>>> c = Curve.from_counts([0, 1, 2], correct=[95, 50, 90], n=[100, 100, 100])
+>>> s = shape_indices(c, margin=0.05)
+>>> s.shape, round(s.bias.estimate, 3), s.primacy.ci_low > 0
+('U', 0.425, True)
+>>> shape_indices(Curve.from_counts([0, 1, 2], [6, 5, 6], [10, 10, 10]), margin=0.05).shape
+'undetermined'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lostmid.errors import UserError
+from lostmid.stats.intervals import Z95, seed_interval, wilson_interval
+
+Numbers = Sequence[float] | np.ndarray  # values over positions, as a list or an array
+SHAPES = ("flat", "primacy", "recency", "U", "inverted U", "undetermined")
+KINDS = ("proportion", "estimate", "seeds")
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """A linear contrast of a curve with its 95 % interval (±inf: no information)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+    def sign(self, margin: float) -> str:
+        """``+``, ``-``, ``=`` (interval inside [-margin, margin]) or ``?``."""
+        if self.ci_low > 0:
+            return "+"
+        if self.ci_high < 0:
+            return "-"
+        if -margin <= self.ci_low and self.ci_high <= margin:
+            return "="
+        return "?"
+
+    def record(self) -> dict[str, float | None]:
+        def finite(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "estimate": self.estimate,
+            "ci_low": finite(self.ci_low),
+            "ci_high": finite(self.ci_high),
+        }
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Values over positions and what their uncertainty is (``kind``, see module doc).
+
+    Attributes:
+        positions: (P,) increasing positions (the caller's convention).
+        kind: ``proportion`` (``correct``/``n`` per position), ``estimate``
+            (``values`` with ``stderr``) or ``seeds`` (``values`` of shape (S, P)).
+    """
+
+    positions: tuple[float, ...]
+    kind: str
+    values: np.ndarray  # (P,) or (S, P) for seeds
+    stderr: np.ndarray | None = None  # (P,) for estimates
+    correct: tuple[int, ...] | None = None  # proportions
+    n: tuple[int, ...] | None = None  # proportions
+
+    @classmethod
+    def from_counts(cls, positions: Numbers, correct: Sequence[int], n: Sequence[int]) -> Curve:
+        """Accuracy k_i / n_i at each position."""
+        k, m = tuple(int(x) for x in correct), tuple(int(x) for x in n)
+        if len(k) != len(positions) or len(m) != len(positions):
+            raise UserError("a curve needs one count and one n per position")
+        if any(x < 1 for x in m) or any(not 0 <= a <= b for a, b in zip(k, m, strict=True)):
+            raise UserError("a curve of proportions needs 0 <= correct <= n and n >= 1")
+        values = np.array([a / b for a, b in zip(k, m, strict=True)])
+        return cls(_positions(positions), "proportion", values, correct=k, n=m)
+
+    @classmethod
+    def from_estimates(cls, positions: Numbers, values: Numbers, stderr: Numbers) -> Curve:
+        """Estimates with standard errors (e.g. an influence profile and its s.e.)."""
+        v, s = np.asarray(values, dtype=np.float64), np.asarray(stderr, dtype=np.float64)
+        if v.shape != (len(positions),) or s.shape != v.shape:
+            raise UserError("a curve needs one value and one standard error per position")
+        if not (np.all(np.isfinite(v)) and np.all(s >= 0)):
+            raise UserError("a curve needs finite values and standard errors >= 0")
+        return cls(_positions(positions), "estimate", v, stderr=s)
+
+    @classmethod
+    def from_seeds(
+        cls, positions: Numbers, values: Sequence[Sequence[float]] | np.ndarray
+    ) -> Curve:
+        """One curve per seed, shape (S, P); seeds are the unit of the t interval."""
+        v = np.asarray(values, dtype=np.float64)
+        if v.ndim != 2 or v.shape[1] != len(positions) or not np.all(np.isfinite(v)):
+            raise UserError("a curve over seeds needs finite values of shape (seeds, positions)")
+        return cls(_positions(positions), "seeds", v)
+
+    @property
+    def point(self) -> np.ndarray:
+        """(P,) the point estimate per position (the mean over seeds for ``seeds``)."""
+        return self.values.mean(axis=0) if self.kind == "seeds" else self.values
+
+    def contrast(self, coefficients: Numbers) -> Contrast:
+        """sum_i c_i v_i with its 95 % interval (module doc)."""
+        c = np.asarray(coefficients, dtype=np.float64)
+        if c.shape != (len(self.positions),):
+            raise ValueError("one coefficient per position")
+        if self.kind == "seeds":
+            per_seed = self.values @ c  # (S,)
+            i = seed_interval(per_seed.tolist())
+            return Contrast(i.estimate, i.ci_low, i.ci_high)
+        est = float(c @ self.values)
+        if self.kind == "estimate":
+            assert self.stderr is not None
+            half = Z95 * math.sqrt(float(np.sum(c**2 * self.stderr**2)))
+            return Contrast(est, est - half, est + half)
+        assert self.correct is not None and self.n is not None
+        low2 = high2 = 0.0
+        for ci, k, m, v in zip(c, self.correct, self.n, self.values, strict=True):
+            if ci == 0:
+                continue
+            lo, hi = wilson_interval(k, m)
+            below, above = (v - lo, hi - v) if ci > 0 else (hi - v, v - lo)
+            low2 += (ci * below) ** 2
+            high2 += (ci * above) ** 2
+        return Contrast(est, est - math.sqrt(low2), est + math.sqrt(high2))
+
+    def mean(self) -> Contrast:
+        """The mean over positions; for proportions the pooled Wilson interval."""
+        if self.kind == "proportion":
+            assert self.correct is not None and self.n is not None
+            k, m = sum(self.correct), sum(self.n)
+            lo, hi = wilson_interval(k, m)
+            return Contrast(k / m, lo, hi)
+        return self.contrast(np.full(len(self.positions), 1.0 / len(self.positions)))
+
+
+def _positions(positions: Numbers) -> tuple[float, ...]:
+    p = tuple(float(x) for x in positions)
+    if not p:
+        raise UserError("a curve needs at least one position")
+    if any(b <= a for a, b in zip(p, p[1:], strict=False)):
+        raise UserError("a curve's positions must be strictly increasing")
+    return p
+
+
+def reference_points(positions: Numbers) -> tuple[int, int, int]:
+    """(first, middle, last) array indices: middle is the position nearest the midpoint
+    of the first and last positions, the lower one on a tie.
+
+    >>> reference_points([0, 34, 69, 104, 139]), reference_points([0, 1, 2, 3])
+    ((0, 2, 4), (0, 1, 3))
+    """
+    p = np.asarray(positions, dtype=np.float64)
+    mid_point = (p[0] + p[-1]) / 2
+    middle = min(range(len(p)), key=lambda i: (abs(p[i] - mid_point), p[i]))
+    return 0, middle, len(p) - 1
+
+
+def classify(primacy: Contrast, recency: Contrast, margin: float) -> str:
+    """The shape class from the primacy and recency intervals (the module's table)."""
+    pair = primacy.sign(margin) + recency.sign(margin)
+    if "?" in pair:
+        return "undetermined"
+    return {
+        "++": "U",
+        "--": "inverted U",
+        "+-": "primacy",
+        "+=": "primacy",
+        "=-": "primacy",
+        "-+": "recency",
+        "=+": "recency",
+        "-=": "recency",
+        "==": "flat",
+    }[pair]
+
+
+@dataclass(frozen=True)
+class ShapeIndices:
+    """The shape indices of a curve (module doc); positions in the caller's convention."""
+
+    kind: str
+    margin: float
+    first: float
+    middle: float
+    last: float
+    mean: Contrast
+    gap: Contrast
+    gap_between: tuple[float, float]
+    primacy: Contrast
+    recency: Contrast
+    bias: Contrast
+    shape: str
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "margin": self.margin,
+            "first": self.first,
+            "middle": self.middle,
+            "last": self.last,
+            "mean": self.mean.record(),
+            "gap": {**self.gap.record(), "between": list(self.gap_between)},
+            "primacy": self.primacy.record(),
+            "recency": self.recency.record(),
+            "bias_index": self.bias.record(),
+            "shape": self.shape,
+        }
+
+
+def shape_indices(curve: Curve, *, margin: float) -> ShapeIndices:
+    """Mean, gap, primacy, recency, bias index and shape class of ``curve``.
+
+    ``margin``: within it a contrast counts as zero (``=``) when its whole interval is
+    inside [-margin, margin]; in the curve's units (accuracy: 0.05 is 5 points; an
+    influence profile divided by its mean: 0.05 of the mean level).
+
+    A single position has no shape: every contrast is 0 and the class is ``flat`` only
+    if ``margin`` allows, which it does for any margin >= 0 (0 = 0).
+
+    >>> c = Curve.from_estimates([1, 2, 3], [1.0, 1.0, 1.0], [0.01, 0.01, 0.01])
+    >>> shape_indices(c, margin=0.1).shape
+    'flat'
+    """
+    if not margin >= 0:
+        raise UserError(f"the flat margin must be >= 0, got {margin}")
+    p = len(curve.positions)
+    i_first, i_mid, i_last = reference_points(curve.positions)
+
+    def unit(*weights: tuple[int, float]) -> np.ndarray:
+        c = np.zeros(p)
+        for index, w in weights:
+            c[index] += w
+        return c
+
+    point = curve.point
+    best = max(range(p), key=lambda i: (point[i], -i))
+    worst = min(range(p), key=lambda i: (point[i], i))
+    primacy = curve.contrast(unit((i_first, 1.0), (i_mid, -1.0)))
+    recency = curve.contrast(unit((i_last, 1.0), (i_mid, -1.0)))
+    return ShapeIndices(
+        kind=curve.kind,
+        margin=float(margin),
+        first=curve.positions[i_first],
+        middle=curve.positions[i_mid],
+        last=curve.positions[i_last],
+        mean=curve.mean(),
+        gap=curve.contrast(unit((best, 1.0), (worst, -1.0))),
+        gap_between=(curve.positions[best], curve.positions[worst]),
+        primacy=primacy,
+        recency=recency,
+        bias=curve.contrast(unit((i_first, 0.5), (i_last, 0.5), (i_mid, -1.0))),
+        shape=classify(primacy, recency, margin),
+    )
+
+
+def profile_shape(influence: Numbers, stderr: Numbers, *, margin: float = 0.05) -> ShapeIndices:
+    """Shape indices of an influence profile over positions 1..L (1-indexed), values and
+    standard errors divided by the profile's mean, so ``margin`` is a fraction of the
+    mean level (0.05: 5 %).
+
+    >>> s = profile_shape([4.0, 1.0, 1.0, 1.0, 3.0], [0.01] * 5)
+    >>> s.shape, s.first, s.last, round(s.primacy.estimate, 3)
+    ('U', 1.0, 5.0, 1.5)
+    """
+    v = np.asarray(influence, dtype=np.float64)
+    s = np.asarray(stderr, dtype=np.float64)
+    level = float(v.mean()) if v.size else 0.0
+    if not level > 0:
+        raise UserError("an influence profile needs a positive mean for its shape indices")
+    curve = Curve.from_estimates(np.arange(1, v.size + 1), v / level, s / level)
+    return shape_indices(curve, margin=margin)

@@ -1,0 +1,106 @@
+"""``--export-lm-eval``: the exported task loads with lm-evaluation-harness's own task
+loader, runs with lm-eval on the same local model, and lm-eval's logged samples give the
+answers and the per-position accuracy that lostmid measured on the same examples."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Nothing from the network: Hugging Face offline, caches in a temporary folder."""
+    for name in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.setenv(name, "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+
+
+def test_lm_eval_round_trip(
+    chat_model_dir: Path, tmp_path: Path, run_cli: Cli, offline: None
+) -> None:
+    import warnings
+
+    import lm_eval  # the lmeval extra, installed by scripts/setup.sh
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    export, out = tmp_path / "lm-eval", tmp_path / "r"
+    # one-character values: a random model's answers contain them often enough that
+    # accuracy varies by position, so the comparison can fail
+    code, _, err = run_cli(
+        "retrieve", "--model", chat_model_dir, "--pairs", "6", "--key-chars", "1",
+        "--positions", "3", "--examples", "6", "--passes", "generate", "--chat-template",
+        "off", "--export-lm-eval", export, "--out", out,
+    )  # fmt: skip
+    assert code == 0, err
+    assert sorted(p.name for p in export.iterdir()) == [
+        "lostmid_kv.jsonl",
+        "lostmid_kv.yaml",
+        "utils.py",
+    ]
+    result = json.loads((out / "retrieve.json").read_text())
+    mine = {c["index"]: c["generate_accuracy"] for c in result["cells"]}
+    answers = {
+        (r["item"], r["position"]): r["answer"]
+        for r in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        manager = TaskManager(include_path=str(export), include_defaults=False)
+        assert "lostmid_kv" in manager.all_tasks  # lm-eval's own loader found the task
+        model = AutoModelForCausalLM.from_pretrained(chat_model_dir)
+        tok = AutoTokenizer.from_pretrained(chat_model_dir)
+        # lostmid encoded with add_special_tokens=True (the YAML says so): lm-eval's BOS on
+        lm = HFLM(pretrained=model, tokenizer=tok, batch_size=1, device="cpu", add_bos_token=True)
+        evaluated = lm_eval.simple_evaluate(
+            model=lm, tasks=["lostmid_kv"], task_manager=manager, log_samples=True,
+            bootstrap_iters=0,
+        )  # fmt: skip
+    samples = evaluated["samples"]["lostmid_kv"]
+    assert len(samples) == 18
+    theirs: dict[int, list[float]] = {}
+    for s in samples:
+        doc = s["doc"]
+        theirs.setdefault(doc["position"], []).append(s["acc"])
+        assert s["filtered_resps"][0] == answers[(doc["item"], doc["position"])]
+    per_position = {p: sum(v) / len(v) for p, v in theirs.items()}
+    assert per_position == pytest.approx(mine)
+    assert 0 < sum(mine.values()) < len(mine)  # neither all wrong nor all right
+
+
+def test_the_exported_rule_agrees_with_lostmids_on_every_rule(tmp_path: Path) -> None:
+    """utils.py carries its own copy of the rules (standard library only); on answers
+    that each rule accepts or refuses, it says what lostmid.behaviour.answers says."""
+    import importlib.util
+
+    from lostmid.behaviour.answers import RULES, answer_correct
+    from lostmid.behaviour.kv import kv_query
+    from lostmid.behaviour.lmeval_export import export_lm_eval
+
+    export_lm_eval([kv_query([("a", "b"), ("c", "d")], 0)], tmp_path, rule="substring",
+                   new_tokens=3)  # fmt: skip
+    spec = importlib.util.spec_from_file_location("exported_utils", tmp_path / "utils.py")
+    assert spec is not None and spec.loader is not None
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    answers = [" The Eiffel Tower.\nParis", "\nEiffel tower", " eiffel-tower, in Paris",
+               "TOWER", " 12 and 34", " 12"]  # fmt: skip
+    references = [("eiffel tower",), ("Eiffel Tower", "Paris"), ("12", "34")]
+    outcomes = set()
+    for rule in RULES:
+        for refs in references:
+            for match in ("any", "all"):
+                for answer in answers:
+                    doc = {"rule": rule, "references": list(refs), "match": match}
+                    mine = answer_correct(rule, answer, refs, match)
+                    assert utils.process_results(doc, [answer]) == {"acc": float(mine)}
+                    outcomes.add((rule, mine))
+    assert len(outcomes) == 6  # every rule said yes and no somewhere

@@ -1,0 +1,96 @@
+"""Prompts as a model reads them: the chat template, special tokens on purpose, the
+shared split, and the truncation guard (one line, exit 2, nothing computed)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lostmid.behaviour.kv import kv_example
+from lostmid.behaviour.niah import niah_example
+from lostmid.behaviour.prompts import encode, prompt_format
+from lostmid.behaviour.tokenizers import ByteTokenizer, load_tokenizer
+from lostmid.errors import UserError
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+def test_chat_template_auto_on_off(chat_model_dir: Path) -> None:
+    tok = load_tokenizer(str(chat_model_dir))
+    bos = tok.bos_id
+    assert bos is not None and tok.chat_template is not None
+    ex = niah_example(seed=0, index=0, depth=50, length=400, count_tokens=len)
+    user = ex.prompt[: len(ex.prompt) - len(ex.answer_prefix)]
+    on = prompt_format("auto", tok)
+    assert on.applied and not on.add_special_tokens
+    text = on.text(ex, tok)
+    # RULER's layout: the question as the user turn, the answer prefix after the template
+    assert text == f"<s><|user|>{user}<|end|><|assistant|>{ex.answer_prefix}"
+    ids = encode([ex], tok, on).prompts[0]
+    assert ids[0] == bos and ids.count(bos) == 1  # the template's BOS, not a second one
+    off = prompt_format("off", tok)
+    assert off.text(ex, tok) == ex.prompt and off.add_special_tokens
+    raw = encode([ex], tok, off).prompts[0]
+    assert raw[0] == bos and raw.count(bos) == 1 and raw[1:] == tok.encode(ex.prompt)
+    assert not prompt_format("auto", ByteTokenizer()).applied
+    with pytest.raises(UserError, match=re.escape("--chat-template on: bytes has no chat")):
+        prompt_format("on", ByteTokenizer())
+
+
+@pytest.mark.parametrize("template", ["off", "on"])
+def test_shared_split_puts_special_tokens_on_the_context_only(
+    chat_model_dir: Path, template: str
+) -> None:
+    tok = load_tokenizer(str(chat_model_dir))
+    fmt = prompt_format(template, tok)
+    exs = [kv_example(seed=1, index=0, pairs=4, gold_index=g, key_chars=4) for g in (0, 3)]
+    enc = encode(exs, tok, fmt, shared=True)
+    assert enc.contexts is not None and enc.questions is not None
+    for ex, c, q, p in zip(exs, enc.contexts, enc.questions, enc.prompts, strict=True):
+        assert c[0] == tok.bos_id and c.count(tok.bos_id) == 1
+        assert tok.bos_id not in q and p == c + q
+        context, question = fmt.split(ex, tok)
+        assert context + question == fmt.text(ex, tok)
+        assert question.startswith('\n\nKey: "') and ex.key in question
+    with pytest.raises(UserError, match="needs the question after the records"):
+        fmt.split(kv_example(seed=1, index=0, pairs=4, gold_index=0, query_aware=True), tok)
+
+
+def test_retrieve_records_the_template_and_the_rendered_prompt(
+    chat_model_dir: Path, tmp_path: Path, run_cli: Cli
+) -> None:
+    args = ("retrieve", "--model", chat_model_dir, "--pairs", "3", "--key-chars", "2",
+            "--examples", "1", "--passes", "teacher")  # fmt: skip
+    assert run_cli(*args, "--out", tmp_path / "a")[0] == 0
+    assert run_cli(*args, "--chat-template", "off", "--out", tmp_path / "b")[0] == 0
+    a = json.loads((tmp_path / "a" / "retrieve.json").read_text())["prompt"]
+    b = json.loads((tmp_path / "b" / "retrieve.json").read_text())["prompt"]
+    assert a["applied"] and a["chat_template"] == "auto" and not a["add_special_tokens"]
+    assert a["rendered_example"].startswith("<s><|user|>Extract the value")
+    assert a["rendered_example"].endswith("Corresponding value:<|end|><|assistant|>")
+    assert (tmp_path / "a" / "prompt.txt").read_text() == a["rendered_example"]
+    assert not b["applied"] and b["rendered_example"].startswith("Extract the value")
+    assert a["example_tokens"] > b["example_tokens"]
+
+
+def test_truncation_guard_refuses_before_any_compute(
+    bpe_model_dir: Path, tmp_path: Path, run_cli: Cli
+) -> None:
+    code, _, err = run_cli(
+        "retrieve", "--model", bpe_model_dir, "--pairs", "6", "--key-chars", "4",
+        "--max-length", "40", "--examples", "1", "--out", tmp_path / "m",
+    )  # fmt: skip
+    assert code == 2 and err.count("error:") == 1 and "Traceback" not in err  # one line
+    assert re.search(r"needs \d+ tokens \(prompt \d+ \+ \d+ after it\) but --max-length", err)
+    assert (
+        not (tmp_path / "m" / "stages").exists() and not (tmp_path / "m" / "retrieve.json").exists()
+    )
+    code, _, err = run_cli(
+        "retrieve", "--model", "tiny-gpt2", "--tokenizer", "bytes", "--style", "compact",
+        "--pairs", "40", "--key-chars", "2", "--out", tmp_path / "g",
+    )  # fmt: skip
+    assert code == 2 and "but the model takes at most 128" in err

@@ -1,0 +1,79 @@
+"""``--design shared``: one prefill per context gives what the full prompts give, on
+every family the adapters name (teacher-forced log-probabilities to 1e-5 relative in
+float32, greedy tokens equal)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lostmid.behaviour.decoding import greedy_decode, teacher_forced
+from lostmid.behaviour.shared import shared_scores
+from lostmid.models import load_model
+
+FAMILIES = [
+    "tiny-qwen2",
+    "tiny-gpt2",
+    "tiny-llama",
+    "tiny-neox",
+    "tiny-opt",
+    "tiny-bloom",
+    "tiny-phi",
+    "tiny-gemma2",  # sliding window 16 < the 40-token context
+    "tiny-mistral",  # sliding window 16 in every layer
+]
+
+
+@pytest.mark.parametrize("preset", FAMILIES)
+def test_shared_prefill_equals_separate_full_prompts(preset: str) -> None:
+    loaded = load_model(preset, init="random", seed=0)
+    g = torch.Generator().manual_seed(1)
+
+    def ids(n: int) -> list[int]:
+        return torch.randint(0, 256, (n,), generator=g).tolist()
+
+    contexts = [ids(40), ids(33)]
+    # two contexts interleaved; equal-length questions batch together, others apart
+    rows = [(0, 3, 2), (1, 4, 3), (0, 3, 1), (0, 5, 3), (1, 4, 2), (0, 3, 3)]
+    ctx = [contexts[c] for c, _, _ in rows]
+    questions = [ids(q) for _, q, _ in rows]
+    targets = [ids(t) for _, _, t in rows]
+    teacher, generated = shared_scores(
+        loaded.model, loaded.adapter, ctx, questions, targets, new_tokens=4, batch_size=2
+    )
+    assert teacher is not None and generated is not None
+    full = [c + q for c, q in zip(ctx, questions, strict=True)]
+    ref = teacher_forced(loaded.model, full, targets, batch_size=1)
+    np.testing.assert_allclose(teacher.logprob, ref.logprob, rtol=1e-5)
+    assert teacher.argmax.tolist() == ref.argmax.tolist()
+    assert generated == greedy_decode(loaded.model, full, 4, batch_size=1)
+    assert np.all(teacher.logprob < 0)  # real log-probabilities, not zeros
+
+
+def test_one_prefill_per_distinct_context() -> None:
+    loaded = load_model("tiny-qwen2", init="random", seed=0)
+    calls: list[int] = []
+    real = loaded.adapter.prefill
+
+    def counting(model, ids):  # noqa: ANN001, ANN202
+        calls.append(ids.shape[1])
+        return real(model, ids)
+
+    loaded.adapter.prefill = counting  # type: ignore[method-assign]
+    try:
+        shared_scores(
+            loaded.model, loaded.adapter, [[1, 2, 3]] * 5 + [[4, 5]] * 2,
+            [[7]] * 7, [[8, 9]] * 7, batch_size=3,
+        )  # fmt: skip
+    finally:
+        del loaded.adapter.prefill
+    assert calls == [3, 2]
+
+
+def test_padding_gaps_are_exact_only_without_a_shorter_sliding_window() -> None:
+    qwen = load_model("tiny-qwen2", init="random", seed=0)
+    mistral = load_model("tiny-mistral", init="random", seed=0)  # window 16 in every layer
+    assert qwen.adapter.gaps_are_exact(qwen.model, 200)
+    assert not mistral.adapter.gaps_are_exact(mistral.model, 40)
+    assert mistral.adapter.gaps_are_exact(mistral.model, 16)  # the window covers it all

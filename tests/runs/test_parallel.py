@@ -1,0 +1,90 @@
+"""The local backend with several jobs: worker processes, each job's result saved by
+whichever process computed it, failures (an exception, a dead worker) reported per job,
+and the same numbers as the sequential run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lostmid.runs.backend import Backend
+from lostmid.runs.jobs import Job, UnitOutcome, run_jobs
+from lostmid.runs.store import StageStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+import jobs_helpers  # noqa: E402  (importable by name in the spawned workers too)
+
+
+def run(jobs: list[Job], out: Path, backend: Backend) -> tuple[dict[str, UnitOutcome], list[str]]:
+    outcomes: dict[str, UnitOutcome] = {}
+    started: list[str] = []
+    run_jobs(
+        jobs,
+        out,
+        backend,
+        lambda job, outcome: outcomes.__setitem__(job.name, outcome),
+        started=lambda job: started.append(job.name),
+    )
+    return outcomes, started
+
+
+def test_worker_processes_compute_save_and_report_each_job(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # for the spawned workers
+    jobs = [Job(f"sq{x}", {"x": x}, partial(jobs_helpers.square, x)) for x in range(4)]
+    jobs.append(Job("bad", {"x": 9}, partial(jobs_helpers.fail, 9)))
+    jobs.append(Job("dead", {"x": 7}, partial(jobs_helpers.die, 7)))
+    outcomes, started = run(jobs, tmp_path, Backend(jobs=2))
+    assert started == [j.name for j in jobs]  # in plan order
+    for x in range(4):
+        assert outcomes[f"sq{x}"].status == "done" and outcomes[f"sq{x}"].summary["y"] == x * x
+        saved = StageStore(tmp_path).load(f"sq{x}", {"x": x})
+        assert saved is not None and saved["y"] == x * x  # saved by the worker
+    pids = {outcomes[f"sq{x}"].summary["pid"] for x in range(4)}
+    assert len(pids) == 4 and os.getpid() not in pids  # a process per job, not ours
+    assert outcomes["bad"].status == "failed" and "ValueError: bad input 9" in outcomes["bad"].error
+    assert outcomes["dead"].status == "failed"  # a dead worker is reported, never dropped
+
+
+def test_a_job_that_does_not_pickle_is_one_line(tmp_path: Path) -> None:
+    from lostmid.errors import UserError
+
+    jobs = [Job("a", {}, lambda: 1), Job("b", {}, lambda: 2)]
+    with pytest.raises(UserError, match="cannot run in a worker process"):
+        run(jobs, tmp_path, Backend(jobs=2))
+
+
+def _numbers(folder: Path) -> Any:
+    """reproduce.json without what depends on when and how the run went."""
+    record = json.loads((folder / "reproduce.json").read_text())
+    record.pop("metadata")
+
+    def strip(x: Any) -> Any:
+        if isinstance(x, dict):
+            drop = ("folder", "figures")  # paths under each run's own --out
+            return {k: strip(v) for k, v in x.items() if "seconds" not in k and k not in drop}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+
+    return strip(record)
+
+
+def test_parallel_reproduce_gives_the_sequential_numbers(tmp_path: Path, run_cli) -> None:
+    args = ["reproduce", "--models", "tiny-gpt2,tiny-qwen2", "--length", "16", "--seeds", "2"]
+    args += ["--samples", "2", "--train-steps", "0", "--behaviour-steps", "0"]
+    code, _, err = run_cli(*args, "--jobs", "1", "--out", tmp_path / "seq")
+    assert code == 0, err
+    code, _, err = run_cli(*args, "--jobs", "2", "--out", tmp_path / "par")
+    assert code == 0, err
+    assert _numbers(tmp_path / "par") == _numbers(tmp_path / "seq")
+    assert json.loads((tmp_path / "par" / "claims.json").read_text()) == json.loads(
+        (tmp_path / "seq" / "claims.json").read_text()
+    )
+    meta = json.loads((tmp_path / "par" / "reproduce.json").read_text())["metadata"]
+    assert meta["backend"]["jobs"] == 2 and len(meta["stages"]["computed"]) == 4
