@@ -9,7 +9,7 @@ import pytest
 
 import lostmid.reproduce.dose as dose_module
 from lostmid.behaviour.dose import DoseSummary
-from lostmid.compare.claims import BELOW_RESOLUTION, NOT_REPRODUCED, REPRODUCED
+from lostmid.compare.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from lostmid.reproduce.config import DOSE_CHOICES
 from lostmid.reproduce.dose import DOSE_CLAIM, DOSE_SCALES, DoseScale, DoseSection
 
@@ -31,7 +31,7 @@ def _runs(made_dose_run, response: float, seeds: int = 3) -> tuple:
     [
         (0.5, 3, REPRODUCED, "supported"),
         (0.0, 3, NOT_REPRODUCED, "not supported"),
-        (0.5, 1, BELOW_RESOLUTION, "inconclusive"),
+        (0.5, 1, INCONCLUSIVE, "inconclusive"),
     ],
 )
 def test_the_claim_carries_the_rules_verdict(made_dose_run, response, seeds, verdict, word):
@@ -64,7 +64,7 @@ def test_reproduce_runs_the_section_and_reads_a_finished_design(
     for run in section["runs"]:  # each run's files are where the section says
         assert (Path(run["folder"]) / "retrieval.json").is_file()
     (claim,) = [c for c in record["claims"] if c["claim"] == DOSE_CLAIM]
-    assert claim["verdict"] == BELOW_RESOLUTION  # 4 steps learn nothing: inconclusive
+    assert claim["verdict"] == INCONCLUSIVE  # 4 steps learn nothing
     assert "Depth dose-response" in (tmp_path / "r" / "report.html").read_text()
     assert (tmp_path / "r" / "figures" / "dose.png").is_file()
     # the same runs read back from a folder with dose.json: the same claim, nothing trained

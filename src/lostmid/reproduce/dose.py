@@ -5,8 +5,8 @@ retrieval models trained from scratch at several depths (the dose), gold record 
 uniformly, the same task, width, steps and tokens at every depth; its verdict is the
 pre-stated rule of :mod:`lostmid.behaviour.dose` (:func:`~lostmid.behaviour.dose.dose_verdict`),
 whose three answers map onto the claims table's words: ``supported`` -> reproduced,
-``not supported`` -> not reproduced, ``inconclusive`` -> below resolution (the rule's
-own word is in the claim's numbers).
+``not supported`` -> not reproduced, ``inconclusive`` -> inconclusive (the rule's own
+word is in the claim's numbers too).
 
 Scales (:data:`DOSE_SCALES`; the claim names the one it ran):
 
@@ -43,7 +43,8 @@ from lostmid.behaviour.dose import (
     DoseRun,
     DoseSummary,
 )
-from lostmid.compare.claims import BELOW_RESOLUTION, NOT_REPRODUCED, REPRODUCED, Claim
+from lostmid.compare.claims import INCONCLUSIVE as CLAIM_INCONCLUSIVE
+from lostmid.compare.claims import NOT_REPRODUCED, REPRODUCED, Claim
 
 DOSE_CLAIM = "Structural primacy at birth predicts behavioural primacy during learning"
 DOSE_PAPER = (
@@ -53,7 +54,7 @@ DOSE_PAPER = (
 CLAIM_VERDICT = {
     SUPPORTED: REPRODUCED,
     NOT_SUPPORTED: NOT_REPRODUCED,
-    INCONCLUSIVE: BELOW_RESOLUTION,
+    INCONCLUSIVE: CLAIM_INCONCLUSIVE,
 }
 DOSE_JSON = "dose.json"
 
@@ -186,7 +187,7 @@ class DoseSection:
         )
         if verdict is None:
             ours = f"{scale}; fewer than 2 depths: no dose-response"
-            return (Claim(DOSE_CLAIM, DOSE_PAPER, ours, BELOW_RESOLUTION, DOSE_RULE),)
+            return (Claim(DOSE_CLAIM, DOSE_PAPER, ours, CLAIM_INCONCLUSIVE, DOSE_RULE),)
         slope = verdict.slope
         slope_text = (
             "n/a"
