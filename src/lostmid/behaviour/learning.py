@@ -21,6 +21,13 @@ the accuracy a_k(r) of each record r = 1..P as the gold record. From those curve
 * the **midpoint checkpoint**: the first checkpoint whose mean accuracy over records
   reaches half the final mean; the accuracy by record there shows who leads mid-way.
 
+A caveat measured in the depth dose-response (docs/BENCHMARKS.md): T(r) times learning
+only when the record's final accuracy is well above the plateau models pass through
+first (a value of the context picked by its form, about 0.2-0.3 with 12 records). When
+a record ends partly learnt (final 0.5, say) half of it lies below that plateau and T(r)
+times the plateau instead, so B can come out negative while the records are in fact
+learnt first to last: read B with the final and midpoint accuracy by record.
+
 The structural counterpart at initialisation is S = ln(I(1) / I(P)) with I the record
 influence at step 0 (the dose of :mod:`lostmid.behaviour.dose`).
 
