@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,3 +61,53 @@ def unknown_family_dir(tmp_path: Path) -> Path:
     )
     (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
     return tmp_path
+
+
+@pytest.fixture
+def made_dose_run() -> Any:
+    """``made_dose_run(layers, seed, S, B, final=1.0, variant="base")``: a hand-made
+    :class:`lostmid.behaviour.dose.DoseRun` whose readouts are known by construction."""
+    import numpy as np
+
+    from lostmid.behaviour.dose import BASE, DoseRun
+
+    records = 4
+    tokens = tuple(float(t) for t in range(0, 10001, 100))
+
+    def made_run(
+        layers: int,
+        seed: int,
+        structural: float,
+        order: float,
+        *,
+        final: float = 1.0,
+        variant: str = BASE,
+        first_time: float = 800.0,
+    ) -> DoseRun:
+        """A run whose record influence at init falls as exp(-S x) (so S = ``structural``)
+        and whose record r reaches half its final accuracy at T(r) = first_time exp(B x_r)
+        (so B = ``order`` exactly): each accuracy curve is a linear ramp, 0.5 final at T(r),
+        wide enough to be linear between the checkpoints that bracket T(r)."""
+        x = np.linspace(0.0, 1.0, records)
+        influence = np.exp(-structural * x)
+        times = first_time * np.exp(order * x)
+        if times.min() < 400 or times.max() + 400 > tokens[-1]:
+            raise ValueError("the ramps must lie inside the checkpoints: smaller |B|")
+        t = np.asarray(tokens)[:, None]
+        accuracy = final * np.clip((t - times[None, :]) / 800.0 + 0.5, 0.0, 1.0)  # (K, P)
+        return DoseRun(
+            layers=layers,
+            variant=variant,
+            seed=seed,
+            tokens=tokens,
+            accuracy=tuple(tuple(row) for row in accuracy.tolist()),
+            probability=None,
+            influence_init=tuple(influence.tolist()),
+            eta_init=tuple((influence * 2).tolist()),
+            rho_init=tuple(influence.tolist()),
+            cpu_seconds=10.0 * layers,
+            wall_seconds=20.0 * layers,
+            folder="",
+        )
+
+    return made_run

@@ -114,6 +114,12 @@ RESULT_KINDS: Mapping[str, ResultKind] = {
         ResultKind("ablation", "lostmid.ablate/1", "ablate", "the ablation.json of lostmid ablate"),
         ResultKind("sweep", "lostmid.sweep/1", "sweep", "the sweep.json of lostmid sweep"),
         ResultKind(
+            "dose",
+            "lostmid.behaviour.dose/1",
+            "sweep",
+            "the dose.json of lostmid sweep --task train-retrieval",
+        ),
+        ResultKind(
             "reproduce",
             "lostmid.reproduce/1",
             "reproduce",

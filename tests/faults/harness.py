@@ -37,6 +37,7 @@ VOLATILE = frozenset(
         "metadata",  # argv, versions, finished_utc, timings: provenance of one invocation
         "seconds",
         "compute_seconds",
+        "cpu_seconds",
         "timings_s",
         "tokens_per_second",
         "train_seconds",

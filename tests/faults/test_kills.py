@@ -27,6 +27,8 @@ MICRO = {
         "4",
         "--behaviour-seeds",
         "2",
+        "--dose",
+        "off",  # its stages are retrieval training runs, killed under remedies here
     ],
     "remedies": [
         "remedies",

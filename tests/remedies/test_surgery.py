@@ -142,3 +142,20 @@ def test_channels_equal_the_plain_model_on_the_sequence_with_memory_inserted_by_
     loss = channelled(input_ids=ids).logits[:, -1].square().mean()
     loss.backward()
     assert bool((getattr(channelled, MEMORY).vectors.grad != 0).any())
+
+
+def test_branch_gains_refuse_a_model_that_inserts_tokens_and_its_plain_twin_measures() -> None:
+    # the channels model's blocks see 11 + 2 positions for an 11-token input: a gain per
+    # input position is undefined there, so the Jacobian a is refused in one line, and
+    # retrieval training records None for it (behaviour/training/evaluate.py)
+    from lostmid.influence import LengthChangedError, residual_strength
+    from lostmid.remedies.surgery import channels_variant
+    from lostmid.train.model import as_loaded
+
+    plain = build_model(SPEC, seed=4).eval()
+    channelled = channels_variant(context=9, count=2).apply(copy.deepcopy(plain)).eval()
+    ids = torch.randint(0, 12, (2, 11), generator=torch.Generator().manual_seed(0))
+    a = residual_strength(as_loaded(plain, 0), ids, method="jacobian", seed=0)
+    assert a.shape == (SPEC.layers,) and ((a > 0) & (a < 1)).all()
+    with pytest.raises(LengthChangedError, match="sees 13 positions for an input of 11"):
+        residual_strength(as_loaded(channelled, 0), ids, method="jacobian", seed=0)

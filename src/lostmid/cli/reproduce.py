@@ -32,6 +32,7 @@ SCALE_OVERRIDES = (
     "behaviour_preset",
     "behaviour_steps",
     "behaviour_seeds",
+    "dose",
 )
 FLAGS = {"models": Flag(parse=parse_models)} | {
     f: Flag(override="the scale's") for f in SCALE_OVERRIDES

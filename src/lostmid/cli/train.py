@@ -24,9 +24,8 @@ from lostmid.train.config import HELP, TrainConfig
 
 TRAIN_FLAGS = {name: Flag(override="the preset's") for name in ("steps", "seed", "corpus")}
 RETRIEVAL_FIELDS = ("task", "pairs", "key_chars", "style", "vocab", "queries", "gold", "mix")
-RETRIEVAL_FLAGS = {
-    name: Flag(override="the preset's") for name in (*RETRIEVAL_FIELDS, "eval_every")
-}
+RUN_FIELDS = ("eval_every", "signal_examples")  # RetrievalTrainConfig's own overrides
+RETRIEVAL_FLAGS = {name: Flag(override="the preset's") for name in (*RETRIEVAL_FIELDS, *RUN_FIELDS)}
 
 
 def _run(
@@ -40,6 +39,9 @@ def _run(
     out: Path,
     overwrite: bool,
     eval_every: int | None,
+    signal_examples: int | None,
+    no_rope: bool,
+    layers: int | None,
     **retrieval: Any,
 ) -> None:
     task = retrieval["task"]
@@ -49,6 +51,9 @@ def _run(
 
         given = [f"--{k.replace('_', '-')}" for k, v in retrieval.items() if v is not None]
         given += ["--eval-every"] if eval_every is not None else []
+        given += ["--signal-examples"] if signal_examples is not None else []
+        given += ["--no-rope"] if no_rope else []
+        given += ["--layers"] if layers is not None else []
         if given:
             raise UserError(f"{', '.join(given)} need --task kv|mqar (retrieval training)")
         path = None if corpus is None else Path(corpus)
@@ -58,16 +63,25 @@ def _run(
     from lostmid.behaviour.training import run_retrieval_training
     from lostmid.behaviour.training.config import resolve_retrieval_config
 
-    if corpus is not None or config is not None or resume:
+    if corpus is not None or config is not None:
         raise UserError(
-            "--corpus, --config and --resume are for language-model training; drop them with --task"
+            "--corpus and --config are for language-model training; drop them with --task"
         )
     if preset == TrainConfig.preset:  # the LM default: take the task's own preset instead
         preset = "mqar-tiny" if task == "mqar" else "retrieval-tiny"
     resolved_retrieval = resolve_retrieval_config(
-        preset, steps=steps, seed=seed, eval_every=eval_every, **retrieval
+        preset,
+        steps=steps,
+        seed=seed,
+        eval_every=eval_every,
+        signal_examples=signal_examples,
+        no_rope=no_rope or None,
+        layers=layers,
+        **retrieval,
     )
-    run_retrieval_training(resolved_retrieval, out=out, overwrite=overwrite, console=console)
+    run_retrieval_training(
+        resolved_retrieval, out=out, overwrite=overwrite, console=console, resume=resume
+    )
 
 
 COMMAND = command(
@@ -77,9 +91,11 @@ COMMAND = command(
     [
         *options(TrainConfig, HELP, flags=TRAIN_FLAGS, only=("preset", "steps", "corpus")),
         extra("config", Path | None, None, help=HELP["config"]),
-        extra("resume", bool, False, help=HELP["resume"]),
+        extra("resume", bool, False, help=RETRIEVAL_HELP["resume"]),
         *options(RetrievalTask, RETRIEVAL_HELP, flags=RETRIEVAL_FLAGS, only=RETRIEVAL_FIELDS),
-        *options(RetrievalTrainConfig, RETRIEVAL_HELP, flags=RETRIEVAL_FLAGS, only=("eval_every",)),
+        *options(RetrievalTrainConfig, RETRIEVAL_HELP, flags=RETRIEVAL_FLAGS, only=RUN_FIELDS),
+        *options(RetrievalTrainConfig, RETRIEVAL_HELP, only=("no_rope",)),
+        extra("layers", int | None, None, help=RETRIEVAL_HELP["layers"]),
         out_option("train"),
         *options(TrainConfig, HELP, flags=TRAIN_FLAGS, only=("seed",)),
         overwrite_option(),

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         InfluenceProfile as InfluenceProfile,
     )
     from lostmid.influence.passes import (
+        LengthChangedError as LengthChangedError,
         NonFiniteError as NonFiniteError,
         exact_jacobian_norms as exact_jacobian_norms,
     )
@@ -69,7 +70,7 @@ __getattr__, __dir__, __all__ = attach(
     {
         "estimator": ["influence_profile", "influence_to_precision"],
         "profile": ["OUTPUTS", "PROBE_KINDS", "STRATEGIES", "InfluenceProfile"],
-        "passes": ["NonFiniteError", "exact_jacobian_norms"],
+        "passes": ["LengthChangedError", "NonFiniteError", "exact_jacobian_norms"],
         "hooks": ["checkpointed_blocks", "frozen_parameters"],
         "flops": ["Matmul", "matmul_inventory", "measurement_flops"],
         "inputs": ["corpus_token_ids", "random_token_ids", "read_corpus_bytes"],

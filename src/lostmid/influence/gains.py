@@ -80,7 +80,7 @@ from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.influence.gain_passes import coherence, layer_vjps, mlp_output_module, record_calls
 from lostmid.influence.inputs import check_fits_model
-from lostmid.influence.passes import NonFiniteError
+from lostmid.influence.passes import LengthChangedError, NonFiniteError
 from lostmid.models import LoadedModel
 from lostmid.typing import Float, Int
 
@@ -247,6 +247,12 @@ def branch_gains(
         calls = record_calls(loaded, ids)
         for index, (block, call) in enumerate(zip(blocks, calls, strict=True)):
             where = f"layer {index + 1} of {layers} (sample {lo + 1})"
+            if call.hidden.shape[1] != length:
+                raise LengthChangedError(
+                    f"branch gains: {where} sees {call.hidden.shape[1]} positions for an "
+                    f"input of {length} (the model inserts tokens of its own); measure the "
+                    "model without them"
+                )
             if not torch.isfinite(call.hidden).all():
                 raise NonFiniteError(
                     f"non-finite block input at {where}; try --dtype float32 or a model "

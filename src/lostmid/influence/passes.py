@@ -30,6 +30,12 @@ class NonFiniteError(UserError):
     """Gradients or activations stopped being finite; the message names the layer."""
 
 
+class LengthChangedError(UserError):
+    """The decoder's blocks see another sequence length than the input's (a model that
+    inserts tokens of its own, such as memory-token channels): a per-position gain of
+    the input positions is not defined for it."""
+
+
 def target_output(
     loaded: LoadedModel, x: torch.Tensor, output: str, t: int, cap: Capture
 ) -> torch.Tensor:

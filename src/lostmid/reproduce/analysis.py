@@ -339,6 +339,7 @@ class ReproduceResult:
         training: the training runs, one per seed (None when training was skipped).
         behaviour: the retrieval runs, one per seed (None when skipped).
         remedies: the remedies run the remedies claims judge (None without --remedies).
+        dose: the depth dose-response section (None when ``--dose off``).
         claims: the claims table, in order.
         figures: figure name -> PNG path.
         metadata: provenance (:func:`lostmid.runinfo.run_metadata`), with the stages
@@ -353,6 +354,7 @@ class ReproduceResult:
     claims: tuple[Claim, ...]
     figures: Mapping[str, Path]
     metadata: Mapping[str, Any]
+    dose: Any = None  # reproduce.dose.DoseSection (issue 19); None when off
 
     def record(self) -> dict[str, Any]:
         return {
@@ -363,6 +365,7 @@ class ReproduceResult:
             "remedies": None
             if self.remedies is None
             else {"source": self.remedies.source, "table": self.remedies.table()},
+            "dose": None if self.dose is None else self.dose.record(),
             "claims": list(self.claims),
             "figures": {k: str(v) for k, v in self.figures.items()},
             "metadata": dict(self.metadata),

@@ -24,6 +24,25 @@ BEHAVIOUR_PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retriev
 """Retrieval presets (:data:`lostmid.behaviour.RETRIEVAL_PRESETS`, named here so that this
 module stays free of torch for ``lostmid --help``)."""
 
+DOSE_CHOICES = ("quick", "default", "full", "off")
+"""The dose-response section's scales (:data:`lostmid.reproduce.dose.DOSE_SCALES`) and
+``off``, named here so that this module stays free of torch."""
+
+
+def check_dose(value: str) -> str:
+    """A dose-response scale, ``off``, or a folder with ``dose.json``; else one line.
+
+    >>> check_dose("quick")
+    'quick'
+    """
+    if value in DOSE_CHOICES or (Path(value) / "dose.json").is_file():
+        return value
+    raise UserError(
+        f"--dose {value}: not {', '.join(DOSE_CHOICES)} or a folder with dose.json (a "
+        "finished lostmid sweep --task train-retrieval --out)"
+    )
+
+
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "quick": "Short contexts, short training (3 seeds each): about 5-7 min on 2 CPUs.",
     "full": "The paper's scale (L = 2048): a GPU or patience.",
@@ -43,6 +62,8 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "remedies": "Add the remedies section: quick | default (run lostmid remedies at that "
     "scale under OUT/remedies, resumable) or DIR (a finished lostmid remedies --out, or "
     "DIR/tilt and DIR/replace: one run per --law, a claim row each).",
+    "dose": "The depth dose-response section (issue 19): quick | default | full (the "
+    "whole design) | off, or DIR (a finished lostmid sweep --task train-retrieval --out).",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
@@ -64,6 +85,9 @@ class Scale:
         behaviour_preset: the retrieval preset of the behavioural section.
         behaviour_steps: its training steps; None: the preset's; 0: no behavioural section.
         behaviour_seeds: independent retrieval runs.
+        dose: the depth dose-response section's scale (``quick``, ``default``, ``full``),
+            ``off``, or a folder with a finished design's ``dose.json``
+            (:mod:`lostmid.reproduce.dose`).
         vocab_size: vocabulary of the untrained models (None: the family's own). Only
             the blocks matter for the hidden-state Jacobian; inputs are random ids.
         depth_points: per-layer profiles at about this many layers (None: all) on the
@@ -89,6 +113,7 @@ class Scale:
     behaviour_preset: str = "retrieval-valley"
     behaviour_steps: int | None = None
     behaviour_seeds: int = 3
+    dose: str = "default"  # the dose-response section's scale (reproduce.dose.DOSE_SCALES)
     vocab_size: int | None = 512
     depth_points: int | None = 6
     off_samples: int = 1
@@ -115,6 +140,7 @@ class Scale:
             check_positive("--behaviour-steps", self.behaviour_steps)
         check_choice("--train-preset", self.train_preset, TRAIN_PRESETS)
         check_choice("--behaviour-preset", self.behaviour_preset, BEHAVIOUR_PRESETS)
+        check_dose(self.dose)  # dose-response (issue 19)
         check_positive("batch size", self.batch_size)
 
     @property
@@ -142,6 +168,7 @@ SCALES = {
         probes=1,
         train_steps=100,
         depth_points=4,
+        dose="quick",
     ),
     "default": Scale(
         "default",
@@ -165,6 +192,7 @@ SCALES = {
         off_samples=8,
         gain_samples=4,
         batch_size=8,
+        dose="full",
     ),
 }
 """The named scales. Why they are what they are (the timings behind each choice are in

@@ -31,6 +31,7 @@ from lostmid.reproduce.analysis import (
 )
 from lostmid.reproduce.behaviour import add_behaviour_section
 from lostmid.reproduce.claims import DEPTH1_CANDIDATE, DEPTH1_TOLERANCE, keyed_claims, pm
+from lostmid.reproduce.dose import add_dose_section
 from lostmid.reproduce.figures import overlay_key
 from lostmid.reproduce.remedies import add_remedies_section
 
@@ -413,6 +414,8 @@ def build_report(result: ReproduceResult) -> Report:
         )
     if result.behaviour is not None:
         add_behaviour_section(report, result.behaviour, _figures(result, "behaviour"))
+    if result.dose is not None:  # the depth dose-response (issue 19)
+        add_dose_section(report, result.dose, _figures(result, "dose"))
     add_remedies_section(report, result.remedies)
     report.add_section(
         "Provenance",

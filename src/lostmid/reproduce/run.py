@@ -24,6 +24,7 @@ from lostmid.reproduce.analysis import (
 from lostmid.reproduce.behaviour import Behaviour, BehaviourSeed, behaviour_stage
 from lostmid.reproduce.claims import claims_table, model_claims
 from lostmid.reproduce.config import ReproduceConfig, model_slug
+from lostmid.reproduce.dose import DoseSection, dose_stages
 from lostmid.reproduce.figures import make_figures
 from lostmid.reproduce.remedies import RemediesSection, remedies_stage
 from lostmid.reproduce.report import build_report
@@ -122,6 +123,11 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                     threads=SMALL_MODEL_THREADS,
                 )
             )
+    # the depth dose-response (issue 19): one stage per run of the section's scale
+    plan += [
+        PlannedStage(*stage, threads=SMALL_MODEL_THREADS)
+        for stage in dose_stages(scale.dose, config.seed, out)
+    ]
     if config.remedies in ("quick", "default"):
         plan.append(
             PlannedStage(
@@ -259,7 +265,12 @@ def run_reproduce(
         remedies = RemediesSection.read(Path(config.remedies))
     if remedies is not None:
         claims += remedies.claims
+    dose = DoseSection.of(config.scale.dose, results, config.seed)  # issue 19
+    if dose is not None:
+        claims += dose.claims
     figures = make_figures(analyses, training, behaviour, out / "figures")
+    if dose is not None:
+        figures["dose"] = dose.figure(out / "figures")
     seconds = time.perf_counter() - start
     metadata = run_metadata(
         "reproduce",
@@ -275,6 +286,7 @@ def run_reproduce(
         training=training,
         behaviour=behaviour,
         remedies=remedies,
+        dose=dose,
         claims=tuple(claims),
         figures=figures,
         metadata=metadata,

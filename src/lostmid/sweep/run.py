@@ -8,7 +8,10 @@ Files under ``--out``:
   reuses every unit whose record is there and whose result file still exists;
 * ``sweep.json``: ``"units"`` (one record per unit of this run: parameters, status
   ``done``/``reused``/``failed`` with the error, seconds, result file relative to
-  ``--out``), ``"config"``, ``"counts"`` and ``"metadata"``. Rewritten by every run.
+  ``--out``), ``"config"``, ``"counts"``, ``"summaries"`` (what each task with a
+  summary made of its finished units, :mod:`lostmid.sweep.summaries`; e.g.
+  ``dose.json`` and ``dose.png`` for ``train-retrieval``) and ``"metadata"``.
+  Rewritten by every run.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from lostmid.runs.lock import holds_out
 from lostmid.runs.store import StageStore
 from lostmid.sweep.execute import UNITS_DIR, saved_outcome, unit_job
 from lostmid.sweep.grid import Grid, Unit, expand
+from lostmid.sweep.summaries import summarise_tasks
 from lostmid.sweep.units import TaskSpec, task_spec
 
 SWEEP_JSON = "sweep.json"
@@ -261,8 +265,16 @@ def run_sweep(
                 {"plan": planned - start, "run": time.perf_counter() - planned},
             )
             write_json(out / SWEEP_JSON, record)
+    finished = [u.unit for u in result.units if u.outcome.status != "failed"]
+    record["summaries"] = summarise_tasks(finished, out, warn)
+    write_json(out / SWEEP_JSON, record)
     if console is not None:
         console.print(summary_table(result))
+        for made in record["summaries"]:
+            if "summary" in made:
+                verdict = made["summary"].get("verdict")
+                said = f" (verdict: {verdict})" if verdict else ""
+                console.print(f"{made['task']}: wrote {out / made['summary']['file']}{said}")
         counts = result.counts()
         console.print(
             f"{len(plan)} units: {counts['done']} done, {counts['reused']} reused, "

@@ -10,14 +10,17 @@ runner does not depend on the return type of ``run_X``.
 
 Registered: ``theory`` (:func:`lostmid.theory.run.run_theory`), ``measure``
 (:func:`lostmid.influence.run.run_measure`), ``train``
-(:func:`lostmid.train.run.run_training`), ``retrieve``
+(:func:`lostmid.train.run.run_training`), ``train-retrieval``
+(:func:`lostmid.behaviour.training.run_retrieval_training`: ``lostmid train --task``; resumes a unit
+that was interrupted, and summarises the finished units as the depth dose-response,
+:mod:`lostmid.behaviour.dose`), ``retrieve``
 (:func:`lostmid.behaviour.run.run_retrieve`), ``remedies``
 (:func:`lostmid.remedies.run.run_remedies`) and ``reproduce``
 (:func:`lostmid.reproduce.run.run_reproduce`: a whole reproduce run per unit, e.g. one
 per model and seed; its own stages resume inside the unit's folder).
 
 >>> sorted(TASKS)
-['measure', 'remedies', 'reproduce', 'retrieve', 'theory', 'train']
+['measure', 'remedies', 'reproduce', 'retrieve', 'theory', 'train', 'train-retrieval']
 >>> task_spec("theory").normalise({"length": 64, "alpha": 1})
 {'length': 64, 'alpha': 1.0}
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,8 @@ from lostmid.errors import UserError
 from lostmid.files import read_json
 
 Params = Mapping[str, Any]
+Summarise = Callable[[Sequence[tuple[Params, Path]], Path], dict[str, Any]]
+"""(each finished unit's parameters and folder, the sweep folder) -> ``{"file": ...}``."""
 
 
 def _never(params: Params) -> bool:
@@ -58,6 +63,8 @@ class TaskSpec:
         seed_count: for a task that runs several seeds in one unit (reproduce,
             remedies), the parameter holding their count: ``--seeds`` then sets that
             count and the first seed (``axes["seeds"]``), one unit for them all.
+        summarise: None, or what to make of the task's finished units together once the
+            sweep has run them (a summary file in the sweep folder; see :data:`Summarise`).
     """
 
     name: str
@@ -67,6 +74,7 @@ class TaskSpec:
     run: Callable[[Any, Path], dict[str, Any]]
     needs_gpu: Callable[[Params], bool] = _never
     seed_count: str | None = None
+    summarise: Summarise | None = None
 
     def check_name(self, name: str) -> None:
         known = self.defaults()
@@ -212,6 +220,56 @@ def _run_train(config: Any, folder: Path) -> dict[str, Any]:
     }
 
 
+# -- train-retrieval -------------------------------------------------------------------
+# Axis flags: --models are retrieval presets (retrieval-depth-2/4/8, ...), --seeds the
+# seed. The other parameters are lostmid train --task's options (None: the preset's).
+
+
+@functools.cache
+def _train_retrieval_defaults() -> dict[str, Any]:
+    overrides = ("task", "pairs", "key_chars", "style", "vocab", "queries", "gold", "steps")
+    return {
+        "preset": "retrieval-depth-8",
+        "seed": 0,
+        **{name: None for name in overrides},
+        "mix": None,
+        "eval_every": None,
+        "no_rope": False,
+        "signal_examples": None,
+        "layers": None,
+        "save_checkpoints": False,
+    }
+
+
+def _build_train_retrieval(params: Params) -> Any:
+    from lostmid.behaviour.training.config import resolve_retrieval_config
+
+    p = {**_train_retrieval_defaults(), **params}
+    return resolve_retrieval_config(str(p.pop("preset")), **p)  # validated on construction
+
+
+def _run_train_retrieval(config: Any, folder: Path) -> dict[str, Any]:
+    from lostmid.behaviour.training.run import can_resume, run_retrieval_training
+
+    resume = can_resume(config, folder)  # an interrupted unit continues where it was
+    run_retrieval_training(config, out=folder, overwrite=not resume, resume=resume, console=None)
+    written = _read(folder, "retrieval.json")
+    learning = written.get("learning") or {}
+    return {
+        "file": "retrieval.json",
+        "final_accuracy": written.get("final_accuracy"),
+        "order": learning.get("order"),
+        "structural_primacy": learning.get("structural_primacy"),
+        "cpu_seconds": written.get("cpu_seconds"),
+    }
+
+
+def _summarise_train_retrieval(units: Sequence[tuple[Params, Path]], out: Path) -> dict[str, Any]:
+    from lostmid.behaviour.dose_run import write_dose_summary
+
+    return write_dose_summary([folder for _, folder in units], out)
+
+
 # -- retrieve --------------------------------------------------------------------------
 
 
@@ -342,6 +400,14 @@ TASKS: dict[str, TaskSpec] = {
         build=_build_train,
         run=_run_train,
         needs_gpu=_on_cuda,
+    ),
+    "train-retrieval": TaskSpec(
+        name="train-retrieval",
+        defaults=_train_retrieval_defaults,
+        axes={"models": "preset", "seeds": "seed"},
+        build=_build_train_retrieval,
+        run=_run_train_retrieval,
+        summarise=_summarise_train_retrieval,
     ),
     "retrieve": TaskSpec(
         name="retrieve",

@@ -16,7 +16,7 @@ GENERATION_MARGIN = 16
 HELP = {  # the help of the retrieval options of ``lostmid train --task`` (RetrievalTask
     # fields and RetrievalTrainConfig.eval_every); each is an override of the preset's value
     "task": "Train on retrieval instead of text: kv | mqar (presets retrieval-tiny, "
-    "retrieval-valley, mqar-tiny, retrieval-micro).",
+    "retrieval-valley, mqar-tiny, retrieval-depth-2/4/8, retrieval-micro).",
     "pairs": "Retrieval: pairs per example.",
     "key_chars": "Retrieval (kv): key/value characters.",
     "style": "Retrieval (kv): compact | liu.",
@@ -26,6 +26,13 @@ HELP = {  # the help of the retrieval options of ``lostmid train --task`` (Retri
     "the ends more often) | LAW+LAW (equal mixture).",
     "mix": "Retrieval: fraction of rows from the stdlib corpus.",
     "eval_every": "Retrieval: also evaluate every N steps (0: off).",
+    "no_rope": "Retrieval: train without positional encoding (rotary embeddings made the "
+    "identity; the paper says the bias needs none).",
+    "signal_examples": "Retrieval: held-out examples per gold index behind each record's "
+    "learning signal (0: off).",
+    "layers": "Retrieval: model depth (default: the preset's).",
+    "resume": "Continue the run in --out: from resume.pt (text), or from the last saved "
+    "state of the retrieval run there (--task).",
 }
 
 
@@ -37,7 +44,11 @@ class RetrievalTrainConfig:
     from the task's row length by :meth:`resolved_train`). ``eval_examples``: held-out
     examples per gold index; ``eval_every``: also evaluate every this many steps
     (0: only at the log-spaced checkpoints); ``influence_samples``/``_probes``: inputs
-    and probes of the influence profile.
+    and probes of the influence profile; ``signal_examples``: held-out examples per gold
+    index behind the learning signal of each record (0: not measured); ``no_rope``: train
+    without positional encoding (the family's rotary embeddings made the identity, by
+    :meth:`lostmid.models.FamilyAdapter.remove_rope`; saved checkpoints do not carry the
+    switch).
     """
 
     preset: str = "retrieval-tiny"
@@ -48,6 +59,8 @@ class RetrievalTrainConfig:
     influence_samples: int = 12
     influence_probes: int = 4
     save_checkpoints: bool = True
+    signal_examples: int = 4
+    no_rope: bool = False
 
     def __post_init__(self) -> None:
         check_positive("--eval-examples", self.eval_examples)
@@ -55,6 +68,8 @@ class RetrievalTrainConfig:
         check_positive("--influence-probes", self.influence_probes)
         if self.eval_every < 0:
             raise UserError(f"--eval-every must be >= 0, got {self.eval_every}")
+        if isinstance(self.signal_examples, bool) or self.signal_examples < 0:
+            raise UserError(f"--signal-examples must be >= 0, got {self.signal_examples}")
         self.resolved_train()  # TrainConfig checks itself when it is made
 
     def resolved_train(self) -> TrainConfig:
@@ -110,6 +125,37 @@ def _optimiser(steps: int, batch: int, model: ModelSpec, seed: int = 0) -> Train
     )
 
 
+DOSE_DEPTHS = (2, 4, 8)
+"""The depths of the depth dose-response (issue 19): presets ``retrieval-depth-H``."""
+
+
+def _depth_preset(layers: int) -> RetrievalTrainConfig:
+    """The depth dose-response's setting at depth ``layers``: every depth the same task,
+    width, optimiser, steps and tokens; gold record uniform (no data law).
+
+    12 records of 1-character hex keys and values (compact ``{kv,kv,...}k``, 38 prompt
+    tokens), 8 queries a training row (53 tokens), width 128, 4 heads, batch 32, AdamW
+    1e-3 with cosine decay over 2000 steps (3.4M tokens). Chosen by measurement
+    (benchmarks/bench_depth_dose.py, docs/BENCHMARKS.md "depth dose-response"): at H = 8
+    the record influence at init falls 14-18x from the first record to the least
+    influential one (seeds 0-5), and a short trial of the H = 8 model learnt retrieval
+    (0.30 at step 750, 1.00 at step 1250, seed 0); 16 records spanned more (17-23x) but
+    the H = 8 model was still at 0.2 after 750 steps, 8 records spanned only 9-13x.
+    Evaluated every 25 steps (accuracy on 64 held-out examples per gold record), so that
+    the half-accuracy time of each record is resolved.
+    """
+    return RetrievalTrainConfig(
+        preset=f"retrieval-depth-{layers}",
+        task=RetrievalTask(task="kv", pairs=12, key_chars=1, style="compact", queries=8),
+        train=replace(_optimiser(2000, 32, _llama_style(layers, 128, 4)), resume_every=250),
+        eval_examples=64,
+        eval_every=25,
+        influence_samples=12,
+        influence_probes=2,
+        save_checkpoints=False,
+    )
+
+
 RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
     # 2 layers x 128 (0.43M parameters), 6 pairs of 1-character keys, compact format,
     # 4 queries a row (with 1 query a row, 4000 steps stayed near 0.3: too little signal)
@@ -141,6 +187,22 @@ RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
         task=RetrievalTask(task="mqar", pairs=8, vocab=64, queries=4),
         train=_optimiser(3000, 32, _llama_style(2, 128, 4)),
     ),
+    # the depth dose-response (issue 19): the same setting at depths 2, 4 and 8
+    **{f"retrieval-depth-{h}": _depth_preset(h) for h in DOSE_DEPTHS},
+    # the dose-response at reproduce's small scales (depth set by --layers, default 2):
+    # 6 records, 6 queries a row, width 128, 500 steps; at depth 2 1.00 by step 300, at
+    # depth 4 0.84 at step 500 (seed 0; trial log in docs/BENCHMARKS.md)
+    "retrieval-depth-small": RetrievalTrainConfig(
+        preset="retrieval-depth-small",
+        task=RetrievalTask(task="kv", pairs=6, key_chars=1, style="compact", queries=6),
+        train=_optimiser(500, 32, _llama_style(2, 128, 4)),
+        eval_examples=16,
+        eval_every=50,
+        influence_samples=8,
+        influence_probes=1,
+        signal_examples=2,
+        save_checkpoints=False,
+    ),
     # seconds, for tests and smoke runs
     "retrieval-micro": RetrievalTrainConfig(
         preset="retrieval-micro",
@@ -157,7 +219,7 @@ RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
 
 def retrieval_preset(name: str) -> RetrievalTrainConfig:
     """The preset ``name`` (``retrieval-tiny``, ``retrieval-valley``, ``mqar-tiny``,
-    ``retrieval-micro``)."""
+    ``retrieval-depth-2/4/8``, ``retrieval-depth-small``, ``retrieval-micro``)."""
     check_choice("--preset", name, RETRIEVAL_PRESETS)
     return RETRIEVAL_PRESETS[name]
 
@@ -177,6 +239,9 @@ def resolve_retrieval_config(
     seed: int | None = None,
     eval_every: int | None = None,
     save_checkpoints: bool | None = None,
+    no_rope: bool | None = None,
+    signal_examples: int | None = None,
+    layers: int | None = None,
 ) -> RetrievalTrainConfig:
     """A preset with command-line overrides (None keeps the preset's value); the
     entry point for ``lostmid train --task kv|mqar``.
@@ -206,6 +271,9 @@ def resolve_retrieval_config(
         train_changes.update(steps=steps, warmup_steps=min(base.train.warmup_steps, steps))
     if seed is not None:
         train_changes["seed"] = seed
+    if layers is not None:
+        check_positive("--layers", layers)
+        train_changes["model"] = replace(base.train.model, layers=layers)
     changes: dict[str, Any] = {
         "task": replace(base.task, **task_changes),
         "train": replace(base.train, **train_changes),
@@ -214,4 +282,8 @@ def resolve_retrieval_config(
         changes["eval_every"] = eval_every
     if save_checkpoints is not None:
         changes["save_checkpoints"] = save_checkpoints
+    if no_rope is not None:
+        changes["no_rope"] = no_rope
+    if signal_examples is not None:
+        changes["signal_examples"] = signal_examples
     return replace(base, **changes)

@@ -1,8 +1,10 @@
-"""Evaluation at a checkpoint: accuracy by gold index on fixed held-out examples, the
-influence profile of every prompt position on the last one
+"""Evaluation at a checkpoint: accuracy by gold index on fixed held-out examples (argmax
+under teacher forcing, and the teacher-forced probability of the answer), the influence
+profile of every prompt position on the last one
 (:func:`lostmid.influence.influence_profile`), the influence of each record (mean over
-its tokens), and the link: Spearman between accuracy (and log-prob) by gold index and
-the influence of those records."""
+its tokens), the learning signal each record receives
+(:func:`lostmid.behaviour.record_signal.record_learning_signal`), and the link: Spearman
+between accuracy (and log-prob) by gold index and the influence of those records."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import torch
 
 from lostmid.behaviour.decoding import teacher_forced
 from lostmid.behaviour.example import RetrievalExample
+from lostmid.behaviour.record_signal import RecordSignal, record_learning_signal
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,
@@ -70,6 +73,7 @@ class HeldOut:
     positions: np.ndarray
     spans: tuple[tuple[int, int], ...]
     influence_inputs: torch.Tensor
+    signal_rows: tuple[int, ...] = ()
 
     @classmethod
     def build(cls, config: RetrievalTrainConfig) -> HeldOut:
@@ -82,6 +86,9 @@ class HeldOut:
         spans = examples[0].spans
         picks = np.linspace(0, len(examples) - 1, config.influence_samples).round().astype(int)
         inputs = torch.tensor([ids[i][0] for i in picks], dtype=torch.long)  # (S, L)
+        # the learning signal's examples: the first signal_examples of every gold index
+        per_gold = min(config.signal_examples, config.eval_examples)
+        rows = [g * config.eval_examples + i for g in range(task.pairs) for i in range(per_gold)]
         return cls(
             examples=tuple(examples),
             prompts=tuple(tuple(p) for p, _ in ids),
@@ -89,6 +96,7 @@ class HeldOut:
             positions=np.array([e.gold_index for e in examples]),
             spans=tuple(spans),
             influence_inputs=inputs,
+            signal_rows=tuple(rows),
         )
 
 
@@ -97,10 +105,16 @@ class RetrievalCheckpoint:
     """What one checkpoint measured.
 
     positions/summary: teacher-forced argmax accuracy by gold index (0-indexed).
+    probability: (pairs,) the mean teacher-forced probability of the whole answer,
+    exp(log p(answer | prompt)), by gold index (a smooth accuracy).
     influence: (L,) influence of every prompt position (0-indexed) on the last one;
     record_influence: (pairs,) its mean over each record's tokens. link_accuracy and
     link_logprob: Spearman of accuracy / mean log-prob by gold index against
-    record_influence (None when either is constant).
+    record_influence (None when either is constant). signal: the learning signal of
+    each record (None when ``signal_examples`` is 0). residual_strength: (H,) the
+    theory's a_l in the Jacobian (:func:`lostmid.influence.residual_strength`, method
+    ``jacobian``), measured at step 0 only (None elsewhere, and for a model that inserts
+    tokens of its own, where a per input position is not defined): rho_H's parameter.
     """
 
     step: int
@@ -113,6 +127,14 @@ class RetrievalCheckpoint:
     link_accuracy: float | None
     link_logprob: float | None
     seconds: float
+    probability: tuple[float, ...] = ()
+    signal: RecordSignal | None = None
+    residual_strength: tuple[float, ...] | None = None
+
+    @property
+    def accuracy(self) -> np.ndarray:
+        """(pairs,) argmax accuracy by gold index."""
+        return np.array([p.accuracy for p in self.positions], dtype=np.float64)
 
     def record(self) -> dict[str, Any]:
         return {
@@ -128,7 +150,56 @@ class RetrievalCheckpoint:
                 "spearman_logprob": self.link_logprob,
             },
             "seconds": self.seconds,
+            "probability": list(self.probability),
+            "learning_signal": None if self.signal is None else self.signal.record(),
+            "residual_strength": None
+            if self.residual_strength is None
+            else list(self.residual_strength),
         }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> RetrievalCheckpoint:
+        """The checkpoint :meth:`record` wrote (the summary recomputed from the scores)."""
+        positions = tuple(
+            PositionScore(
+                position=p["index"],
+                axis="index",
+                n=p["n"],
+                correct=p["correct"],
+                accuracy=p["accuracy"],
+                ci_low=p["ci_low"],
+                ci_high=p["ci_high"],
+                mean_logprob=p["mean_logprob"],
+            )
+            for p in record["positions"]
+        )
+        signal = record.get("learning_signal")
+        return cls(
+            step=record["step"],
+            tokens_seen=record["tokens_seen"],
+            train_loss=record["train_loss"],
+            positions=positions,
+            summary=summarise_positions(positions, "teacher"),
+            influence=tuple(record["influence"]),
+            record_influence=tuple(record["record_influence"]),
+            link_accuracy=record["link"]["spearman_accuracy"],
+            link_logprob=record["link"]["spearman_logprob"],
+            seconds=record["seconds"],
+            probability=tuple(record.get("probability", ())),
+            residual_strength=None
+            if record.get("residual_strength") is None
+            else tuple(record["residual_strength"]),
+            signal=None
+            if signal is None
+            else RecordSignal(
+                eta=np.asarray(signal["eta"], dtype=np.float64),
+                eta_gold=np.array(
+                    [np.nan if v is None else v for v in signal["eta_gold"]], dtype=np.float64
+                ),
+                loss=signal["loss"],
+                examples=signal["examples"],
+            ),
+        )
 
 
 def evaluate_checkpoint(
@@ -140,8 +211,9 @@ def evaluate_checkpoint(
     tokens_seen: int,
     train_loss: float | None,
 ) -> RetrievalCheckpoint:
-    """Accuracy by gold index, the influence profile and their link, at this step."""
-    from lostmid.influence import influence_profile
+    """Accuracy by gold index, the influence profile, their link and the learning signal
+    of each record, at this step."""
+    from lostmid.influence import LengthChangedError, influence_profile, residual_strength
     from lostmid.train.model import as_loaded, frozen
 
     begin = time.perf_counter()
@@ -155,6 +227,32 @@ def evaluate_checkpoint(
             seed=config.train.seed,
             batch_size=heldout.influence_inputs.shape[0],
         )
+        strength = None
+        if step == 0:
+            try:
+                strength = residual_strength(
+                    loaded,
+                    heldout.influence_inputs,
+                    method="jacobian",
+                    batch_size=heldout.influence_inputs.shape[0],
+                    seed=config.train.seed,
+                )
+            except LengthChangedError:  # a is not defined per input position: None
+                strength = None
+    signal = None
+    if heldout.signal_rows:
+        rows = heldout.signal_rows
+        signal = record_learning_signal(
+            model,
+            [heldout.prompts[i] for i in rows],
+            [heldout.targets[i] for i in rows],
+            heldout.spans,
+            [int(heldout.positions[i]) for i in rows],
+        )
+    probability = [
+        float(np.mean(np.exp(scores.logprob[heldout.positions == g])))
+        for g in range(len(heldout.spans))
+    ]
     positions = score_positions(heldout.positions, scores.argmax, scores.logprob, "index")
     influence = np.asarray(profile.influence, dtype=np.float64)
     per_record = span_means(influence, list(heldout.spans))
@@ -171,4 +269,7 @@ def evaluate_checkpoint(
         link_accuracy=finite_or_none(spearman(accuracy, per_record)),
         link_logprob=finite_or_none(spearman(logprob, per_record)),
         seconds=time.perf_counter() - begin,
+        probability=tuple(probability),
+        signal=signal,
+        residual_strength=None if strength is None else tuple(float(a) for a in strength),
     )

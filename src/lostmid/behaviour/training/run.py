@@ -21,9 +21,10 @@ training: trial log").
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -32,17 +33,20 @@ from typing import Any
 import numpy as np
 import torch
 
+from lostmid.behaviour.learning import LearningReadouts
 from lostmid.behaviour.training.config import RetrievalTrainConfig
 from lostmid.behaviour.training.data import MaskedTrainer, RetrievalBatches
 from lostmid.behaviour.training.evaluate import HeldOut, RetrievalCheckpoint, evaluate_checkpoint
 from lostmid.behaviour.training.task import sequence_length
-from lostmid.files import schema_of
-from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.errors import UserError
+from lostmid.files import read_json_object, schema_of
+from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
 from lostmid.runs.lock import holds_out
 from lostmid.train.model import ModelVariant
 
 SCHEMA = schema_of("retrieval training")
 RESULT = "retrieval.json"
+RESUME = "resume.pt"
 FIGURE = "retrieval.png"
 CHECKPOINTS = "checkpoints"
 
@@ -71,13 +75,16 @@ class RetrievalHooks:
 @dataclass(frozen=True)
 class RetrievalTrainResult:
     """A finished retrieval training run: one :class:`RetrievalCheckpoint` per
-    evaluation step (the first at step 0, init; the last after training)."""
+    evaluation step (the first at step 0, init; the last after training).
+    ``cpu_seconds``: the process's CPU time for the run (over every resumed part), the
+    cost on a loaded machine where wall time is not."""
 
     config: RetrievalTrainConfig
     parameters: int
     checkpoints: tuple[RetrievalCheckpoint, ...]
     train_seconds: float
     wall_seconds: float
+    cpu_seconds: float = 0.0
 
     @property
     def initial(self) -> RetrievalCheckpoint:
@@ -87,12 +94,20 @@ class RetrievalTrainResult:
     def final(self) -> RetrievalCheckpoint:
         return self.checkpoints[-1]
 
+    def learning(self) -> LearningReadouts | None:
+        """When each record was learnt (:class:`~lostmid.behaviour.learning.LearningReadouts`);
+        None before a second checkpoint exists."""
+        return learning_readouts(self.checkpoints)
+
     def record(self) -> dict[str, Any]:
+        learning = self.learning()
         return {
             "schema": SCHEMA,
             "config": self.config.record(),
             "parameters": self.parameters,
             "sequence_length": sequence_length(self.config.task),
+            "prompt_length": len(self.initial.influence),
+            "record_spans": [list(span) for span in self.config.task.example(0, 0, 0).spans],
             "checkpoints": [c.record() for c in self.checkpoints],
             "link": {
                 "init": {
@@ -107,9 +122,100 @@ class RetrievalTrainResult:
                 },
             },
             "final_accuracy": self.final.summary.mean_accuracy,
+            "learning": None if learning is None else learning.record(),
             "train_seconds": self.train_seconds,
             "wall_seconds": self.wall_seconds,
+            "cpu_seconds": self.cpu_seconds,
         }
+
+
+def learning_readouts(checkpoints: Sequence[RetrievalCheckpoint]) -> LearningReadouts | None:
+    """The learning readouts of a run's checkpoints (the first at step 0), in tokens
+    seen; None with fewer than 2 checkpoints."""
+    if len(checkpoints) < 2:
+        return None
+    probability = None
+    if all(len(c.probability) == len(c.positions) for c in checkpoints):
+        probability = np.array([c.probability for c in checkpoints], dtype=np.float64)
+    return LearningReadouts.of(
+        [c.tokens_seen for c in checkpoints],
+        np.array([c.accuracy for c in checkpoints]),
+        checkpoints[0].record_influence,
+        probability,
+    )
+
+
+def no_rope_variant() -> ModelVariant:
+    """The model without positional encoding: the family adapter's ``remove_rope``
+    (one line for a family without rotary embeddings)."""
+    from lostmid.models import adapter_for_model
+
+    def apply(model: Any) -> Any:
+        adapter_for_model(model).remove_rope(model)
+        return model
+
+    return ModelVariant("no-rope", apply)
+
+
+def _variant(config: RetrievalTrainConfig, hooks: RetrievalHooks) -> ModelVariant | None:
+    """The config's own switch (no_rope) first, then the hooks' variant."""
+    if not config.no_rope:
+        return hooks.variant
+    first = no_rope_variant()
+    if hooks.variant is None:
+        return first
+    second = hooks.variant
+    return ModelVariant(f"{first.name}+{second.name}", lambda m: second.apply(first.apply(m)))
+
+
+def _saved_form(config: RetrievalTrainConfig) -> Any:
+    """The configuration as ``retrieval.json`` holds it (JSON types: lists, not tuples)."""
+    return json.loads(json.dumps(to_jsonable(config.record())))
+
+
+def can_resume(config: RetrievalTrainConfig, out: Path) -> bool:
+    """Whether ``out`` holds a run of ``config`` to continue (``resume=True``): its saved
+    state and a ``retrieval.json`` written with the same configuration."""
+    written = Path(out) / RESULT
+    if not (Path(out) / RESUME).is_file() or not written.is_file():
+        return False
+    try:
+        return bool(read_json_object(written).get("config") == _saved_form(config))
+    except (OSError, UserError):  # unreadable: start again
+        return False
+
+
+def _resumed(
+    config: RetrievalTrainConfig, out: Path, trainer: MaskedTrainer
+) -> tuple[list[RetrievalCheckpoint], float, float]:
+    """The checkpoints, training seconds and CPU seconds of the run saved in ``out``, its trainer
+    state loaded into ``trainer``; one line when there is nothing to resume or the saved
+    run used another configuration."""
+    state, written = out / RESUME, out / RESULT
+    if not state.is_file() or not written.is_file():
+        raise UserError(
+            f"cannot resume: no saved run in {out} ({RESUME}, {RESULT}); run without --resume"
+        )
+    document = read_json_object(written)
+    wanted = _saved_form(config)
+    if document.get("config") != wanted:
+        saved = document.get("config") or {}
+        changed = sorted(k for k in {**saved, **wanted} if saved.get(k) != wanted.get(k))
+        raise UserError(
+            f"cannot resume: the saved run in {out} used a different config (differs in: "
+            f"{', '.join(changed)}); use the same options or --overwrite"
+        )
+    trainer.load(state)
+    checkpoints = [
+        RetrievalCheckpoint.from_record(c)
+        for c in document["checkpoints"]
+        if c["step"] <= trainer.step
+    ]
+    return (
+        checkpoints,
+        float(document.get("train_seconds", 0.0)),
+        float(document.get("cpu_seconds", 0.0)),
+    )
 
 
 @holds_out("train")
@@ -120,15 +226,21 @@ def run_retrieval_training(
     overwrite: bool = False,
     console: Any = None,
     hooks: RetrievalHooks | None = None,
+    resume: bool = False,
 ) -> RetrievalTrainResult:
     """Train on retrieval, evaluate at every evaluation step, write under ``out``:
-    ``retrieval.json`` (rewritten after each checkpoint), ``retrieval.png`` and, when
-    ``save_checkpoints``, ``checkpoints/step_NNNNNN/`` (``save_pretrained`` + the byte
-    tokenizer marker, so ``lostmid retrieve --model`` reads them). ``hooks``: the
-    interventions of :class:`RetrievalHooks` (None: a plain run).
+    ``retrieval.json`` (rewritten after each checkpoint), ``resume.pt`` (the trainer's
+    state at the last checkpoint whose step is a multiple of ``train.resume_every``, and
+    at the end), ``retrieval.png`` and, when ``save_checkpoints``,
+    ``checkpoints/step_NNNNNN/`` (``save_pretrained`` + the byte tokenizer marker, so
+    ``lostmid retrieve --model`` reads them). ``hooks``: the interventions of
+    :class:`RetrievalHooks` (None: a plain run). ``resume``: continue the run saved in
+    ``out`` from its last checkpoint (the same numbers as an uninterrupted run: batches
+    are a function of seed and step); a finished run is read back as it is.
 
     Raises:
-        UserError: results already in ``out`` without ``overwrite``.
+        UserError: results already in ``out`` without ``overwrite`` or ``resume``;
+            ``resume`` with nothing saved or another configuration.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -137,9 +249,12 @@ def run_retrieval_training(
     from lostmid.report.plots import save_figure
     from lostmid.train.model import build_model, parameter_count, save_checkpoint
 
-    wall = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     out = Path(out)
-    prepare_out(out, [RESULT, FIGURE, CHECKPOINTS], overwrite)
+    if resume and overwrite:
+        raise UserError("--resume continues a run and --overwrite starts it again; give one")
+    if not resume:
+        prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite)
     if overwrite:
         shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
     timer = Timer()
@@ -158,12 +273,14 @@ def run_retrieval_training(
         sampler = RetrievalBatches(
             task, train.batch_size, train.seed, length, corpus, hooks.gold_probs, hooks.gold_weights
         )
-        model = build_model(train.model, train.seed, hooks.variant)
+        model = build_model(train.model, train.seed, _variant(config, hooks))
         trainer = MaskedTrainer(model, train, sampler, device=train.device)
         heldout = HeldOut.build(config)
     wanted = config.eval_steps()
     checkpoints: list[RetrievalCheckpoint] = []
-    train_seconds = 0.0
+    train_seconds = cpu_before = 0.0
+    if resume:
+        checkpoints, train_seconds, cpu_before = _resumed(config, out, trainer)
     document: dict[str, Any] = {}
 
     def evaluate() -> None:
@@ -192,10 +309,18 @@ def run_retrieval_training(
                 )
         document.update(
             RetrievalTrainResult(
-                config, parameter_count(model), tuple(checkpoints), train_seconds, 0.0
+                config,
+                parameter_count(model),
+                tuple(checkpoints),
+                train_seconds,
+                0.0,
+                cpu_before + time.process_time() - cpu,
             ).record()
         )
         write_json(out / RESULT, document)
+        if trainer.step % train.resume_every == 0 or trainer.step >= train.steps:
+            with timer("checkpoint_io"):  # after the JSON: a resume never lacks a checkpoint
+                trainer.save(out / RESUME)
 
     progress = Progress(
         TextColumn("[bold]train retrieval[/]"),
@@ -207,9 +332,13 @@ def run_retrieval_training(
         transient=True,
     )
     with progress:
-        bar = progress.add_task("train", total=train.steps, loss="-", acc="-")
+        bar = progress.add_task(
+            "train", total=train.steps, completed=trainer.step, loss="-", acc="-"
+        )
         while True:
-            if trainer.step in wanted:
+            if trainer.step in wanted and not (
+                checkpoints and checkpoints[-1].step == trainer.step
+            ):
                 evaluate()
                 progress.update(bar, acc=f"{checkpoints[-1].summary.mean_accuracy:.2f}")
             if trainer.step >= train.steps:
@@ -225,6 +354,7 @@ def run_retrieval_training(
         checkpoints=tuple(checkpoints),
         train_seconds=train_seconds,
         wall_seconds=time.perf_counter() - wall,
+        cpu_seconds=cpu_before + time.process_time() - cpu,
     )
     with timer("plots"):
         fig = plot_training(
