@@ -73,9 +73,9 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "no_size_check": SIZE_CHECK_HELP.replace(" (and time)", "")
     + " Checked on cpu only (a GPU's memory is not estimated).",
     "compile": "auto | on | off: torch.compile the blocks (inductor; needs a C compiler), "
-    "about 2x faster on CPU after a compile of about a minute; auto compiles on CPU when "
-    "the run is long enough to repay it (influence.compile_choice), not with "
-    "--checkpointing or --device-map.",
+    "1.3x faster on 2 quiet CPU cores (2x on a loaded one) after a compile of about 30 s; "
+    "auto compiles on CPU when the run is long enough to repay it (influence.compile_choice), "
+    "not with --checkpointing or --device-map.",
 }
 
 

@@ -125,12 +125,14 @@ def measurement_flops(
     return samples * (forward + probes * backward)
 
 
-EAGER_FLOPS_PER_S = 17.5e9
-COMPILED_FLOPS_PER_S = 37.7e9
-COMPILE_SECONDS = 44.0
+EAGER_FLOPS_PER_S = 131.6e9
+COMPILED_FLOPS_PER_S = 176.9e9
+COMPILE_SECONDS = 27.0
 """The measurement's throughput on the 2-core reference machine, eager and compiled, and
-what compiling the blocks costs once (docs/BENCHMARKS.md, "measure": qwen2-0.5b shape,
-L = 1024). :func:`compile_choice` decides ``--compile auto`` with them."""
+what compiling the blocks costs once (its first pass less a compiled pass), measured
+quiet on 2026-12-01 (docs/BENCHMARKS.md, "measure at the FLOP floor": qwen2-0.5b shape,
+L = 1024, 2 threads). :func:`compile_choice` decides ``--compile auto`` with them: at
+these rates compiling pays from about 28 TFLOP, 16 samples at that shape."""
 
 
 def compile_choice(

@@ -158,9 +158,10 @@ def execute_job(job: Job, out: Path, retries: int) -> UnitOutcome:
 Report = Callable[[Job, UnitOutcome], None]
 
 
-SMALL_MODEL = 20_000_000
+SMALL_MODEL = 1_000_000
 """Parameters below which a model's stage runs on one thread (docs/BENCHMARKS.md,
-"threads by work size": two threads buy nothing there and take a core from the others)."""
+"threads by work size": two threads buy at most 1.08x there, measured quiet on 2 cores,
+and take a core from the others; from 1.6M parameters on they buy 1.3-1.9x)."""
 
 
 def threads_for(parameters: int, cores: int) -> int:
