@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.errors import UserError
+from lostmid.stats.ranks import finite_or_none
 
 Z95 = 1.959963984540054  # the 0.975 quantile of the standard normal
 
@@ -83,13 +84,10 @@ class Interval:
     n: int
 
     def record(self) -> dict[str, Any]:
-        def finite(x: float) -> float | None:
-            return x if math.isfinite(x) else None
-
         return {
             "estimate": self.estimate,
-            "ci_low": finite(self.ci_low),
-            "ci_high": finite(self.ci_high),
+            "ci_low": finite_or_none(self.ci_low),
+            "ci_high": finite_or_none(self.ci_high),
             "n": self.n,
         }
 

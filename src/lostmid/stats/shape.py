@@ -57,6 +57,7 @@ import numpy as np
 
 from lostmid.errors import UserError
 from lostmid.stats.intervals import Z95, seed_interval, wilson_interval
+from lostmid.stats.ranks import finite_or_none
 
 Numbers = Sequence[float] | np.ndarray  # values over positions, as a list or an array
 SHAPES = ("flat", "primacy", "recency", "U", "inverted U", "undetermined")
@@ -82,13 +83,10 @@ class Contrast:
         return "?"
 
     def record(self) -> dict[str, float | None]:
-        def finite(x: float) -> float | None:
-            return x if math.isfinite(x) else None
-
         return {
             "estimate": self.estimate,
-            "ci_low": finite(self.ci_low),
-            "ci_high": finite(self.ci_high),
+            "ci_low": finite_or_none(self.ci_low),
+            "ci_high": finite_or_none(self.ci_high),
         }
 
 
