@@ -42,6 +42,7 @@ def _run(
     signal_examples: int | None,
     no_rope: bool,
     layers: int | None,
+    no_size_check: bool,
     **retrieval: Any,
 ) -> None:
     task = retrieval["task"]
@@ -58,7 +59,14 @@ def _run(
             raise UserError(f"{', '.join(given)} need --task kv|mqar (retrieval training)")
         path = None if corpus is None else Path(corpus)
         resolved = resolve_cli_config(preset, config, steps=steps, seed=seed, corpus=path)
-        run_training(resolved, out=out, overwrite=overwrite, console=console, resume=resume)
+        run_training(
+            resolved,
+            out=out,
+            overwrite=overwrite,
+            console=console,
+            resume=resume,
+            size_check=not no_size_check,
+        )
         return
     from lostmid.behaviour.training import run_retrieval_training
     from lostmid.behaviour.training.config import resolve_retrieval_config
@@ -80,7 +88,12 @@ def _run(
         **retrieval,
     )
     run_retrieval_training(
-        resolved_retrieval, out=out, overwrite=overwrite, console=console, resume=resume
+        resolved_retrieval,
+        out=out,
+        overwrite=overwrite,
+        console=console,
+        resume=resume,
+        size_check=not no_size_check,
     )
 
 
@@ -99,6 +112,7 @@ COMMAND = command(
         out_option("train"),
         *options(TrainConfig, HELP, flags=TRAIN_FLAGS, only=("seed",)),
         overwrite_option(),
+        extra("no_size_check", bool, False, help=HELP["no_size_check"]),
     ],
     _run,
 )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from lostmid.checks import check_choice, check_positive, check_seed, check_unit_interval
 from lostmid.errors import require
 from lostmid.files import read_json
+from lostmid.runs.budget import SIZE_CHECK_HELP
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -206,6 +207,7 @@ HELP = {  # the help of each ``lostmid train`` option, and what it sets here
     "config": "JSON training config (on top of --preset; keys: the TrainConfig fields).",
     "resume": "Continue from --out/resume.pt.",
     "seed": "Random seed: weights, batches, held-out split (default: the preset's).",
+    "no_size_check": SIZE_CHECK_HELP.replace(" (and time)", ""),
 }
 
 

@@ -126,3 +126,39 @@ def save_checkpoint(
         if enabled:
             hf_logging.enable_progress_bar()
     return directory
+
+
+TRAINING_BYTES_PER_PARAMETER = 16
+"""float32 weights, their gradients and AdamW's two moments: 4 x 4 bytes a parameter."""
+
+
+def training_bytes(spec: ModelSpec, batch_size: int) -> float:
+    """A rough upper bound on the memory one training step of ``spec`` needs: weights,
+    gradients and optimiser state (:data:`TRAINING_BYTES_PER_PARAMETER`) for
+    :func:`lostmid.models.budget.parameter_count` parameters, the activations a backward
+    pass keeps for ``batch_size`` sequences of ``spec.context`` tokens
+    (:func:`lostmid.models.budget.activation_bytes`, SDPA attention), and 200 MB of
+    runtime.
+
+    >>> small = ModelSpec(layers=2, hidden=32, heads=2, kv_heads=1, intermediate=64,
+    ...                   context=16)
+    >>> 0.2e9 < training_bytes(small, 4) < 0.21e9
+    True
+    """
+    from lostmid.models.budget import activation_bytes
+    from lostmid.models.budget import parameter_count as estimated_parameters
+
+    config = hf_config(spec)
+    weights = estimated_parameters(config) * TRAINING_BYTES_PER_PARAMETER
+    tokens = batch_size * spec.context
+    acts = activation_bytes(config, tokens=tokens, length=spec.context, eager=False)
+    return weights + acts + 200e6
+
+
+def check_training_size(spec: ModelSpec, batch_size: int, what: str) -> None:
+    """Refuse, in one line and before the model is built, a training run whose
+    :func:`training_bytes` exceed this machine's free memory
+    (:func:`lostmid.runs.budget.check_budget`); ``what`` names the run in the message."""
+    from lostmid.runs.budget import check_budget
+
+    check_budget(what, need_bytes=training_bytes(spec, batch_size))

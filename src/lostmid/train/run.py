@@ -36,7 +36,12 @@ from lostmid.train.config import TrainConfig, checkpoint_steps
 from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
 from lostmid.train.dynamics import Checkpoint, measure_checkpoint
 from lostmid.train.loop import Interventions, Trainer, learning_rate
-from lostmid.train.model import build_model, parameter_count, save_checkpoint
+from lostmid.train.model import (
+    build_model,
+    check_training_size,
+    parameter_count,
+    save_checkpoint,
+)
 from lostmid.train.plot import plot_dynamics
 
 SCHEMA = schema_of("training")
@@ -152,6 +157,7 @@ def run_training(
     resume: bool = False,
     interventions: Interventions | None = None,
     make_plots: bool = True,
+    size_check: bool = True,
 ) -> TrainResult:
     """Train ``config``, measure at every checkpoint, write everything under ``out``.
 
@@ -159,6 +165,8 @@ def run_training(
         resume: continue from ``out/resume.pt`` (same config) instead of starting.
         interventions: the loop's plug-in points (loss weight, sampler, model variant).
         make_plots: draw the three figures at the end.
+        size_check: refuse, before anything is built, a run that cannot fit this
+            machine's free memory (on CPU; :func:`lostmid.train.model.check_training_size`).
 
     Raises:
         UserError: bad corpus; results already in ``out`` without ``overwrite``;
@@ -168,6 +176,8 @@ def run_training(
     timer = Timer()
     wall = time.perf_counter()
     _prepare_out(out, overwrite, resume)
+    if size_check and config.device == "cpu":
+        check_training_size(config.model, config.batch_size, f"train --preset {config.preset}")
     context = config.model.context
     with timer("corpus"):
         corpus = load_corpus(

@@ -227,6 +227,7 @@ def run_retrieval_training(
     console: Any = None,
     hooks: RetrievalHooks | None = None,
     resume: bool = False,
+    size_check: bool = True,
 ) -> RetrievalTrainResult:
     """Train on retrieval, evaluate at every evaluation step, write under ``out``:
     ``retrieval.json`` (rewritten after each checkpoint), ``resume.pt`` (the trainer's
@@ -238,16 +239,25 @@ def run_retrieval_training(
     ``out`` from its last checkpoint (the same numbers as an uninterrupted run: batches
     are a function of seed and step); a finished run is read back as it is.
 
+    ``size_check``: refuse, before anything is built, a run that cannot fit this
+    machine's free memory (on CPU; :func:`lostmid.train.model.check_training_size`).
+
     Raises:
         UserError: results already in ``out`` without ``overwrite`` or ``resume``;
-            ``resume`` with nothing saved or another configuration.
+            ``resume`` with nothing saved or another configuration; a run too large
+            for this machine (``size_check``).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from lostmid.behaviour.plot import plot_training
     from lostmid.behaviour.tokenizers import write_byte_marker
     from lostmid.report.plots import save_figure
-    from lostmid.train.model import build_model, parameter_count, save_checkpoint
+    from lostmid.train.model import (
+        build_model,
+        check_training_size,
+        parameter_count,
+        save_checkpoint,
+    )
 
     wall, cpu = time.perf_counter(), time.process_time()
     out = Path(out)
@@ -255,10 +265,16 @@ def run_retrieval_training(
         raise UserError("--resume continues a run and --overwrite starts it again; give one")
     if not resume:
         prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite)
+    train = config.resolved_train()
+    if size_check and train.device == "cpu":
+        check_training_size(
+            train.model,
+            train.batch_size,
+            f"train --task {config.task.task} --preset {config.preset}",
+        )
     if overwrite:
         shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
     timer = Timer()
-    train = config.resolved_train()
     task = config.task
     length = sequence_length(task)
     with timer("build"):
