@@ -59,3 +59,16 @@ def test_retrieval_training_too_deep_is_one_line_and_exit_2(tmp_path: Path, run_
     assert code == 2
     assert "needs about" in err and "--no-size-check" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err + out
+
+
+def test_a_refused_overwrite_keeps_the_earlier_run(tmp_path: Path, monkeypatch) -> None:
+    import lostmid.runs.budget as budget
+
+    config = replace(PRESETS["micro"], steps=2)
+    run_training(config, out=tmp_path, make_plots=False)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert (tmp_path / "resume.pt") in before
+    monkeypatch.setattr(budget, "available_memory", lambda: 1.0)
+    with pytest.raises(UserError, match="needs about"):
+        run_training(config, out=tmp_path, make_plots=False, overwrite=True)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before

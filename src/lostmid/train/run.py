@@ -175,9 +175,9 @@ def run_training(
     interventions = interventions or Interventions()
     timer = Timer()
     wall = time.perf_counter()
-    _prepare_out(out, overwrite, resume)
-    if size_check and config.device == "cpu":
+    if size_check and config.device == "cpu":  # before anything in out is replaced
         check_training_size(config.model, config.batch_size, f"train --preset {config.preset}")
+    _prepare_out(out, overwrite, resume)
     context = config.model.context
     with timer("corpus"):
         corpus = load_corpus(

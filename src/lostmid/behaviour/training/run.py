@@ -263,15 +263,15 @@ def run_retrieval_training(
     out = Path(out)
     if resume and overwrite:
         raise UserError("--resume continues a run and --overwrite starts it again; give one")
-    if not resume:
-        prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite)
     train = config.resolved_train()
-    if size_check and train.device == "cpu":
+    if size_check and train.device == "cpu":  # before anything in out is replaced
         check_training_size(
             train.model,
             train.batch_size,
             f"train --task {config.task.task} --preset {config.preset}",
         )
+    if not resume:
+        prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite)
     if overwrite:
         shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
     timer = Timer()
