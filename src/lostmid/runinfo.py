@@ -25,7 +25,7 @@ import numpy as np
 from lostmid.errors import UserError
 from lostmid.files import write_text
 
-_PACKAGES = ("lostmid", "numpy", "scipy", "torch", "transformers", "matplotlib")
+_PACKAGES = ("lostmid", "numpy", "scipy", "torch", "transformers", "gguf", "matplotlib")
 
 
 def versions() -> dict[str, str | None]:

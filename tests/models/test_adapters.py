@@ -18,6 +18,7 @@ TINY = sorted(name for name in MODEL_PRESETS if name.startswith("tiny-"))
 ADAPTER_OF = {
     "tiny-bloom": "bloom",
     "tiny-gemma2": "gemma2",
+    "tiny-gemma3": "gemma3",
     "tiny-gpt2": "gpt2",
     "tiny-llama": "llama-style",
     "tiny-mistral": "llama-style",
@@ -208,11 +209,26 @@ def test_layer_masks_follow_the_config() -> None:
     assert gemma.adapter.layer_masks(gemma.model.config, 16) == ["causal", "causal"]
     deeper = _load("tiny-gemma2", config_overrides={"num_hidden_layers": 4})
     assert deeper.adapter.layer_masks(deeper.model.config, 32) == ["sliding:16", "causal"] * 2
+    gemma3 = _load("tiny-gemma3")  # its sliding layer and its global layer, as the config says
+    assert gemma3.adapter.layer_masks(gemma3.model.config, 64) == ["sliding:16", "causal"]
+    deeper3 = _load("tiny-gemma3", config_overrides={"num_hidden_layers": 12})
+    expected = (["sliding:16"] * 5 + ["causal"]) * 2  # Gemma 3: every sixth layer global
+    assert deeper3.adapter.layer_masks(deeper3.model.config, 64) == expected
     mistral = _load("tiny-mistral", config_overrides={"sliding_window": 5})
     assert mistral.adapter.layer_masks(mistral.model.config, 32) == ["sliding:5", "sliding:5"]
     for name in ("tiny-qwen2", "tiny-gpt2", "tiny-bloom", "tiny-neox", "tiny-opt", "tiny-phi"):
         loaded = _load(name)
         assert loaded.adapter.layer_masks(loaded.model.config, 64) == ["causal", "causal"]
+
+
+def test_gemma3_keeps_two_rope_bases_one_per_layer_type() -> None:
+    gemma3 = _load("tiny-gemma3")
+    assert gemma3.rope_bases() == [10000.0, 1000000.0]
+    assert gemma3.describe()["rope_bases"] == [10000.0, 1000000.0]
+    deeper = _load("tiny-gemma3", config_overrides={"num_hidden_layers": 6})
+    assert deeper.rope_bases() == [10000.0] * 5 + [1000000.0]
+    assert _load("tiny-qwen2").rope_bases() == [10000.0, 10000.0]
+    assert _load("tiny-gpt2").rope_bases() is None
 
 
 def test_removing_what_the_architecture_lacks_is_an_error() -> None:

@@ -133,9 +133,23 @@ class HFTokenizer:
         return template if isinstance(template, str) and template.strip() else None
 
     def render_chat(self, user: str) -> str:
-        rendered = self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
-        )
+        """The user turn and the generation prompt, through the tokenizer's template.
+
+        transformers renders templates in jinja2's sandbox, so a template that reaches
+        for Python internals stops with a SecurityError; that, and any other template
+        error, is one line here.
+        """
+        from jinja2.exceptions import TemplateError
+
+        try:
+            rendered = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+            )
+        except TemplateError as err:
+            raise UserError(
+                f"{self.name}: its chat template cannot be rendered ({type(err).__name__}: "
+                f"{str(err).splitlines()[0][:120] if str(err) else ''}); use --chat-template off"
+            ) from None
         return str(rendered)
 
 
@@ -212,7 +226,9 @@ def tokenizer_for_model(
     """
     if tokenizer is not None:
         return load_tokenizer(tokenizer, trust_remote_code)
-    path = Path(model).expanduser()
+    from lostmid.models import local_model_dir
+
+    path = local_model_dir(model) or Path(model).expanduser()  # a GGUF's: its cache folder
     if path.is_dir():
         found = _directory_tokenizer(path, f"--model {model}", trust_remote_code)
         if found is not None:

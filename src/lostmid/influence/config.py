@@ -87,7 +87,7 @@ class MeasureConfig:
     """
 
     model: str = "qwen2-0.5b"
-    init: str = "random"
+    init: str = "auto"
     length: int = 1024
     samples: int = 8
     probes: int = 4

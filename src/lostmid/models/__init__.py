@@ -26,8 +26,10 @@ from lostmid.models.build import (
     build_causal_lm,
     build_config,
 )
+from lostmid.models.checkpoints import CHECKPOINTS, RegistryCheckpoint
 from lostmid.models.devices import resolve_device
-from lostmid.models.load import INITS, load_model
+from lostmid.models.gguf import GGUFFile, cache_root, inspect_gguf
+from lostmid.models.load import INITS, gguf_checkpoint, load_model, local_model_dir
 from lostmid.models.loaded import LoadedModel
 from lostmid.models.placement import parse_device_map
 from lostmid.models.presets import MODEL_PRESETS
@@ -37,20 +39,27 @@ __all__ = [
     "ADAPTERS",
     "ATTENTION",
     "BUILDABLE_FAMILIES",
+    "CHECKPOINTS",
     "DTYPES",
     "EAGER_MAX_LENGTH",
     "INITS",
     "MODEL_PRESETS",
     "FamilyAdapter",
+    "GGUFFile",
     "LoadedModel",
     "ModelShape",
+    "RegistryCheckpoint",
     "adapter_for",
     "adapter_for_model",
     "attention_for_length",
     "build_causal_lm",
     "build_config",
+    "cache_root",
     "freeze_norm_scale",
+    "gguf_checkpoint",
+    "inspect_gguf",
     "load_model",
+    "local_model_dir",
     "parse_device_map",
     "remove_mlp",
     "remove_positions",

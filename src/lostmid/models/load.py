@@ -23,7 +23,9 @@ from lostmid.checks import check_choice
 from lostmid.errors import UserError
 from lostmid.files import load_weights, model_config, quiet_transformers, weight_files
 from lostmid.models.build import ATTENTION, DTYPES, build_causal_lm, supports_sdpa
+from lostmid.models.checkpoints import CHECKPOINTS
 from lostmid.models.devices import resolve_device
+from lostmid.models.gguf import dequantised_dir, find_gguf, inspect_gguf, is_gguf
 from lostmid.models.loaded import LoadedModel
 from lostmid.models.placement import (
     dispatch,
@@ -65,20 +67,71 @@ def _preset_config(name: str) -> Any:
     return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
 
 
-def _resolve(spec: str, trust_remote_code: bool = False) -> tuple[str, Any, str | None]:
-    """(source, config, weights_location or None) for a model spec; the config is read
-    without running code from the model (:func:`lostmid.files.model_config`)."""
+def gguf_checkpoint(spec: str) -> tuple[Path, dict[str, Any]] | None:
+    """(dequantised directory, the file's record) when ``spec`` names a GGUF checkpoint:
+    a checkpoint preset (:data:`CHECKPOINTS`), a ``.gguf`` file, or a folder holding one
+    ``.gguf`` file and no ``config.json``; None for any other spec.
+
+    The first call for a file dequantises it into the cache (:func:`dequantised_dir`);
+    later calls read the cache. A preset's file is checked against its sha256.
+    """
+    preset = CHECKPOINTS.get(spec)
+    path = Path(spec).expanduser()
+    if preset is not None:
+        file = preset.locate()
+    elif path.is_file() and (path.suffix.lower() == ".gguf" or is_gguf(path)):
+        file = path
+    elif path.is_dir():
+        found = find_gguf(path)
+        if found is None:
+            return None
+        file = found
+    else:
+        return None
+    gguf = inspect_gguf(file)
+    if preset is not None:
+        preset.check(gguf.sha256)
+    record = gguf.describe()
+    if preset is not None:
+        record = {"preset": preset.name, "licence": preset.licence, **record}
+    return dequantised_dir(gguf), record
+
+
+def local_model_dir(spec: str) -> Path | None:
+    """The local directory that holds ``spec``'s files (config, tokenizer), if any: the
+    directory itself, or the dequantised folder of a GGUF checkpoint."""
+    found = gguf_checkpoint(spec)
+    if found is not None:
+        return found[0]
+    path = Path(spec).expanduser()
+    return path if path.is_dir() else None
+
+
+def _resolve(
+    spec: str, trust_remote_code: bool = False
+) -> tuple[str, Any, str | None, dict[str, Any] | None]:
+    """(source, config, weights_location or None, checkpoint record or None) for a model
+    spec; the config is read without running code from the model
+    (:func:`lostmid.files.model_config`)."""
     from transformers import AutoConfig
 
+    found = gguf_checkpoint(spec)
+    if found is not None:
+        folder, record = found
+        config = model_config(folder, trust_remote_code=False)
+        return "gguf", config, str(folder), record
     path = Path(spec).expanduser()
     if path.exists():
         if not path.is_dir():
-            raise UserError(f"--model {spec}: a file; give a directory holding config.json")
+            raise UserError(
+                f"--model {spec}: a file that is not GGUF; give a .gguf file or a directory "
+                "holding config.json"
+            )
         config = model_config(path, trust_remote_code=trust_remote_code)
-        return "directory", config, str(path) if _has_weights(path) else None
+        return "directory", config, str(path) if _has_weights(path) else None, None
     if spec in MODEL_PRESETS:
-        return "preset", _preset_config(spec), None
-    presets = ", ".join(MODEL_PRESETS)
+        return "preset", _preset_config(spec), None, None
+    presets = ", ".join([*MODEL_PRESETS, *CHECKPOINTS])
     if spec.startswith(("/", "./", "../", "~")) or spec.endswith("/") or os.sep + os.sep in spec:
         raise UserError(
             f"--model {spec}: no such directory; give an existing path or a preset ({presets})"
@@ -116,7 +169,7 @@ def _resolve(spec: str, trust_remote_code: bool = False) -> tuple[str, Any, str 
             "no code from a model unless you pass --trust-remote-code (only for code you "
             "have read)"
         )
-    return "hub", config, spec
+    return "hub", config, spec, None
 
 
 def _apply_overrides(config: Any, overrides: dict[str, Any] | None) -> Any:
@@ -209,8 +262,10 @@ def load_model(
     plan = None if device_map is None else parse_device_map(device_map)
     if plan is not None:
         require_accelerate()
-    source, config, weights = _resolve(spec, trust_remote_code)
+    source, config, weights, checkpoint = _resolve(spec, trust_remote_code)
     config = _apply_overrides(config, config_overrides)
+    if checkpoint is not None and init == "random":
+        checkpoint = {**checkpoint, "weights": "random-init twin (architecture only)"}
     if init == "pretrained" and weights is None:
         what = "a preset holds only the architecture" if source == "preset" else "no weights found"
         raise UserError(f"--init pretrained for {spec}: {what}; use --init random")
@@ -246,7 +301,7 @@ def load_model(
                 trust_remote_code=trust_remote_code,
                 dtype=DTYPES[dtype],
                 attn_implementation=attn_implementation,
-                local_files_only=_offline() or source == "directory",
+                local_files_only=_offline() or source in ("directory", "gguf"),
                 **placement,
             )
         if placement.get("offload_folder") and offload_folder is None:
@@ -272,6 +327,7 @@ def load_model(
         no_rope=no_rope,
         no_pos_emb=no_pos_emb,
         no_alibi=no_alibi,
+        checkpoint=checkpoint,
     )
     # A family without the encoding raises its own one-line message.
     if no_rope:

@@ -44,6 +44,9 @@ class LoadedModel:
     no_alibi: bool = False
     attention: str = "eager"
     device_map: Mapping[str, str] | None = None
+    checkpoint: Mapping[str, Any] | None = None
+    """The file the weights came from (a GGUF checkpoint's sha256, architecture and
+    quantisation types; :meth:`lostmid.models.gguf.GGUFFile.describe`), else None."""
 
     @property
     def input_device(self) -> torch.device:
@@ -67,6 +70,7 @@ class LoadedModel:
         no_rope: bool = False,
         no_pos_emb: bool = False,
         no_alibi: bool = False,
+        checkpoint: Mapping[str, Any] | None = None,
     ) -> LoadedModel:
         """Describe a built causal LM (shared, not copied); the facts come from its
         config and parameters, the adapter from :func:`adapter_for_model`. The
@@ -105,6 +109,7 @@ class LoadedModel:
             no_alibi=no_alibi,
             attention=str(getattr(config, "_attn_implementation", None) or "eager"),
             device_map=device_map,
+            checkpoint=None if checkpoint is None else dict(checkpoint),
         )
 
     def check_length(self, length: int) -> int:
@@ -137,4 +142,27 @@ class LoadedModel:
             "dtype": self.dtype,
             "device": self.device,
             "device_map": None if self.device_map is None else dict(self.device_map),
+            "checkpoint": None if self.checkpoint is None else dict(self.checkpoint),
+            "rope_bases": self.rope_bases(),
         }
+
+    def rope_bases(self) -> list[float] | None:
+        """Each layer's RoPE base (theta), layer 1 first; None without rotary embeddings.
+
+        Gemma 3 uses two: ``rope_local_base_freq`` (or its sliding layers' entry of
+        ``rope_parameters``) on sliding-window layers, ``rope_theta`` on global ones.
+        """
+        config = self.model.config
+        params = getattr(config, "rope_parameters", None)
+        types = getattr(config, "layer_types", None) or [None] * self.num_layers
+        if not isinstance(params, Mapping):
+            theta = getattr(config, "rope_theta", None)
+            return None if theta is None else [float(theta)] * self.num_layers
+        bases = []
+        for kind in types:
+            entry = params.get(kind) if kind in params else params
+            theta = entry.get("rope_theta") if isinstance(entry, Mapping) else None
+            if theta is None:
+                return None
+            bases.append(float(theta))
+        return bases

@@ -21,7 +21,7 @@ from lostmid.models.adapters.base import FamilyAdapter, is_norm, mask_specs
 from lostmid.models.adapters.bloom import BloomAdapter
 from lostmid.models.adapters.gpt2 import GPT2Adapter
 from lostmid.models.adapters.layout import IdentityRotary, Layout, LayoutAdapter, resolve_path
-from lostmid.models.adapters.llama import Gemma2Adapter, LlamaStyleAdapter
+from lostmid.models.adapters.llama import Gemma2Adapter, Gemma3Adapter, LlamaStyleAdapter
 from lostmid.models.adapters.neox import GPTNeoXAdapter
 from lostmid.models.adapters.opt import OPTAdapter
 from lostmid.models.adapters.phi import PhiAdapter
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 ADAPTERS: tuple[LayoutAdapter, ...] = (
     LlamaStyleAdapter(),
     Gemma2Adapter(),
+    Gemma3Adapter(),
     GPT2Adapter(),
     GPTNeoXAdapter(),
     OPTAdapter(),
@@ -125,6 +126,7 @@ __all__ = [
     "GPT2Adapter",
     "GPTNeoXAdapter",
     "Gemma2Adapter",
+    "Gemma3Adapter",
     "IdentityRotary",
     "Layout",
     "LayoutAdapter",

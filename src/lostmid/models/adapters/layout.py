@@ -229,7 +229,10 @@ class LayoutAdapter(FamilyAdapter):
         rotary = self._base_place(model, self.layout.rotary)
         if isinstance(rotary, IdentityRotary):
             return
-        dim = 2 * int(rotary.inv_freq.numel())  # the rotated dimensions (partial rotary too)
+        # the rotated dimensions (partial rotary too); Gemma 3 keeps one table per layer
+        # type (sliding_attention_inv_freq, full_attention_inv_freq), all the same size
+        inv_freq = next(b for n, b in rotary.named_buffers() if n.endswith("inv_freq"))
+        dim = 2 * int(inv_freq.numel())
         replace_module(model, rotary, IdentityRotary(dim))
 
     def remove_position_embedding(self, model: PreTrainedModel) -> None:
@@ -259,8 +262,9 @@ class IdentityRotary(nn.Module):
         self.dim = dim
 
     def forward(
-        self, x: torch.Tensor, position_ids: torch.Tensor
+        self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        # layer_type: Gemma 3 asks for the table of a layer type; every type is identity
         shape = (*position_ids.shape, self.dim)  # (B or 1, L, dim)
         cos = torch.ones(shape, dtype=x.dtype, device=x.device)
         return cos, torch.zeros_like(cos)

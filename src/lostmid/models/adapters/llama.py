@@ -71,3 +71,23 @@ class Gemma2Adapter(RotaryAdapter):
             "head_dim": shape.head_dim,
             "query_pre_attn_scalar": shape.head_dim,
         }
+
+
+class Gemma3Adapter(Gemma2Adapter):
+    """Gemma 3 (text): Gemma 2's places, q/k RMS norms, embeddings scaled inside the
+    embedding module, and two RoPE tables: ``rope_local_base_freq`` on the sliding-window
+    layers and ``rope_theta`` on the global ones (``layer_types`` says which; every sixth
+    layer is global by default). :meth:`layer_masks` reads the same ``layer_types``, so
+    the position-resolved kernel gets each layer's window."""
+
+    name = "gemma3"
+    model_types = ("gemma3_text",)
+
+    def config_kwargs(self, shape: ModelShape) -> dict[str, Any]:
+        kwargs = super().config_kwargs(shape)
+        theta = kwargs.pop("rope_parameters")["rope_theta"]
+        kwargs["rope_parameters"] = {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "default", "rope_theta": theta},
+        }
+        return kwargs

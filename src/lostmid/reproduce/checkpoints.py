@@ -1,0 +1,291 @@
+"""Real checkpoints against their twins at birth: the influence study of issue 24.
+
+For each registry checkpoint (``smollm2-135m``, ``gemma3-270m``) and each length L, the
+pretrained model and S random-init twins (``--init random``, seeds 0..S-1) are measured
+on the same N inputs of three kinds:
+
+* ``random``: token ids drawn uniformly from the vocabulary (today's ``measure``);
+* ``text``: windows of English prose, the documentation topics that ship with Python
+  (``pydoc_data.topics``), tokenized by the model's own tokenizer;
+* ``records``: Liu et al.'s key-value prompts (UUID records in a JSON object, then the
+  question), as many records as fill L tokens.
+
+Every input starts with the tokens the tokenizer itself adds before a text (Gemma's
+``<bos>``; nothing for SmolLM2), as the model saw in training. One influence profile
+per input (the Jacobian norm of the final hidden state at position L with respect to
+each input embedding, ``measure``'s definition, ``probes`` Rademacher probes) is saved
+as it is computed (``OUT/profiles/<family>/L<L>/<kind>/<model>.npz``, a row an input),
+so a killed study resumes where it stopped; :func:`study_comparisons` reads them back and judges
+with :func:`lostmid.compare.pretraining.compare_pretraining`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lostmid.behaviour.kv import format_kv_records, kv_records
+from lostmid.behaviour.tokenizers import Tokenizer, tokenizer_for_model
+from lostmid.compare.pretraining import PretrainingComparison, compare_pretraining
+from lostmid.errors import UserError
+from lostmid.files import write_bytes, write_text
+from lostmid.influence import influence_profile
+from lostmid.models import CHECKPOINTS, load_model
+
+INPUT_KINDS = ("random", "text", "records")
+KV_HEAD = (
+    "Extract the value corresponding to the specified key in the JSON object below.\n\nJSON data:\n"
+)
+KV_TAIL = '\n\nKey: "{key}"\nCorresponding value:'
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """The design: checkpoints x lengths x input kinds, one pretrained model and
+    ``twins`` random-init twins each, ``inputs`` inputs per kind, ``probes`` per input."""
+
+    checkpoints: tuple[str, ...] = ("smollm2-135m", "gemma3-270m")
+    lengths: tuple[int, ...] = (512,)
+    kinds: tuple[str, ...] = INPUT_KINDS
+    inputs: int = 12
+    twins: int = 3
+    probes: int = 2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in self.checkpoints:
+            if name not in CHECKPOINTS:
+                raise UserError(
+                    f"unknown checkpoint {name!r}; registry checkpoints: {', '.join(CHECKPOINTS)}"
+                )
+        for kind in self.kinds:
+            if kind not in INPUT_KINDS:
+                raise UserError(f"unknown input kind {kind!r}; kinds: {', '.join(INPUT_KINDS)}")
+        if self.inputs < 2 or self.twins < 1 or self.probes < 1:
+            raise UserError("a study needs >= 2 inputs, >= 1 twin and >= 1 probe")
+        if any(length < 8 for length in self.lengths):
+            raise UserError("lengths must be >= 8 tokens")
+
+
+def prose_text() -> str:
+    """English prose that ships with Python: the documentation topics of ``pydoc``."""
+    from pydoc_data.topics import topics
+
+    return "\n\n".join(topics[k] for k in sorted(topics))
+
+
+def prefix_tokens(tok: Tokenizer) -> list[int]:
+    """The tokens the tokenizer itself puts before a text (Gemma's ``<bos>``; none for
+    SmolLM2, whose ``bos_token`` is a chat marker it does not add)."""
+    plain, special = tok.encode("a"), tok.encode("a", special=True)
+    cut = len(special) - len(plain)
+    return special[:cut] if cut > 0 and special[cut:] == plain else []
+
+
+def input_ids(
+    kind: str, tok: Tokenizer, vocab: int, count: int, length: int, seed: int
+) -> torch.Tensor:
+    """(count, length) token ids of one input kind (see the module docstring)."""
+    prefix = prefix_tokens(tok)
+    body = length - len(prefix)
+    rows: list[list[int]] = []
+    if kind == "random":
+        gen = torch.Generator().manual_seed(seed)
+        draws = torch.randint(0, vocab, (count, body), generator=gen)
+        rows = [prefix + r.tolist() for r in draws]
+    elif kind == "text":
+        stream = tok.encode(prose_text())
+        if len(stream) < body + 1:
+            raise UserError(f"the prose corpus has {len(stream)} tokens, fewer than {body}")
+        rng = np.random.default_rng(seed)
+        starts = rng.integers(0, len(stream) - body, count)
+        rows = [prefix + stream[int(s) : int(s) + body] for s in starts]
+    elif kind == "records":
+        for index in range(count):
+            pairs = kv_records(seed, index, max(2, body // 20), 36)  # ~25 tokens a record
+            text, spans = format_kv_records(pairs)
+            head = tok.encode(KV_HEAD + text)
+            slack = 32  # room for a longer key in the question than the first one's
+            keep = body - len(tok.encode(KV_TAIL.format(key=pairs[0][0]))) - slack
+            if keep <= len(tok.encode(KV_HEAD)) or len(head) < body:
+                raise UserError(f"L = {length} is too short for a key-value records prompt")
+            kept_chars = len(tok.decode(head[:keep])) - len(KV_HEAD)
+            complete = [i for i, (_, end) in enumerate(spans) if end <= kept_chars]
+            if not complete:
+                raise UserError(f"L = {length} is too short for a key-value records prompt")
+            key = pairs[random.Random(seed * 7919 + index).choice(complete)][0]
+            tail = tok.encode(KV_TAIL.format(key=key))
+            rows.append(prefix + head[: body - len(tail)] + tail)
+    else:
+        raise UserError(f"unknown input kind {kind!r}")
+    ids = torch.tensor(rows, dtype=torch.long)
+    if ids.shape != (count, length):  # pragma: no cover - a bug, not an input
+        raise AssertionError(f"inputs of shape {tuple(ids.shape)}, expected {(count, length)}")
+    return ids
+
+
+def _profiles_path(out: Path, family: str, length: int, kind: str, model: str) -> Path:
+    return out / "profiles" / family / f"L{length}" / kind / f"{model}.npz"
+
+
+def _read_rows(path: Path) -> np.ndarray:
+    if not path.is_file():
+        return np.zeros((0, 0))
+    try:
+        with np.load(path) as data:
+            return np.asarray(data["profiles"], dtype=np.float64)
+    except (OSError, ValueError, KeyError):
+        return np.zeros((0, 0))  # damaged: recomputed
+
+
+def _write_rows(path: Path, rows: np.ndarray, facts: dict[str, Any]) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, profiles=rows, facts=json.dumps(facts))
+    write_bytes(path, buffer.getvalue())
+
+
+@dataclass
+class StudyProgress:
+    """Lines of progress with elapsed time (to a terminal or a log file alike)."""
+
+    say: Callable[[str], None] = print
+    start: float = field(default_factory=time.perf_counter)
+
+    def __call__(self, message: str) -> None:
+        self.say(f"[{time.perf_counter() - self.start:7.0f} s] {message}")
+
+
+def run_study(
+    config: StudyConfig, out: Path, *, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Measure every cell of the design that is not on disk yet; return the comparisons.
+
+    Resumable: each model's rows are written after every input, and rows already on
+    disk (for the same inputs: the file records the design) are kept.
+    """
+    out = Path(out)
+    say = StudyProgress(progress or print)
+    write_text(out / "study.json", json.dumps(asdict(config), indent=1) + "\n")
+    tokenizers = {name: tokenizer_for_model(name) for name in config.checkpoints}
+    cells = [  # kinds outermost: every family gets its first complete cell early
+        (kind, name, length)
+        for kind in config.kinds
+        for name in config.checkpoints
+        for length in config.lengths
+    ]
+    for kind, name, length in cells:
+        tok = tokenizers[name]
+        models = [("pretrained", "pretrained", 0)] + [
+            (f"twin{s}", "random", s) for s in range(config.twins)
+        ]
+        for label, init, seed in models:
+            path = _profiles_path(out, name, length, kind, label)
+            rows = _read_rows(path)
+            if rows.shape[0] >= config.inputs and rows.shape[1] == length:
+                continue
+            loaded = load_model(name, init=init, seed=seed)
+            loaded.check_length(length)
+            ids = input_ids(kind, tok, loaded.vocab_size, config.inputs, length, config.seed)
+            done = list(rows) if rows.ndim == 2 and rows.shape[1:] == (length,) else []
+            facts = {
+                "checkpoint": name,
+                "model": label,
+                "init": init,
+                "seed": seed,
+                "length": length,
+                "kind": kind,
+                "probes": config.probes,
+                "sha256": (loaded.checkpoint or {}).get("sha256"),
+            }
+            for i in range(len(done), config.inputs):
+                t0 = time.perf_counter()
+                profile = influence_profile(
+                    loaded, ids[i : i + 1], probes=config.probes, seed=config.seed + i
+                )
+                done.append(profile.influence)
+                _write_rows(path, np.stack(done), facts)
+                say(
+                    f"{name} L={length} {kind} {label}: input {i + 1}/{config.inputs} "
+                    f"({time.perf_counter() - t0:.1f} s)"
+                )
+            del loaded
+    return study_comparisons(config, out)
+
+
+def study_comparisons(config: StudyConfig, out: Path) -> dict[str, Any]:
+    """The comparisons of every complete cell on disk (missing cells are left out)."""
+    found: dict[str, Any] = {}
+    for name in config.checkpoints:
+        for length in config.lengths:
+            for kind in config.kinds:
+                pre = _read_rows(_profiles_path(Path(out), name, length, kind, "pretrained"))
+                twins = [
+                    _read_rows(_profiles_path(Path(out), name, length, kind, f"twin{s}"))
+                    for s in range(config.twins)
+                ]
+                n = min([pre.shape[0], *(t.shape[0] for t in twins)])
+                if n < 2:
+                    continue
+                comparison = compare_pretraining(
+                    pre[:n], np.stack([t[:n] for t in twins]), seed=config.seed
+                )
+                found[f"{name}/L{length}/{kind}"] = comparison
+    return found
+
+
+def comparison_table(found: dict[str, PretrainingComparison]) -> list[list[str]]:
+    """Rows for a table: cell, log10 PtV pretrained / twins / difference, valley
+    fraction, sink share, last share (pretrained vs twins), the two verdicts."""
+
+    def fmt(e: Any, digits: int = 2) -> str:
+        r = e.record()
+        if r["value"] is None:
+            return "-"
+        if r["low"] is None:
+            return f"{r['value']:.{digits}f}"
+        return f"{r['value']:.{digits}f} [{r['low']:.{digits}f}, {r['high']:.{digits}f}]"
+
+    rows = []
+    for cell, c in found.items():
+        rows.append(
+            [
+                cell,
+                fmt(c.pretrained["log10_ptv"]),
+                fmt(c.twins["log10_ptv"]),
+                fmt(c.difference["log10_ptv"]),
+                fmt(c.pretrained["valley_fraction"]),
+                fmt(c.twins["valley_fraction"]),
+                fmt(c.pretrained["sink_share"], 3),
+                fmt(c.twins["sink_share"], 3),
+                fmt(c.pretrained["last_share"], 3),
+                fmt(c.twins["last_share"], 3),
+                c.deepens.verdict,
+                c.middle.verdict,
+            ]
+        )
+    return rows
+
+
+TABLE_HEADER: Sequence[str] = (
+    "cell",
+    "log10 PtV pretrained",
+    "log10 PtV twins",
+    "difference",
+    "valley frac. pretrained",
+    "valley frac. twins",
+    "sink share pretrained",
+    "sink share twins",
+    "last share pretrained",
+    "last share twins",
+    "deepens",
+    "valley in middle",
+)
