@@ -28,6 +28,8 @@ MICRO = {
         "--behaviour-seeds",
         "2",
         "--dose",
+        "off",
+        "--checkpoints",
         "off",  # its stages are retrieval training runs, killed under remedies here
     ],
     "remedies": [

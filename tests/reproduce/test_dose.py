@@ -14,7 +14,7 @@ from lostmid.reproduce.config import DOSE_CHOICES
 from lostmid.reproduce.dose import DOSE_CLAIM, DOSE_SCALES, DoseScale, DoseSection
 
 SMALL = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
-SMALL += ["--train-steps", "0", "--behaviour-steps", "0"]
+SMALL += ["--train-steps", "0", "--behaviour-steps", "0", "--checkpoints", "off"]
 
 
 def _runs(made_dose_run, response: float, seeds: int = 3) -> tuple:

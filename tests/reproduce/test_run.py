@@ -31,6 +31,8 @@ TINY = [
     "0",
     "--dose",
     "off",
+    "--checkpoints",
+    "off",
 ]
 
 
@@ -228,6 +230,8 @@ def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
         "0",
         "--dose",
         "off",
+        "--checkpoints",
+        "off",
     ]
     code, _, err = run_cli("reproduce", *args, "--out", tmp_path)
     assert code == 0, err
@@ -308,7 +312,16 @@ def test_compare_on_the_per_seed_files_scores_what_the_report_scores(
 def test_behaviour_section_pools_its_seeds(run_cli, tmp_path) -> None:
     args = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
     args += ["--train-steps", "0", "--behaviour-preset", "retrieval-micro"]
-    args += ["--behaviour-seeds", "2", "--behaviour-steps", "4", "--dose", "off"]
+    args += [
+        "--behaviour-seeds",
+        "2",
+        "--behaviour-steps",
+        "4",
+        "--dose",
+        "off",
+        "--checkpoints",
+        "off",
+    ]
     code, _, err = run_cli("reproduce", *args, "--out", tmp_path)
     assert code == 0, err
     record = json.loads((tmp_path / "reproduce.json").read_text())

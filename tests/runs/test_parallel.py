@@ -77,7 +77,18 @@ def _numbers(folder: Path) -> Any:
 
 def test_parallel_reproduce_gives_the_sequential_numbers(tmp_path: Path, run_cli) -> None:
     args = ["reproduce", "--models", "tiny-gpt2,tiny-qwen2", "--length", "16", "--seeds", "2"]
-    args += ["--samples", "2", "--train-steps", "0", "--behaviour-steps", "0", "--dose", "off"]
+    args += [
+        "--samples",
+        "2",
+        "--train-steps",
+        "0",
+        "--behaviour-steps",
+        "0",
+        "--dose",
+        "off",
+        "--checkpoints",
+        "off",
+    ]
     code, _, err = run_cli(*args, "--jobs", "1", "--out", tmp_path / "seq")
     assert code == 0, err
     code, _, err = run_cli(*args, "--jobs", "2", "--out", tmp_path / "par")

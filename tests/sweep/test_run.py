@@ -241,7 +241,14 @@ def test_reproduce_and_remedies_units_give_what_the_commands_give(tmp_path: Path
     from lostmid.reproduce.config import ReproduceConfig
     from lostmid.reproduce.run import run_reproduce
 
-    small = ["length=16", "samples=1", "train_steps=0", "behaviour_steps=0", "dose=off"]
+    small = [
+        "length=16",
+        "samples=1",
+        "train_steps=0",
+        "behaviour_steps=0",
+        "dose=off",
+        "checkpoints=off",
+    ]
     # --seeds of a multi-seed task: one unit running those seeds (first 1, count 2)
     reproduce = grid_from_flags("reproduce", models="tiny-gpt2", seeds="1-2", params=small)
     remedies = grid_from_flags(
@@ -263,6 +270,7 @@ def test_reproduce_and_remedies_units_give_what_the_commands_give(tmp_path: Path
         train_steps=0,
         behaviour_steps=0,
         dose="off",
+        checkpoints="off",
     )
     run_reproduce(direct, out=tmp_path / "direct")
     swept = json.loads((tmp_path / "sweep" / units["reproduce", 1].result).read_text())

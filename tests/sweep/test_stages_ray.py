@@ -25,7 +25,18 @@ from lostmid.runs.store import StageStore
 ray = pytest.importorskip("ray")  # the fixture local_ray (conftest) starts it once
 
 TINY = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "2", "--samples", "2"]
-TINY += ["--probes", "1", "--train-steps", "0", "--behaviour-steps", "0", "--dose", "off"]
+TINY += [
+    "--probes",
+    "1",
+    "--train-steps",
+    "0",
+    "--behaviour-steps",
+    "0",
+    "--dose",
+    "off",
+    "--checkpoints",
+    "off",
+]
 
 
 def assert_same_numbers(a: Any, b: Any, where: str = "") -> None:

@@ -33,6 +33,7 @@ SCALE_OVERRIDES = (
     "behaviour_steps",
     "behaviour_seeds",
     "dose",
+    "checkpoints",
 )
 FLAGS = {"models": Flag(parse=parse_models)} | {
     f: Flag(override="the scale's") for f in SCALE_OVERRIDES

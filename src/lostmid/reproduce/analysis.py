@@ -355,6 +355,7 @@ class ReproduceResult:
     figures: Mapping[str, Path]
     metadata: Mapping[str, Any]
     dose: Any = None  # reproduce.dose.DoseSection (issue 19); None when off
+    checkpoints: Any = None  # reproduce.checkpoints.CheckpointSection (issue 24); None: off
 
     def record(self) -> dict[str, Any]:
         return {
@@ -366,6 +367,7 @@ class ReproduceResult:
             if self.remedies is None
             else {"source": self.remedies.source, "table": self.remedies.table()},
             "dose": None if self.dose is None else self.dose.record(),
+            "checkpoints": None if self.checkpoints is None else self.checkpoints.record(),
             "claims": list(self.claims),
             "figures": {k: str(v) for k, v in self.figures.items()},
             "metadata": dict(self.metadata),

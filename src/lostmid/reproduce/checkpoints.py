@@ -289,3 +289,202 @@ TABLE_HEADER: Sequence[str] = (
     "deepens",
     "valley in middle",
 )
+
+
+# -- the reproduce section -----------------------------------------------------------------
+
+CHECKPOINT_SCALES = {
+    "quick": StudyConfig(
+        checkpoints=("smollm2-135m",),
+        lengths=(128,),
+        kinds=("random", "text"),
+        inputs=3,
+        twins=2,
+        probes=1,
+    ),  # fmt: skip
+    "default": StudyConfig(lengths=(512,), inputs=4, twins=2, probes=1),
+    "full": StudyConfig(lengths=(512, 2048), inputs=8, twins=3, probes=1),
+}
+"""The section's scales. ``quick``: SmolLM2 only, L = 128, random and text inputs, 3
+inputs, 2 twins (about a minute once the checkpoint is cached). ``default``: both
+checkpoints, L = 512, the three kinds, 4 inputs, 2 twins (about 15 min on 2 cores).
+``full``: L = 512 and 2048, 8 inputs, 3 twins (hours). A folder holding ``study.json``
+(a finished :func:`run_study`, e.g. ``benchmarks/bench_checkpoints.py``) is read back."""
+STUDY_JSON = "study.json"
+DEEPEN_CLAIM = "Pretraining deepens the valley"
+DEEPEN_PAPER = "log10 peak-to-valley about 2 at initialisation, about 3 after pretraining"
+MIDDLE_CLAIM = "A pretrained model's valley is in the middle"
+MIDDLE_PAPER = "the dead zone: the middle of the context"
+
+
+def read_study_config(folder: Path) -> StudyConfig:
+    from lostmid.files import read_json_object
+
+    record = read_json_object(Path(folder) / STUDY_JSON, option="--checkpoints")
+    fields: dict[str, Any] = {}
+    for key, value in record.items():
+        fields[key] = tuple(value) if isinstance(value, list) else value
+    try:
+        return StudyConfig(**fields)
+    except TypeError as err:
+        raise UserError(f"--checkpoints {folder}: {STUDY_JSON} is not a study ({err})") from None
+
+
+def checkpoint_stage(scale: str, folder: Path) -> dict[str, Any]:
+    """Run (or resume) the study of ``scale`` in ``folder``; the comparisons' records."""
+    config = CHECKPOINT_SCALES[scale]
+    found = run_study(config, folder)
+    return {"cells": {cell: c.record() for cell, c in found.items()}}
+
+
+@dataclass(frozen=True)
+class CheckpointSection:
+    """The real-checkpoint section: where the profiles are and each cell's comparison."""
+
+    source: str
+    folder: Path
+    config: StudyConfig
+    cells: dict[str, dict[str, Any]]
+
+    @classmethod
+    def of(cls, value: str, results: dict[str, Any], out: Path) -> CheckpointSection | None:
+        """From the stage result of a scale, or read from a finished study's folder."""
+        if value == "off":
+            return None
+        if value in CHECKPOINT_SCALES:
+            record = results.get(f"checkpoints-{value}")
+            if record is None:
+                return None
+            return cls(
+                f"{value} scale", out / "checkpoints", CHECKPOINT_SCALES[value], record["cells"]
+            )
+        config = read_study_config(Path(value))
+        found = study_comparisons(config, Path(value))
+        return cls(
+            f"the study in {value}", Path(value), config, {k: c.record() for k, c in found.items()}
+        )
+
+    @property
+    def claims(self) -> tuple[Any, ...]:
+        from lostmid.compare.claims import Claim
+
+        claims = []
+        for cell, c in self.cells.items():
+            d, p = c["difference"]["log10_ptv"], c["pretrained"]
+            design = f"{cell}: {c['inputs']} inputs, {c['seeds']} twins"
+            ours = (
+                f"{design}; log10 PtV {_fmt(p['log10_ptv'])} vs twins "
+                f"{_fmt(c['twins']['log10_ptv'])}, change {_fmt(d)}"
+            )
+            claims.append(
+                Claim(
+                    DEEPEN_CLAIM, DEEPEN_PAPER, ours, c["deepens"]["verdict"], c["deepens"]["rule"]
+                )
+            )
+            where = (
+                f"{design}; valley at {_fmt(p['valley_fraction'])} of the context "
+                f"(twins {_fmt(c['twins']['valley_fraction'])})"
+            )
+            claims.append(
+                Claim(
+                    MIDDLE_CLAIM, MIDDLE_PAPER, where, c["middle"]["verdict"], c["middle"]["rule"]
+                )
+            )
+        return tuple(claims)
+
+    def table(self) -> list[dict[str, Any]]:
+        rows = []
+        for cell, c in self.cells.items():
+            rows.append(
+                {
+                    "cell": cell,
+                    "log10 PtV pretrained": _fmt(c["pretrained"]["log10_ptv"]),
+                    "log10 PtV twins": _fmt(c["twins"]["log10_ptv"]),
+                    "change": _fmt(c["difference"]["log10_ptv"]),
+                    "valley (fraction) pretrained": _fmt(c["pretrained"]["valley_fraction"]),
+                    "valley twins": _fmt(c["twins"]["valley_fraction"]),
+                    "sink share pretrained": _fmt(c["pretrained"]["sink_share"], 3),
+                    "sink share twins": _fmt(c["twins"]["sink_share"], 3),
+                    "last share pretrained": _fmt(c["pretrained"]["last_share"], 3),
+                    "last share twins": _fmt(c["twins"]["last_share"], 3),
+                }
+            )
+        return rows
+
+    def paragraphs(self) -> tuple[str, ...]:
+        return (
+            f"Profiles: {self.source}. Each registry checkpoint and its random-init twins "
+            "(same architecture, one per seed) are measured on the same inputs of three "
+            "kinds (random token ids, English prose, Liu's key-value records prompts); an "
+            "input's profile is the Jacobian norm of the final hidden state at the last "
+            "position with respect to each input embedding (measure's influence). Readouts "
+            "are taken on the mean profile over inputs: peak, valley (the smallest "
+            "influence before the last token) and their ratio as in lostmid.theory's "
+            "summary; the share of the first and of the last position.",
+            "Intervals: 95% percentile bootstrap, over inputs for the pretrained model, "
+            "over twins and inputs for the twins (each twin read on its own mean profile, "
+            "so both sides carry the noise of the same number of inputs), and paired over "
+            "inputs for the change. The two rules were stated before the runs "
+            "(lostmid.compare.pretraining) and tested on constructed profiles where the "
+            "answer is yes, no and undecided.",
+        )
+
+    def figure(self, folder: Path) -> Path:
+        """``checkpoints.png``: mean profiles, pretrained against each twin, per cell."""
+        from lostmid.report.plots import save_figure
+
+        return save_figure(plot_study(self.folder, self.config), folder / "checkpoints.png")
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "config": asdict(self.config),
+            "cells": self.cells,
+            "claims": list(self.claims),
+        }
+
+
+def _fmt(e: dict[str, Any], digits: int = 2) -> str:
+    if e.get("value") is None:
+        return "n/a"
+    if e.get("low") is None:
+        return f"{e['value']:.{digits}f}"
+    return f"{e['value']:.{digits}f} [{e['low']:.{digits}f}, {e['high']:.{digits}f}]"
+
+
+def plot_study(folder: Path, config: StudyConfig) -> Any:
+    """One panel per checkpoint and length, one colour per input kind: the pretrained
+    model's mean profile (solid) and the twins' (dashed), each divided by its sum,
+    against the position as a fraction of the context, on a log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(n, length) for n in config.checkpoints for length in config.lengths]
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False, constrained_layout=True
+    )
+    colours = dict(zip(INPUT_KINDS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
+    for ax, (name, length) in zip(axes[0], panels, strict=True):
+        x = np.arange(length) / max(length - 1, 1)
+        for kind in config.kinds:
+            pre = _read_rows(_profiles_path(folder, name, length, kind, "pretrained"))
+            if pre.shape[0] == 0:
+                continue
+            mean = pre.mean(axis=0)
+            ax.plot(x, mean / mean.sum(), color=colours[kind], lw=1.2, label=f"{kind} pretrained")
+            twins = [
+                _read_rows(_profiles_path(folder, name, length, kind, f"twin{s}"))
+                for s in range(config.twins)
+            ]
+            twins = [t for t in twins if t.shape[0]]
+            if twins:
+                tw = np.mean([t.mean(axis=0) / t.mean(axis=0).sum() for t in twins], axis=0)
+                ax.plot(x, tw, color=colours[kind], lw=1, ls="--", label=f"{kind} twins")
+        ax.set_yscale("log")
+        ax.set_title(f"{name}, L = {length}")
+        ax.set_xlabel("position j / L")
+        ax.set_ylabel("influence share")
+        ax.legend(fontsize=7)
+    return fig

@@ -43,6 +43,25 @@ def check_dose(value: str) -> str:
     )
 
 
+CHECKPOINT_CHOICES = ("quick", "default", "full", "off")
+"""The real-checkpoint section's scales (:data:`lostmid.reproduce.checkpoints.CHECKPOINT_SCALES`)
+and ``off``, named here so that this module stays free of torch."""
+
+
+def check_checkpoints(value: str) -> str:
+    """A real-checkpoint scale, ``off``, or a folder with ``study.json``; else one line.
+
+    >>> check_checkpoints("off")
+    'off'
+    """
+    if value in CHECKPOINT_CHOICES or (Path(value) / "study.json").is_file():
+        return value
+    raise UserError(
+        f"--checkpoints {value}: not {', '.join(CHECKPOINT_CHOICES)} or a folder with "
+        "study.json (a finished checkpoint study, benchmarks/bench_checkpoints.py)"
+    )
+
+
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "quick": "Short contexts, short training (3 seeds each): about 4 min on 2 quiet CPUs "
     "(218 s measured, docs/BENCHMARKS.md).",
@@ -65,6 +84,9 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "DIR/tilt and DIR/replace: one run per --law, a claim row each).",
     "dose": "The depth dose-response section (issue 19): quick | default | full (the "
     "whole design) | off, or DIR (a finished lostmid sweep --task train-retrieval --out).",
+    "checkpoints": "The real-checkpoint section (issue 24): SmolLM2-135M and Gemma 3 270M "
+    "against their random-init twins: quick (SmolLM2, L = 128) | default (both, L = 512, "
+    "3 input kinds) | full (L = 512 and 2048) | off, or DIR (a finished study).",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
@@ -115,6 +137,7 @@ class Scale:
     behaviour_steps: int | None = None
     behaviour_seeds: int = 3
     dose: str = "default"  # the dose-response section's scale (reproduce.dose.DOSE_SCALES)
+    checkpoints: str = "default"  # the real-checkpoint section (reproduce.checkpoints)
     vocab_size: int | None = 512
     depth_points: int | None = 6
     off_samples: int = 1
@@ -142,6 +165,7 @@ class Scale:
         check_choice("--train-preset", self.train_preset, TRAIN_PRESETS)
         check_choice("--behaviour-preset", self.behaviour_preset, BEHAVIOUR_PRESETS)
         check_dose(self.dose)  # dose-response (issue 19)
+        check_checkpoints(self.checkpoints)  # real checkpoints (issue 24)
         check_positive("batch size", self.batch_size)
 
     @property
@@ -170,6 +194,7 @@ SCALES = {
         train_steps=100,
         depth_points=4,
         dose="quick",
+        checkpoints="quick",
     ),
     "default": Scale(
         "default",
@@ -194,6 +219,7 @@ SCALES = {
         gain_samples=4,
         batch_size=8,
         dose="full",
+        checkpoints="full",
     ),
 }
 """The named scales. Why they are what they are (the timings behind each choice are in

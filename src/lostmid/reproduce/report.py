@@ -416,6 +416,15 @@ def build_report(result: ReproduceResult) -> Report:
         add_behaviour_section(report, result.behaviour, _figures(result, "behaviour"))
     if result.dose is not None:  # the depth dose-response (issue 19)
         add_dose_section(report, result.dose, _figures(result, "dose"))
+    if result.checkpoints is not None:  # real checkpoints (issue 24)
+        section = result.checkpoints
+        report.add_section(
+            "Real checkpoints: does pretraining deepen the valley, and where is it?",
+            paragraphs=section.paragraphs(),
+            table=section.table(),
+            figures=[p for p in _figures(result, "checkpoints") if p.exists()],
+            verdicts=section.claims,
+        )
     add_remedies_section(report, result.remedies)
     report.add_section(
         "Provenance",

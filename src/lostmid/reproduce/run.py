@@ -22,6 +22,7 @@ from lostmid.reproduce.analysis import (
     measured_profiles,
 )
 from lostmid.reproduce.behaviour import Behaviour, BehaviourSeed, behaviour_stage
+from lostmid.reproduce.checkpoints import CHECKPOINT_SCALES, CheckpointSection, checkpoint_stage
 from lostmid.reproduce.claims import claims_table, model_claims
 from lostmid.reproduce.config import ReproduceConfig, model_slug
 from lostmid.reproduce.dose import DoseSection, dose_stages
@@ -128,6 +129,15 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
         PlannedStage(*stage, threads=SMALL_MODEL_THREADS)
         for stage in dose_stages(scale.dose, config.seed, out)
     ]
+    if scale.checkpoints in CHECKPOINT_SCALES:  # real checkpoints (issue 24)
+        plan.append(
+            PlannedStage(
+                f"checkpoints-{scale.checkpoints}",
+                {"scale": scale.checkpoints, "seed": 0, "record": 1},
+                partial(checkpoint_stage, scale.checkpoints, out / "checkpoints"),
+                dict,
+            )
+        )
     if config.remedies in ("quick", "default"):
         plan.append(
             PlannedStage(
@@ -268,9 +278,14 @@ def run_reproduce(
     dose = DoseSection.of(config.scale.dose, results, config.seed)  # issue 19
     if dose is not None:
         claims += dose.claims
+    checkpoints = CheckpointSection.of(config.scale.checkpoints, results, out)  # issue 24
+    if checkpoints is not None:
+        claims += checkpoints.claims
     figures = make_figures(analyses, training, behaviour, out / "figures")
     if dose is not None:
         figures["dose"] = dose.figure(out / "figures")
+    if checkpoints is not None:
+        figures["checkpoints"] = checkpoints.figure(out / "figures")
     seconds = time.perf_counter() - start
     metadata = run_metadata(
         "reproduce",
@@ -287,6 +302,7 @@ def run_reproduce(
         behaviour=behaviour,
         remedies=remedies,
         dose=dose,
+        checkpoints=checkpoints,
         claims=tuple(claims),
         figures=figures,
         metadata=metadata,

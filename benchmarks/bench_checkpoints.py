@@ -1,0 +1,117 @@
+"""The registry checkpoints: load times (first load dequantises, later loads read the
+cache) and the pretrained-vs-twins influence study (issue 24).
+
+    python benchmarks/bench_checkpoints.py --loads
+    python benchmarks/bench_checkpoints.py --study results/checkpoints --lengths 512 \
+        --inputs 8 --twins 3            # resumable: rerun the same line after a kill
+    python benchmarks/bench_checkpoints.py --table results/checkpoints
+
+``--loads`` times, in fresh interpreters and with an empty cache folder, the first
+``load_model(NAME, init="pretrained")`` of each checkpoint (GGUF checked, dequantised,
+written to the cache) and the second (a safetensors read), and the import of lostmid's
+model code that both pay. ``--study`` writes ``study.json`` and one ``.npz`` of
+profiles per model and cell into the folder; ``lostmid reproduce --checkpoints DIR``
+reads the same folder back into the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LOAD = """
+import time, json
+t0 = time.perf_counter()
+from lostmid.models import load_model
+t1 = time.perf_counter()
+load_model({name!r}, init="pretrained")
+t2 = time.perf_counter()
+print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1}}))
+"""
+
+
+def _timed_load(name: str, cache: str) -> dict[str, float]:
+    env = {**os.environ, "LOSTMID_CACHE": cache}
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD.format(name=name)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def loads() -> None:
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as cache:
+        for name in ("smollm2-135m", "gemma3-270m"):
+            first = _timed_load(name, cache)
+            second = _timed_load(name, cache)
+            print(
+                f"{name}: first load {first['load_s']:.1f} s (import {first['import_s']:.1f} s), "
+                f"second load {second['load_s']:.2f} s (import {second['import_s']:.1f} s)"
+            )
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+
+def table(folder: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from lostmid.reproduce.checkpoints import (
+        TABLE_HEADER,
+        comparison_table,
+        read_study_config,
+        study_comparisons,
+    )
+
+    config = read_study_config(folder)
+    found = study_comparisons(config, folder)
+    grid = Table(*TABLE_HEADER)
+    for row in comparison_table(found):
+        grid.add_row(*row)
+    Console(width=250).print(grid)
+    for cell, c in found.items():
+        print(f"{cell}: deepens: {c.deepens.verdict}; valley in the middle: {c.middle.verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loads", action="store_true")
+    parser.add_argument("--study", type=Path)
+    parser.add_argument("--table", type=Path)
+    parser.add_argument("--lengths", default="512")
+    parser.add_argument("--inputs", type=int, default=8)
+    parser.add_argument("--twins", type=int, default=3)
+    parser.add_argument("--probes", type=int, default=1)
+    parser.add_argument("--checkpoints", default="smollm2-135m,gemma3-270m")
+    args = parser.parse_args()
+    if args.loads:
+        loads()
+    if args.study is not None:
+        from lostmid.reproduce.checkpoints import StudyConfig, run_study
+
+        config = StudyConfig(
+            checkpoints=tuple(args.checkpoints.split(",")),
+            lengths=tuple(int(x) for x in args.lengths.split(",")),
+            inputs=args.inputs,
+            twins=args.twins,
+            probes=args.probes,
+        )
+        start = time.perf_counter()
+        run_study(config, args.study, progress=lambda m: print(m, flush=True))
+        print(f"study: {time.perf_counter() - start:.0f} s, load {os.getloadavg()[0]:.2f}")
+        table(args.study)
+    if args.table is not None:
+        table(args.table)
+
+
+if __name__ == "__main__":
+    main()
