@@ -1,0 +1,64 @@
+"""The gold span's gradient reach against brute-force finite differences."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lostmid.errors import UserError
+from lostmid.influence.gold import gold_span_influence
+from lostmid.models import load_model
+
+
+def _answer_logp(model, embed, prompt, answer, delta=None):
+    ids = torch.tensor([prompt + answer])
+    x = embed(ids).detach()
+    if delta is not None:
+        x = x + delta
+    logp = torch.log_softmax(model(inputs_embeds=x, use_cache=False).logits[0], -1)
+    return sum(float(logp[len(prompt) - 1 + t, a]) for t, a in enumerate(answer))
+
+
+def test_gradient_matches_finite_differences() -> None:
+    loaded = load_model("tiny-qwen2", seed=0, dtype="float64", attn_implementation="eager")
+    model, embed = loaded.model, loaded.model.get_input_embeddings()
+    prompt, answer, span = list(range(20, 36)), [50, 51], (6, 8)
+    r = gold_span_influence(loaded, prompt, span, answer)
+    base = _answer_logp(model, embed, prompt, answer)
+    assert r.answer_logp == pytest.approx(base, rel=1e-10)
+    h = 1e-3  # eager attention takes its softmax in float32: smaller steps meet its noise
+    d = embed.weight.shape[1]
+    sq = 0.0
+    for j in range(*span):
+        for k in range(d):
+            delta = torch.zeros(1, len(prompt) + len(answer), d, dtype=torch.float64)
+            delta[0, j, k] = h
+            up = _answer_logp(model, embed, prompt, answer, delta)
+            down = _answer_logp(model, embed, prompt, answer, -delta)
+            sq += ((up - down) / (2 * h)) ** 2
+    assert r.gradient == pytest.approx(sq**0.5, rel=2e-3)
+    assert 0 < r.gradient_share < 1
+
+
+def test_jacobian_estimate_is_unbiased() -> None:
+    loaded = load_model("tiny-qwen2", seed=0, dtype="float64", attn_implementation="eager")
+    prompt, span = list(range(20, 32)), (3, 6)
+    base = loaded.adapter.base(loaded.model)
+    x = loaded.model.get_input_embeddings()(torch.tensor([prompt])).detach()
+    jac = torch.autograd.functional.jacobian(
+        lambda e: base(inputs_embeds=e, use_cache=False).last_hidden_state[0, -1], x
+    )  # (d, 1, L, d)
+    per_position = jac[:, 0].pow(2).sum(dim=(0, 2))  # (L,)
+    exact = float(per_position[span[0] : span[1]].sum().sqrt())
+    r = gold_span_influence(loaded, prompt, span, [7], probes=600, seed=1)
+    assert r.jacobian == pytest.approx(exact, rel=0.06)
+    share = float(per_position[span[0] : span[1]].sum() / per_position.sum())
+    assert r.jacobian_share == pytest.approx(share, rel=0.1)
+
+
+def test_bad_spans_are_refused() -> None:
+    loaded = load_model("tiny-qwen2", seed=0)
+    with pytest.raises(UserError, match="not inside a prompt of 5 tokens"):
+        gold_span_influence(loaded, [1, 2, 3, 4, 5], (3, 9), [1])
+    with pytest.raises(UserError, match="at least one token"):
+        gold_span_influence(loaded, [1, 2, 3, 4, 5], (1, 2), [])
