@@ -36,12 +36,12 @@ from lostmid.runs.store import StageStore
 from lostmid.sweep.execute import UNITS_DIR, saved_outcome, unit_job
 from lostmid.sweep.grid import Grid, Unit, expand
 from lostmid.sweep.summaries import summarise_tasks
-from lostmid.sweep.units import TaskSpec, task_spec
+from lostmid.sweep.units import TASKS, TaskSpec, task_spec
 
 SWEEP_JSON = "sweep.json"
 
 HELP = {  # the help of each ``lostmid sweep`` option
-    "task": "The task of every unit: theory | measure | train | retrieve | remedies | reproduce.",
+    "task": "The task of every unit: " + " | ".join(TASKS) + ".",  # the registry's names
     "models": "Axis: comma-separated models (train, remedies: presets).",
     "seeds": "Seeds: a count N (seeds --seed .. --seed+N-1), a range 0-4 or a list 0,2,5-7; "
     "an axis, except for tasks that run several seeds per unit (reproduce, remedies), "
