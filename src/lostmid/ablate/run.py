@@ -69,6 +69,7 @@ from lostmid.errors import UserError
 from lostmid.influence.passes import NonFiniteError
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import run_metadata, write_json
+from lostmid.runs.claim import claim_out
 from lostmid.runs.lock import holds_out
 from lostmid.runs.store import StageStore
 
@@ -93,7 +94,7 @@ def run_ablate(
         raise UserError(f"--out {out} is a file; give a directory")
     # Fail in seconds on a bad model or length, before any stage.
     build_rung(config, config.rungs[0], config.seed)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_out(out, "ablate", config.record(), overwrite=overwrite, result=FILES[0])
     store = StageStore(out, fresh=overwrite)
     start = time.perf_counter()
     rungs, skipped = [], {}
