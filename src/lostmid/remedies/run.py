@@ -152,7 +152,11 @@ def plan_remedy_stages(
             compute = partial(train_stage, spec, rconfig, alpha, folder, config.law, validation)
             gpus = backend.stage_gpus(resolve_device(rconfig.train.device))
             job = Job(
-                f"train-{slug}-seed{seed}", stage_config, compute, replace(resources, gpus=gpus)
+                f"train-{slug}-seed{seed}",
+                stage_config,
+                compute,
+                replace(resources, gpus=gpus),
+                outputs=(folder / "retrieval.json",),
             )
             plan.append(RemedyStage("training", spec, seed, job))
     if inference:
