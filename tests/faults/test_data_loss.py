@@ -165,3 +165,24 @@ def test_a_refused_run_leaves_no_binding_claim(run_cli: RunCli, tmp_path: Path) 
     assert code == 2
     code, _, err = run_cli(*SWEEP, "--out", out)
     assert code == 0, err
+
+
+@pytest.mark.parametrize("corpus", ["tiny", "/dev/zero", "fifo"])
+def test_a_refused_train_overwrite_keeps_the_earlier_run(
+    corpus: str, trained_copy: Path, run_cli: RunCli, tmp_path: Path
+) -> None:
+    """Every refusal of ``train --overwrite`` comes before anything is removed."""
+    import os
+
+    if corpus == "tiny":
+        corpus = str(tmp_path / "tiny.txt")
+        Path(corpus).write_text("abc")
+    elif corpus == "fifo":
+        corpus = str(tmp_path / "fifo")
+        os.mkfifo(corpus)
+    before = files(trained_copy)
+    code, out, err = run_cli("train", "--preset", "micro", "--steps", "12", "--corpus", corpus,
+                             "--overwrite", "--out", trained_copy)  # fmt: skip
+    line = assert_one_line(code, out, err, "--corpus")
+    assert "no such file" not in line
+    assert files(trained_copy) == before
