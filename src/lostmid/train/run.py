@@ -141,7 +141,7 @@ def _prepare_out(out: Path, overwrite: bool, resume: bool) -> None:
         (out / CHECKPOINTS).rmdir()
     except OSError:
         pass
-    prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite)
+    prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite, state=RESUME)
 
 
 def _clear_out(out: Path) -> None:
@@ -278,7 +278,8 @@ def run_training(
         trainer.save(out / RESUME)
         if console is not None:
             console.print(
-                f"interrupted at step {trainer.step}; state saved, continue with --resume"
+                f"interrupted at step {trainer.step}; state saved in {out / RESUME}: add "
+                "--resume to the same command to continue"
             )
         raise
 

@@ -271,7 +271,7 @@ def run_retrieval_training(
             f"train --task {config.task.task} --preset {config.preset}",
         )
     if not resume:
-        prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite)
+        prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite, state=RESUME)
     timer = Timer()
     task = config.task
     length = sequence_length(task)
