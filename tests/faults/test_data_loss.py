@@ -186,3 +186,17 @@ def test_a_refused_train_overwrite_keeps_the_earlier_run(
     line = assert_one_line(code, out, err, "--corpus")
     assert "no such file" not in line
     assert files(trained_copy) == before
+
+
+def test_compare_refuses_a_theory_of_another_depth(run_cli: RunCli, tmp_path: Path) -> None:
+    code, _, err = run_cli("measure", "--model", "tiny-gpt2", "--length", "16", "--samples",
+                           "1", "--probes", "1", "--out", tmp_path / "m")  # fmt: skip
+    assert code == 0, err
+    layers = json.loads((tmp_path / "m" / "measure.json").read_text())["config"]["layers"]
+    code, _, err = run_cli("theory", "--length", "16", "--layers", str(layers + 5),
+                           "--out", tmp_path / "t")  # fmt: skip
+    assert code == 0, err
+    code, out, err = run_cli("compare", "--measured", tmp_path / "m" / "measure.json",
+                             "--theory", tmp_path / "t" / "theory.json",
+                             "--out", tmp_path / "c")  # fmt: skip
+    assert_one_line(code, out, err, f"H = {layers + 5} layers", f"--layers {layers}")
