@@ -135,7 +135,7 @@ def test_errors_keep_their_brackets(monkeypatch: pytest.MonkeyPatch, capsys: Any
     """Rich markup must not eat "[cluster]" or "[0, 1]" from a message."""
     from lostmid import cli
 
-    def fail() -> None:
+    def fail(**_: object) -> None:
         raise UserError("pip install 'lostmid[cluster]'; a in [0, 1]; [bold]x[/bold]")
 
     monkeypatch.setattr(cli, "app", fail)

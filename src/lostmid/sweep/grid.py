@@ -109,9 +109,12 @@ def parse_value(text: str) -> Scalar:
         return None
     for kind in (int, float):
         try:
-            return kind(text.strip())
+            value = kind(text.strip())
         except ValueError:
-            pass
+            continue
+        if not math.isfinite(value):
+            raise UserError(f"--param value {text!r} is not a finite number; give a number")
+        return value
     return text.strip()
 
 

@@ -177,8 +177,10 @@ def plan_sweep(grids: Sequence[Grid], max_units: int = 1000) -> list[tuple[Unit,
         spec = task_spec(unit.task)
         try:
             spec.build(unit.params_dict())
-        except TypeError as err:  # a parameter the config class does not take
-            raise UserError(f"task {unit.task}: {err}") from None
+        except UserError:
+            raise
+        except (TypeError, ValueError) as err:  # a parameter the config does not take
+            raise UserError(f"task {unit.task}: {' '.join(str(err).split())}") from None
         plan.append((unit, spec))
     return plan
 
