@@ -64,9 +64,9 @@ for _module in COMMANDS:
 
 err_console = Console(stderr=True)
 # typer's own copy of click's exceptions (newer typer) and click's (older typer)
-_USAGE_ERRORS = tuple(
-    {click.exceptions.ClickException, getattr(typer_exceptions, "TyperException", OSError)}
-    - {OSError}
+_USAGE_ERRORS: tuple[type[Exception], ...] = (
+    click.exceptions.ClickException,
+    *([typer_exceptions.TyperException] if hasattr(typer_exceptions, "TyperException") else []),
 )
 _ABORTS = (click.exceptions.Abort, typer_exceptions.Abort)
 
@@ -90,11 +90,12 @@ def main() -> None:
         if isinstance(code, int) and code:
             sys.exit(code)  # 130 after Ctrl-C
     except _USAGE_ERRORS as err:  # click's usage box, as one line
-        if not err.format_message().strip():  # no arguments: the help was the answer
+        message = str(getattr(err, "format_message", err.__str__)())
+        if not message.strip():  # no arguments: the help was the answer
             sys.exit(getattr(err, "exit_code", 2))
         ctx = getattr(err, "ctx", None)
         hint = f"; see {ctx.command_path} --help" if ctx is not None else ""
-        _fail(f"{' '.join(err.format_message().split()).rstrip('.')}{hint}")
+        _fail(f"{' '.join(message.split()).rstrip('.')}{hint}")
     except _ABORTS as err:
         cause = err.__cause__ or err.__context__
         _fail(
