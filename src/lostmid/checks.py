@@ -53,16 +53,41 @@ def check_unit_interval(name: str, value: float) -> float:
     return float(value)
 
 
-def check_seed(seed: int, name: str = "--seed") -> int:
-    """A seed: a whole number >= 0 (numpy's generators refuse negative ones).
+MAX_SEED_COUNT = 100_000
+"""More seeds than a run of one command can finish in a day (each seed trains or
+measures a model): refused before any is listed."""
+
+MAX_SEED = 2**32 - 1
+"""The largest seed: every generator lostmid seeds (numpy, torch, Python's) takes it, and
+seeds derived from it (``seed + i``) stay far from torch's 64-bit limit."""
+
+
+def check_seed(seed: int, name: str = "--seed", count: int = 1) -> int:
+    """A seed: a whole number in 0..:data:`MAX_SEED`; with ``count``, the last of the
+    seeds ``seed .. seed + count - 1`` must be too.
 
     >>> check_seed(3)
     3
     >>> check_seed(-1)
     Traceback (most recent call last):
     ...
-    lostmid.errors.UserError: --seed must be a whole number >= 0, got -1
+    lostmid.errors.UserError: --seed must be a whole number in 0..4294967295, got -1
+    >>> check_seed(2**64)
+    Traceback (most recent call last):
+    ...
+    lostmid.errors.UserError: --seed must be a whole number in 0..4294967295,
+    got 18446744073709551616
     """
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise UserError(f"{name} must be a whole number >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise UserError(f"{name} must be a whole number in 0..{MAX_SEED}, got {seed!r}")
+    if count > MAX_SEED_COUNT:
+        raise UserError(
+            f"--seeds {count:,} is more seeds than a run can finish (at most "
+            f"{MAX_SEED_COUNT:,}, each seed a model trained or measured); give fewer"
+        )
+    if count > 1 and seed + count - 1 > MAX_SEED:
+        raise UserError(
+            f"{name} {seed} with {count} seeds reaches {seed + count - 1}, past the largest "
+            f"seed {MAX_SEED}; start lower"
+        )
     return seed

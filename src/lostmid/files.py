@@ -45,6 +45,7 @@ import pickle
 import re
 import secrets
 import shutil
+import stat
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -164,10 +165,17 @@ def _one_line(err: BaseException) -> str:
 
 def _check_file(path: Path, option: str | None, what: str) -> None:
     name = _named(path, option)
-    if path.is_dir():
-        raise UserError(f"{name}: a directory; pass {what}")
-    if not path.is_file():
-        raise UserError(f"{name}: no such file; pass {what}")
+    try:
+        mode = path.stat().st_mode
+    except PermissionError:
+        raise UserError(f"{name}: cannot be reached (permission denied); pass {what}") from None
+    except OSError:
+        raise UserError(f"{name}: no such file; pass {what}") from None
+    if stat.S_ISDIR(mode):
+        raise UserError(f"{name}: a directory, not a file; pass {what}")
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise UserError(f"{name}: {kind}, not a regular file (never read); pass {what}")
 
 
 def read_bytes(path: Path, *, option: str | None = None, what: str = "a readable file") -> bytes:

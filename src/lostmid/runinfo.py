@@ -107,10 +107,19 @@ def write_json(path: Path, obj: Any) -> Path:
     return write_text(path, json.dumps(to_jsonable(obj), indent=1, allow_nan=False) + "\n")
 
 
-def prepare_out(out: Path, files: list[str], overwrite: bool) -> Path:
-    """Create ``out``; refuse to replace any of ``files`` there unless ``overwrite``."""
+def prepare_out(out: Path, files: list[str], overwrite: bool, state: str | None = None) -> Path:
+    """Create ``out``; refuse to replace any of ``files`` there unless ``overwrite``.
+
+    ``state``: the file a resumable run saves its state in (``resume.pt``): when it is
+    there the refusal says to continue the run with ``--resume`` (the same command with
+    ``--resume`` resumes; ``--overwrite`` would discard it)."""
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a directory")
+    if state is not None and (out / state).is_file() and not overwrite:
+        raise UserError(
+            f"--out {out} holds a run with its saved state ({state}): add --resume to the "
+            "same command to continue it, or pass --overwrite to start again (discarding it)"
+        )
     existing = [name for name in files if (out / name).exists()]
     if existing and not overwrite:
         raise UserError(

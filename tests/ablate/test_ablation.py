@@ -144,11 +144,13 @@ def test_resumes_each_rung_and_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     )
     assert real["switches"] == [] and written["metadata"]["command"] == "ablate"
     assert (tmp_path / "ablation.png").stat().st_size > 10_000
-    # a changed setting is measured again; --overwrite measures everything again
+    # a changed setting is another run: refused in this folder (issue 28), nothing
+    # measured; --overwrite measures everything again
     calls.clear()
-    run_ablate(AblationConfig(**{**TINY, "samples": 2}, seeds=2, rungs="uniform"), out=tmp_path)
-    assert calls == [("uniform", 0), ("uniform", 1)]
-    calls.clear()
+    before = (tmp_path / "ablation.json").read_bytes()
+    with pytest.raises(UserError, match="holds an ablate run with another configuration"):
+        run_ablate(AblationConfig(**{**TINY, "samples": 2}, seeds=2, rungs="uniform"), out=tmp_path)
+    assert calls == [] and (tmp_path / "ablation.json").read_bytes() == before
     run_ablate(config, out=tmp_path, overwrite=True)
     assert len(calls) == 4
 

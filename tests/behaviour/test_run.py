@@ -87,7 +87,7 @@ def test_rerun_resumes_and_refusals(bpe_model_dir: Path, tmp_path: Path, run_cli
     # another configuration in the same --out: refused, nothing replaced
     code, _, err = run_cli(*args[:-4], "--examples", "2", "--passes", "teacher",
                            "--out", tmp_path / "a")  # fmt: skip
-    assert code == 2 and "already exists with another configuration; pass --overwrite" in err
+    assert code == 2 and "holds a retrieve run with another configuration (examples: 1" in err
     assert json.loads((tmp_path / "a" / "retrieve.json").read_text()) == again
     assert run_cli(*args, "--out", tmp_path / "a", "--overwrite")[0] == 0
     (tmp_path / "x.jsonl").write_text("mine\n")

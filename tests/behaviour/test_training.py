@@ -172,7 +172,9 @@ def test_short_run_checkpoints_read_back_by_retrieve(
         assert mine.mean_logprob == pytest.approx(theirs["mean_logprob"], abs=1e-4)
     code, _, err = run_cli("retrieve", "--model", "x", "--out", tmp_path / "t")
     assert code == 2
-    with pytest.raises(UserError, match="already exists; pass --overwrite"):
+    with pytest.raises(
+        UserError, match="add --resume to the same command to continue it, or pass --overwrite"
+    ):
         run_retrieval_training(config, out=tmp_path / "t")
 
 

@@ -135,7 +135,7 @@ def test_errors_keep_their_brackets(monkeypatch: pytest.MonkeyPatch, capsys: Any
     """Rich markup must not eat "[cluster]" or "[0, 1]" from a message."""
     from lostmid import cli
 
-    def fail() -> None:
+    def fail(**_: object) -> None:
         raise UserError("pip install 'lostmid[cluster]'; a in [0, 1]; [bold]x[/bold]")
 
     monkeypatch.setattr(cli, "app", fail)
@@ -158,7 +158,9 @@ def test_errors_keep_their_brackets(monkeypatch: pytest.MonkeyPatch, capsys: Any
     ],
 )
 def test_every_config_refuses_a_negative_seed(config: type, required: dict[str, Any]) -> None:
-    with pytest.raises(UserError, match=r"^--seed must be a whole number >= 0, got -1$"):
+    with pytest.raises(
+        UserError, match=r"^--seed must be a whole number in 0..4294967295, got -1$"
+    ):
         config(**required, seed=-1)
 
 

@@ -25,7 +25,7 @@ from lostmid.remedies.base import Remedy
         ({"steps": -5}, "--steps must be positive, got -5"),
         ({"pairs": 2.5}, "--pairs must be a whole number"),
         ({"alpha": 1.0}, "--alpha must be in \\(0, 1\\)"),
-        ({"seed": -1}, "--seed must be a whole number >= 0"),
+        ({"seed": -1}, "--seed must be a whole number in 0..4294967295"),
         ({"remedies": ("query-aware",)}, "inference-time remedies need --model"),
     ],
 )

@@ -36,7 +36,7 @@ def test_sweep_starts_and_stops_its_own_local_ray(
         "--address",
         "127.0.0.1:9",
         "--param",
-        "layers=3",
+        "layers=2,3",  # grows the sweep (a changed one would be refused before connecting)
         "--out",
         tmp_path,
     )

@@ -88,7 +88,7 @@ def test_existing_results_are_not_overwritten(run_cli, tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--length", "0"], "length must be positive, got 0"),
-        (["--layers", "-2"], "number of layers must be an integer >= 0"),
+        (["--layers", "-2"], "--layers must be at least 1"),
         (["--alpha", "1.2"], "alpha must lie in [0, 1]"),
         (["--alpha-schedule", "list:0.1,0.2"], "schedule has 2 values but there are 4"),
         (["--alpha-schedule", "power:-1"], "exponent must be >= 0"),

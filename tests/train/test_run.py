@@ -119,7 +119,9 @@ def test_dynamics_fields(finished: tuple[Path, dict, TrainConfig]) -> None:
 
 def test_refuses_to_overwrite(finished: tuple[Path, dict, TrainConfig]) -> None:
     out, _, config = finished
-    with pytest.raises(UserError, match="already exists; pass --overwrite"):
+    with pytest.raises(
+        UserError, match="holds a run with its saved state .resume.pt.: add --resume"
+    ):
         run_training(config, out=out)
 
 
@@ -141,15 +143,26 @@ def test_resume_after_interruption_equals_uninterrupted(micro: TrainConfig, tmp_
 
     corpus = load_corpus(config.corpus, seed=0, heldout_fraction=0.3, min_bytes=34)
     sampler = RandomWindows(corpus.train, config.batch_size, config.model.context, config.seed)
+    from rich.console import Console
+
+    said = Console(record=True, width=200)
     with pytest.raises(KeyboardInterrupt):
         run_training(
             config,
             out=tmp_path / "b",
             interventions=Interventions(sampler=_Interrupting(sampler, 13)),
             make_plots=False,
+            console=said,
         )
     partial = json.loads((tmp_path / "b" / "dynamics.json").read_text())
     assert [r["step"] for r in partial["records"]] == [0, 10] and not partial["complete"]
+    # what Ctrl-C says is what the same command does (issue 28): without --resume it
+    # refuses, saying to add --resume, and keeps the saved state byte for byte
+    assert "add --resume to the same command" in said.export_text()
+    state = (tmp_path / "b" / "resume.pt").read_bytes()
+    with pytest.raises(UserError, match="add --resume to the same command to continue it"):
+        run_training(config, out=tmp_path / "b", make_plots=False)
+    assert (tmp_path / "b" / "resume.pt").read_bytes() == state
     resumed = run_training(config, out=tmp_path / "b", resume=True, make_plots=False)
 
     assert resumed.metadata["config"]["resumed_from_step"] == 13

@@ -95,6 +95,7 @@ class AblationConfig:
         check_seed(self.seed)
         for name in ("length", "seeds", "samples", "probes", "gain_directions", "batch_size"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
+        check_seed(self.seed, count=self.seeds)
         if self.layers is not None:
             check_positive("--layers", self.layers)
         if self.vocab_size == 0:

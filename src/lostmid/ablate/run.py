@@ -69,6 +69,8 @@ from lostmid.errors import UserError
 from lostmid.influence.passes import NonFiniteError
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import run_metadata, write_json
+from lostmid.runs.budget import check_budget
+from lostmid.runs.claim import claim_out
 from lostmid.runs.lock import holds_out
 from lostmid.runs.store import StageStore
 
@@ -91,9 +93,15 @@ def run_ablate(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a directory")
-    # Fail in seconds on a bad model or length, before any stage.
+    # Fail in seconds on a request too big (the token ids and profiles of every sample)
+    # and on a bad model or length, before any stage.
+    check_budget(
+        f"ablate --samples {config.samples} --length {config.length}",
+        need_bytes=16.0 * config.samples * config.length + 200e6,
+        override=None,
+    )
     build_rung(config, config.rungs[0], config.seed)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_out(out, "ablate", config.record(), overwrite=overwrite, result=FILES[0])
     store = StageStore(out, fresh=overwrite)
     start = time.perf_counter()
     rungs, skipped = [], {}

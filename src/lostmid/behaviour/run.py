@@ -50,7 +50,8 @@ from lostmid.behaviour.score import (
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.errors import UserError
 from lostmid.files import schema_of, write_text
-from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
+from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runs.claim import claim_out
 from lostmid.runs.lock import holds_out
 from lostmid.stats.shape import Curve, ShapeIndices, shape_indices
 
@@ -167,19 +168,7 @@ def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> bool:
             replace a file of another run, without ``overwrite``.
     """
     prepare_out(out, [], overwrite)
-    saved = out / "retrieve.json"
-    same = False
-    if saved.is_file() and not overwrite:
-        try:
-            old = json.loads(saved.read_text()).get("config")
-        except (json.JSONDecodeError, AttributeError):
-            old = None
-        if old != to_jsonable(config.record()):
-            raise UserError(
-                f"{saved} already exists with another configuration; pass --overwrite or "
-                "choose another --out (the same command resumes)"
-            )
-        same = True
+    same = claim_out(out, "retrieve", config.record(), overwrite=overwrite, result="retrieve.json")
     export = config.export
     if export is not None and Path(export).exists() and not (overwrite or same):
         raise UserError(f"{export} already exists; pass --overwrite or choose another file")

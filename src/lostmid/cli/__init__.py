@@ -18,9 +18,11 @@ import os
 import sys
 from typing import Annotated
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer import exceptions as typer_exceptions
 
 from lostmid.cli import (
     ablate,
@@ -61,6 +63,12 @@ for _module in COMMANDS:
     app.command(_module.__name__.rsplit(".", 1)[1])(_module.COMMAND)
 
 err_console = Console(stderr=True)
+# typer's own copy of click's exceptions (newer typer) and click's (older typer)
+_USAGE_ERRORS: tuple[type[Exception], ...] = (
+    click.exceptions.ClickException,
+    *([typer_exceptions.TyperException] if hasattr(typer_exceptions, "TyperException") else []),
+)
+_ABORTS = (click.exceptions.Abort, typer_exceptions.Abort)
 
 
 def main() -> None:
@@ -71,11 +79,30 @@ def main() -> None:
     half-written) and an allocation larger than the memory left (after the size checks
     of :mod:`lostmid.runs.budget` let a run start). Ctrl-C is exit code 130 (typer's;
     the long runs say first what they saved and how to resume). Usage errors (unknown
-    option, bad type) are click's own: also exit code 2.
+    option, bad type, unreadable path) are click's, made one line: also exit code 2.
+    Hub ids resolve offline only (``HF_HUB_OFFLINE=1`` unless the caller set it).
     """
     wait = os.environ.get(WAIT_ENV)
+    # nothing is fetched at run time: a hub id resolves from the local cache only
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        app()
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)  # 130 after Ctrl-C
+    except _USAGE_ERRORS as err:  # click's usage box, as one line
+        message = str(getattr(err, "format_message", err.__str__)())
+        if not message.strip():  # no arguments: the help was the answer
+            sys.exit(getattr(err, "exit_code", 2))
+        ctx = getattr(err, "ctx", None)
+        hint = f"; see {ctx.command_path} --help" if ctx is not None else ""
+        _fail(f"{' '.join(message.split()).rstrip('.')}{hint}")
+    except _ABORTS as err:
+        cause = err.__cause__ or err.__context__
+        _fail(
+            "an input ended before its end (EOFError: "
+            f"{' '.join(str(cause).split())[:160] or 'a truncated file?'}); check the files "
+            "given to this command"
+        )
     except UserError as err:
         _fail(str(err))
     except MemoryError as err:

@@ -95,7 +95,8 @@ def check_same_model(measurements: Sequence[MeasureRecord]) -> int:
 
 
 def check_theory_matches(theory: TheoryProfile, measured: MeasureRecord) -> None:
-    """A theory file must have the measurement's length and target."""
+    """A theory file must have the measurement's length, target and depth (when both
+    say theirs)."""
     if theory.length != measured.length:
         raise UserError(
             f"theory has L = {theory.length} positions but the measurement has "
@@ -105,6 +106,18 @@ def check_theory_matches(theory: TheoryProfile, measured: MeasureRecord) -> None
         raise UserError(
             f"theory targets position {theory.target} but the measurement targets "
             f"{measured.target}; compute the theory with --target {measured.target}"
+        )
+    depth = theory.params.get("layers")
+    if (
+        isinstance(depth, int)
+        and not isinstance(depth, bool)
+        and isinstance(measured.layers, int)
+        and depth != measured.layers
+    ):
+        raise UserError(
+            f"{theory.source or 'the theory'} has depth H = {depth} layers but the "
+            f"measurement has H = {measured.layers}; compute the theory with --layers "
+            f"{measured.layers}"
         )
 
 

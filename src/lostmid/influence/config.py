@@ -79,6 +79,9 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
 }
 
 
+DTYPES = ("float32", "bfloat16", "float16", "float64")
+
+
 @dataclass(frozen=True)
 class MeasureConfig:
     """What to measure; every field is described in :data:`HELP` (the CLI's help).
@@ -119,6 +122,7 @@ class MeasureConfig:
         for name in ("length", "samples", "probes", "batch_size", "gain_directions"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         check_choice("--output", self.output, OUTPUTS)
+        check_choice("--dtype", self.dtype, DTYPES)
         check_choice("--attention", self.attention, ATTENTION_CHOICES)
         check_choice("--strategy", self.strategy, STRATEGIES)
         check_choice("--strength", self.strength, STRENGTHS)

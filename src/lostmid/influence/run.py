@@ -180,8 +180,21 @@ def check_measure_size(config: MeasureConfig, attention: str) -> None:
     acts = activation_bytes(
         hf, tokens=tokens, length=config.length, dtype=config.dtype, eager=attention == "eager"
     )
-    what = f"measure --model {config.model} --length {config.length}"
-    check_budget(what, need_bytes=weights + acts + 200e6)
+    hidden = getattr(hf, "hidden_size", None) or getattr(hf, "n_embd", None) or 1024
+    # the token ids and their profiles; the probe directions of one sample
+    ids = 16.0 * config.samples * config.length + 8.0 * config.probes * config.length * hidden
+    passes = config.samples * config.probes  # one backward pass per sample and probe
+    seconds = passes * 6.0 * parameter_count(hf) * config.length / PASS_FLOPS_PER_S
+    what = (
+        f"measure --model {config.model} --length {config.length} --samples "
+        f"{config.samples} --probes {config.probes}"
+    )
+    check_budget(what, need_bytes=weights + acts + ids + 200e6, seconds=seconds)
+
+
+PASS_FLOPS_PER_S = 1e11
+"""A generous rate for the time estimate (a fast machine's forward and backward passes):
+only a run that would take over a day even at this rate is refused."""
 
 
 @holds_out("measure")

@@ -140,6 +140,7 @@ class RemediesConfig:
             value = getattr(self, name)
             if value is not None:
                 check_positive(f"--{name.replace('_', '-')}", value)
+        check_seed(self.seed, count=self.seeds or self.scale.seeds)
         if self.alpha is not None and not 0.0 < self.alpha < 1.0:
             raise UserError(f"--alpha must be in (0, 1), got {self.alpha}")
         check_choice("--law", self.law, LAWS)

@@ -55,6 +55,7 @@ from lostmid.remedies.training import (
 )
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.backend import Backend
+from lostmid.runs.claim import claim_out
 from lostmid.runs.jobs import Job, Resources
 from lostmid.runs.lock import holds_out
 
@@ -151,7 +152,11 @@ def plan_remedy_stages(
             compute = partial(train_stage, spec, rconfig, alpha, folder, config.law, validation)
             gpus = backend.stage_gpus(resolve_device(rconfig.train.device))
             job = Job(
-                f"train-{slug}-seed{seed}", stage_config, compute, replace(resources, gpus=gpus)
+                f"train-{slug}-seed{seed}",
+                stage_config,
+                compute,
+                replace(resources, gpus=gpus),
+                outputs=(folder / "retrieval.json",),
             )
             plan.append(RemedyStage("training", spec, seed, job))
     if inference:
@@ -193,10 +198,12 @@ def run_remedies(
     backend = backend or Backend()
     out = Path(out)
     prepare_out(out, [], overwrite)
-    store = StageStore(out, fresh=overwrite)
     timer = Timer()
     alpha = resolve_alpha(config) if remedy_kinds(config)[0] else None
     plan = plan_remedy_stages(config, out, backend, alpha)
+    # another run's folder is refused before any of its files is touched
+    claim_out(out, "remedies", config.record(), overwrite=overwrite, result=RESULT)
+    store = StageStore(out, fresh=overwrite)
     with timer("stages"):
         records = run_stages(
             [s.job for s in plan], store, backend, label="remedies", console=console

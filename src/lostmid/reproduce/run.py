@@ -33,6 +33,7 @@ from lostmid.reproduce.stages import SeedMeasurement, check_models, measure_stag
 from lostmid.reproduce.training import Training, TrainingSummary, training_stage
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.backend import Backend
+from lostmid.runs.claim import claim_out
 from lostmid.runs.jobs import Job, Resources
 from lostmid.runs.lock import holds_out
 from lostmid.runs.stages import run_stages as run_backend_stages
@@ -242,7 +243,7 @@ def run_reproduce(
         raise UserError(f"--out {out} is a file; give a directory")
     device = run_device(config)
     check_models(config, device)  # fail in seconds, not after a stage
-    out.mkdir(parents=True, exist_ok=True)
+    claim_out(out, "reproduce", config.record(), overwrite=overwrite)
     store = StageStore(out, fresh=overwrite)
     start = time.perf_counter()
     backend = backend or Backend()

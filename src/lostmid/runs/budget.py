@@ -87,19 +87,21 @@ def check_budget(
     seconds: float | None = None,
     available: float | None = None,
     max_hours: float = MAX_HOURS,
+    override: str | None = OVERRIDE,
 ) -> None:
     """Refuse ``what`` (e.g. ``theory --length 1e11``) in one line when it needs more
     memory than is ``available`` (default :func:`available_memory`) or would take more
     than ``max_hours``; the caller skips the check when the user passed
-    ``--no-size-check``."""
+    ``--no-size-check``; ``override=None`` for a command without that flag."""
     have = available_memory() if available is None else available
+    anyway = f", or pass {override} to try anyway" if override else ""
     if need_bytes > have:
         raise UserError(
             f"{what} needs about {gib(need_bytes)} of memory; this machine has {gib(have)} "
-            f"available; make it smaller, or pass {OVERRIDE} to try anyway"
+            f"available; make it smaller{anyway}"
         )
     if seconds is not None and seconds > max_hours * 3600:
         raise UserError(
             f"{what} would take about {duration(seconds)} on one core (a rough estimate, "
-            f"more than {max_hours:g} h); make it smaller, or pass {OVERRIDE} to run it anyway"
+            f"more than {max_hours:g} h); make it smaller{anyway.replace('try', 'run it')}"
         )

@@ -77,6 +77,9 @@ class Job:
     """Torch threads the job is worth on the local backend (a small model runs as fast
     on one thread as on two, and leaves the other core to another job); None: its share
     of the cores (:meth:`~lostmid.runs.backend.Backend.local_threads`)."""
+    outputs: tuple[Path, ...] = ()
+    """Files the job writes besides its stage record (``runs/.../retrieval.json``): a
+    saved result is reused only while they are there and read back whole."""
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,9 @@ def run_stages(
                     current = job.name
                     progress.update(bar, description=job.name)
                     with threads_set(job.threads):
-                        results[job.name] = store.run(job.name, dict(job.config), job.compute)
+                        results[job.name] = store.run(
+                            job.name, dict(job.config), job.compute, job.outputs
+                        )
                     progress.advance(bar)
                     _left(progress, bar, started)
             else:
@@ -110,7 +112,7 @@ def _run_elsewhere(
     naming every failure after the others have finished and been saved."""
     todo = []
     for job in jobs:
-        saved = store.reuse(job.name, dict(job.config))
+        saved = store.reuse(job.name, dict(job.config), job.outputs)
         if saved is None:
             todo.append(job)
         else:

@@ -9,8 +9,9 @@ otherwise it is recomputed and replaced.
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,11 @@ class StageStore:
     {'y': 9}
     """
 
-    def __init__(self, root: Path, *, fresh: bool = False) -> None:
+    def __init__(
+        self, root: Path, *, fresh: bool = False, warn: Callable[[str], None] | None = None
+    ) -> None:
         self.dir = root / "stages"
+        self.warn = warn or _to_stderr
         self.dir.mkdir(parents=True, exist_ok=True)
         self.fresh = fresh
         self.reused: list[str] = []
@@ -42,16 +46,34 @@ class StageStore:
     def path(self, name: str) -> Path:
         return self.dir / f"{name}.json"
 
-    def load(self, name: str, config: dict[str, Any]) -> Any | None:
-        """The saved result of ``name`` if it was computed with ``config``, else None."""
+    def load(self, name: str, config: dict[str, Any], outputs: Sequence[Path] = ()) -> Any | None:
+        """The saved result of ``name`` if it was computed with ``config`` and each of
+        its ``outputs`` (files the stage wrote besides its record) is still there and
+        readable, else None (recomputed)."""
         path = self.path(name)
         if self.fresh or not path.is_file():
             return None
         saved = self._read(path)
         if saved is None or saved.get("config") != to_jsonable(config) or "result" not in saved:
             return None
+        if any(not self.output_intact(name, output) for output in outputs):
+            return None
         self._saved_seconds[name] = saved.get("seconds", 0.0)
         return saved.get("result")
+
+    def output_intact(self, name: str, output: Path) -> bool:
+        """Whether a file stage ``name`` wrote is there and, for JSON, reads back whole;
+        a damaged one (truncated, edited) is said in one line and the stage recomputed."""
+        if not output.is_file():
+            return False
+        if output.suffix != ".json":
+            return True
+        try:
+            read_json(output)
+        except UserError as err:
+            self.warn(f"{name}: {err}; recomputing it")
+            return False
+        return True
 
     @staticmethod
     def _read(path: Path) -> dict[str, Any] | None:
@@ -74,9 +96,9 @@ class StageStore:
         except ValueError:
             return None
 
-    def reuse(self, name: str, config: dict[str, Any]) -> Any | None:
+    def reuse(self, name: str, config: dict[str, Any], outputs: Sequence[Path] = ()) -> Any | None:
         """:meth:`load`, counting a found result as reused (in ``reused`` and ``seconds``)."""
-        saved = self.load(name, config)
+        saved = self.load(name, config, outputs)
         if saved is not None:
             self.reused.append(name)
             self.seconds[name] = float(self._saved_seconds.get(name, 0.0))
@@ -97,9 +119,16 @@ class StageStore:
             "seconds": {name: round(sec, 6) for name, sec in self.seconds.items()},
         }
 
-    def run(self, name: str, config: dict[str, Any], compute: Callable[[], Any]) -> Any:
-        """Return the saved result of stage ``name`` or compute, save and return it."""
-        saved = self.reuse(name, config)
+    def run(
+        self,
+        name: str,
+        config: dict[str, Any],
+        compute: Callable[[], Any],
+        outputs: Sequence[Path] = (),
+    ) -> Any:
+        """Return the saved result of stage ``name`` (its ``outputs`` intact) or compute,
+        save and return it."""
+        saved = self.reuse(name, config, outputs)
         if saved is not None:
             return saved
         start = time.perf_counter()
@@ -111,3 +140,7 @@ class StageStore:
         )
         self.computed.append(name)
         return result
+
+
+def _to_stderr(line: str) -> None:
+    print(f"note: {line}", file=sys.stderr, flush=True)

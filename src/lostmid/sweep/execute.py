@@ -34,10 +34,13 @@ def unit_job(unit: Unit, spec: TaskSpec, out: Path) -> Job:
 
 
 def saved_outcome(store: StageStore, unit: Unit, out: Path) -> UnitOutcome | None:
-    """The unit as ``reused`` if the store holds its result and its file is still there."""
+    """The unit as ``reused`` if the store holds its result and its file is still there
+    and whole (a damaged ``measure.json`` is said and the unit recomputed)."""
     start = time.perf_counter()
     saved = store.load(unit.key, unit.record())
-    if saved is None or not (unit_folder(out, unit) / str(saved.get("file", ""))).is_file():
+    if not isinstance(saved, dict) or not store.output_intact(
+        unit.key, unit_folder(out, unit) / str(saved.get("file", ""))
+    ):
         return None
     return UnitOutcome(
         key=unit.key,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lostmid.checks import check_positive
+from lostmid.checks import check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.files import read_bytes
 from lostmid.runs.jobs import Resources
@@ -61,10 +61,13 @@ def parse_seeds(
         if count < 1:
             raise UserError(f"{flag} {text!r}: a count of seeds must be >= 1; {_SEEDS_HELP}")
         _check_seed_count(flag, text, count)
+        check_seed(first, "--seed", count)
         return tuple(range(first, first + count))
     if not isinstance(text, str):  # a TOML list
         if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in text):
             raise UserError(f"{flag} {list(text)!r} is not a seed list; {_SEEDS_HELP}")
+        for seed in text:
+            check_seed(seed, flag)
         return tuple(dict.fromkeys(int(s) for s in text))
     seeds: list[int] = []
     for part in text.split(","):
@@ -76,6 +79,7 @@ def parse_seeds(
         if last < start:
             raise UserError(f"{flag} {text!r} is not a seed list; {_SEEDS_HELP}")
         _check_seed_count(flag, text, len(seeds) + last - start + 1)
+        check_seed(last, flag)
         seeds.extend(range(start, last + 1))
     return tuple(dict.fromkeys(seeds))
 
@@ -105,9 +109,12 @@ def parse_value(text: str) -> Scalar:
         return None
     for kind in (int, float):
         try:
-            return kind(text.strip())
+            value = kind(text.strip())
         except ValueError:
-            pass
+            continue
+        if not math.isfinite(value):
+            raise UserError(f"--param value {text!r} is not a finite number; give a number")
+        return value
     return text.strip()
 
 

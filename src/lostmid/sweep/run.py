@@ -11,7 +11,9 @@ Files under ``--out``:
   ``--out``), ``"config"``, ``"counts"``, ``"summaries"`` (what each task with a
   summary made of its finished units, :mod:`lostmid.sweep.summaries`; e.g.
   ``dose.json`` and ``dose.png`` for ``train-retrieval``) and ``"metadata"``.
-  Rewritten by every run.
+  Rewritten by every run of the same sweep, or of a sweep that grows it (every saved
+  unit among its units); a sweep that drops or changes units of the one in the folder
+  is refused (:func:`lostmid.runs.claim.claim_out`; ``.lostmid.run.json``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.backend import Backend
+from lostmid.runs.claim import claim_out
 from lostmid.runs.jobs import STATUSES, Job, UnitOutcome, dispatch, open_backend
 from lostmid.runs.lock import holds_out
 from lostmid.runs.store import StageStore
@@ -174,8 +177,10 @@ def plan_sweep(grids: Sequence[Grid], max_units: int = 1000) -> list[tuple[Unit,
         spec = task_spec(unit.task)
         try:
             spec.build(unit.params_dict())
-        except TypeError as err:  # a parameter the config class does not take
-            raise UserError(f"task {unit.task}: {err}") from None
+        except UserError:
+            raise
+        except (TypeError, ValueError) as err:  # a parameter the config does not take
+            raise UserError(f"task {unit.task}: {' '.join(str(err).split())}") from None
         plan.append((unit, spec))
     return plan
 
@@ -199,7 +204,17 @@ def run_sweep(
         raise UserError(f"--out {out} is a file; give a directory")
     start = time.perf_counter()
     plan = plan_sweep(config.grids, config.max_units)
-    out.mkdir(parents=True, exist_ok=True)
+    # another sweep's folder (other seeds, params, task) is refused before anything in it
+    # changes; where the units run (backend, jobs, retries) is not part of the sweep
+    claim_out(
+        out,
+        "sweep",
+        {**(_grids(config.record()) or {}), "units": sorted(u.key for u, _ in plan)},
+        overwrite=overwrite,
+        result=SWEEP_JSON,
+        saved_config=_saved_grids,
+        grows=_grows,
+    )
     store = StageStore(out, fresh=overwrite)
     outcomes: dict[str, UnitOutcome] = {}
     todo = []
@@ -282,6 +297,38 @@ def run_sweep(
             f"wrote {out / SWEEP_JSON}"
         )
     return result
+
+
+def _grids(record: Any) -> dict[str, Any] | None:
+    """What decides a sweep's results, from its config record (or a sweep.json): each
+    grid's task and axes, not the resources its units ask for."""
+    config = record.get("config", record) if isinstance(record, dict) else None
+    grids = config.get("grids") if isinstance(config, dict) else None
+    if not isinstance(grids, list):
+        return None
+    return {
+        "grids": [
+            {k: v for k, v in g.items() if k != "resources"} if isinstance(g, dict) else g
+            for g in grids
+        ]
+    }
+
+
+def _saved_grids(document: dict[str, Any]) -> dict[str, Any] | None:
+    """A sweep.json written before the claim file, as a claim's configuration."""
+    grids = _grids(document)
+    units = document.get("units")
+    if grids is None or not isinstance(units, list):
+        return None
+    keys = [u.get("key") for u in units if isinstance(u, dict)]
+    return {**grids, "units": sorted(k for k in keys if isinstance(k, str))}
+
+
+def _grows(saved: Any, wanted: Any) -> bool:
+    """A sweep may grow: a grid holding every unit of the saved one reuses them and adds
+    the rest (nothing of the saved sweep is dropped from sweep.json)."""
+    old = saved.get("units") if isinstance(saved, dict) else None
+    return isinstance(old, list) and set(old) <= set(wanted["units"])
 
 
 def summary_table(result: SweepResult) -> Table:

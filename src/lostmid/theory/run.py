@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lostmid.checks import check_choice, check_position, check_positive, check_seed
+from lostmid.errors import UserError
 from lostmid.files import schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
 from lostmid.runs.budget import SIZE_CHECK_HELP, check_budget
@@ -110,6 +111,12 @@ class TheoryConfig:
     def __post_init__(self) -> None:
         check_seed(self.seed)
         check_positive("length", self.length)
+        if isinstance(self.layers, int) and self.layers < 1:
+            raise UserError(f"--layers must be at least 1 (a depth H of layers), got {self.layers}")
+        if self.length < 2:
+            raise UserError(
+                f"--length must be at least 2 (one position is only the target), got {self.length}"
+            )
         if not self.no_size_check and isinstance(self.layers, int) and self.layers >= 0:
             need, seconds = theory_budget(
                 self.layers,

@@ -154,6 +154,10 @@ class TrainConfig:
         check_positive("lr", self.lr, integer=False)
         check_positive("grad_clip", self.grad_clip, integer=False)
         check_unit_interval("min_lr_ratio", self.min_lr_ratio)
+        for name in ("beta1", "beta2"):  # AdamW's moment decays
+            value = getattr(self, name)
+            require(0 <= value < 1, f"{name} must be in [0, 1), got {value}")
+        require(self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}")
         require(self.warmup_steps >= 0, f"warmup_steps must be >= 0, got {self.warmup_steps}")
         require(
             0 < self.heldout_fraction < 1,

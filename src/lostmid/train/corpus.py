@@ -88,7 +88,7 @@ def path_documents(path: Path) -> list[tuple[str, bytes]]:
     """
     if not path.exists():
         raise UserError(f"--corpus {path}: no such file or directory")
-    if path.is_file():
+    if not path.is_dir():  # a file; a FIFO or device is refused by read_bytes
         return [(path.name, read_bytes(path, option="--corpus"))]
     docs = []
     for file in sorted(path.rglob("*")):

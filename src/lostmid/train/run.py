@@ -141,10 +141,14 @@ def _prepare_out(out: Path, overwrite: bool, resume: bool) -> None:
         (out / CHECKPOINTS).rmdir()
     except OSError:
         pass
-    prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite)
-    if overwrite:  # only what this command writes
-        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
-        (out / RESUME).unlink(missing_ok=True)
+    prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite, state=RESUME)
+
+
+def _clear_out(out: Path) -> None:
+    """What ``--overwrite`` replaces (only what this command writes), once every check
+    of the run has passed: a refused run keeps the earlier one whole."""
+    shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+    (out / RESUME).unlink(missing_ok=True)
 
 
 @holds_out("train")
@@ -195,6 +199,8 @@ def run_training(
             corpus.heldout, config.probe.heldout_windows, context, config.seed
         )
         trainer = Trainer(model, config, sampler, interventions.loss_weight, config.device)
+    if overwrite:
+        _clear_out(out)
     if resume:
         trainer.load(out / RESUME)
     result = TrainResult(
@@ -272,7 +278,8 @@ def run_training(
         trainer.save(out / RESUME)
         if console is not None:
             console.print(
-                f"interrupted at step {trainer.step}; state saved, continue with --resume"
+                f"interrupted at step {trainer.step}; state saved in {out / RESUME}: add "
+                "--resume to the same command to continue"
             )
         raise
 

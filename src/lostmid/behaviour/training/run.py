@@ -271,9 +271,7 @@ def run_retrieval_training(
             f"train --task {config.task.task} --preset {config.preset}",
         )
     if not resume:
-        prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite)
-    if overwrite:
-        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+        prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite, state=RESUME)
     timer = Timer()
     task = config.task
     length = sequence_length(task)
@@ -292,6 +290,8 @@ def run_retrieval_training(
         model = build_model(train.model, train.seed, _variant(config, hooks))
         trainer = MaskedTrainer(model, train, sampler, device=train.device)
         heldout = HeldOut.build(config)
+    if overwrite:  # only now: every refusal above keeps the earlier run whole
+        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
     wanted = config.eval_steps()
     checkpoints: list[RetrievalCheckpoint] = []
     train_seconds = cpu_before = 0.0

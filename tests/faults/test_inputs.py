@@ -1,0 +1,87 @@
+"""Inputs a user can give that used to end in a traceback, an allocator crash, typer's
+multi-line box or silence (issue 28, classes B-E): each is one line and exit 2, before
+anything is computed or written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hostile import assert_one_line
+
+RunCli = Callable[..., tuple[int, str, str]]
+HUGE_SEED = "18446744073709551616"
+
+CASES = [
+    # B: tracebacks from user input
+    (["measure", "--seed", HUGE_SEED], ("--seed must be a whole number in 0..4294967295",)),
+    (["retrieve", "--model", "tiny-gpt2", "--seed", HUGE_SEED], ("--seed",)),
+    (["train", "--preset", "micro", "--seed", HUGE_SEED], ("--seed",)),
+    (["ablate", "--model", "tiny-gpt2", "--seed", HUGE_SEED], ("--seed",)),
+    (
+        ["ablate", "--model", "tiny-gpt2", "--seed", "4294967295", "--seeds", "2"],
+        ("past the largest seed",),
+    ),  # fmt: skip
+    (["measure", "--dtype", "float8"], ("--dtype 'float8' unknown",)),
+    (
+        ["measure", "--model", "tiny-gpt2", "--length", "16", "--samples", "100000000"],
+        ("GiB of memory", "--no-size-check"),
+    ),  # fmt: skip
+    (
+        ["measure", "--model", "tiny-gpt2", "--length", "16", "--probes", "100000000"],
+        ("GiB of memory",),
+    ),  # fmt: skip
+    (["ablate", "--model", "tiny-gpt2", "--samples", "100000000"], ("GiB of memory",)),
+    (["sweep", "--task", "theory", "--param", "alpha=abc"], ("task theory",)),
+    (["sweep", "--task", "theory", "--param", "alpha=nan"], ("not a finite number",)),
+    # C: runs that would eat the machine
+    (["ablate", "--model", "tiny-gpt2", "--seeds", "1000000000"], ("more seeds than a run",)),
+    (["remedies", "--seeds", "1000000000"], ("more seeds than a run",)),
+    # D: nonsense once accepted
+    (["theory", "--length", "1"], ("--length must be at least 2",)),
+    (["theory", "--layers", "0"], ("--layers must be at least 1",)),
+    # E: click's box as one line
+    (["theory", "--lenght", "3"], ("No such option: --lenght", "lostmid theory --help")),
+    (["measure", "--length", "abc"], ("--length", "valid integer")),
+    (["compare", "--bins", "2"], ("Missing option '--measured'",)),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_one_line_before_anything_runs(
+    argv: list[str], words: tuple[str, ...], run_cli: RunCli, tmp_path: Path
+) -> None:
+    code, out, err = run_cli(*argv, "--out", tmp_path / "out")
+    assert_one_line(code, out, err, *words)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.json"))
+
+
+def test_an_option_without_its_value_is_one_line(run_cli: RunCli) -> None:
+    code, out, err = run_cli("theory", "--length", "8", "--out")
+    assert_one_line(code, out, err, "'--out' requires an argument")
+
+
+def test_a_train_config_with_bad_adam_betas_is_one_line(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from lostmid.errors import UserError
+    from lostmid.train.config import preset
+
+    for field, value in (("beta1", 2.0), ("beta2", -0.5)):
+        with pytest.raises(UserError, match=rf"^{field} must be in \[0, 1\), got {value}$"):
+            replace(preset("micro"), **{field: value})
+
+
+def test_an_uncached_hub_id_never_reaches_the_network(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hub ids resolve offline: one line at once, no retries (HF_HUB_OFFLINE is set)."""
+    import time
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    start = time.perf_counter()
+    code, out, err = run_cli("measure", "--model", "Qwen/Qwen2-0.5B", "--out", tmp_path / "o")
+    assert_one_line(code, out, err, "Qwen/Qwen2-0.5B")
+    assert time.perf_counter() - start < 20
