@@ -524,16 +524,29 @@ def _score_members(
     limits = {"max_length": loaded.max_length, "vocab_size": loaded.vocab_size}
     teacher: TeacherScores | None = None
     generated: list[list[int]] | None = None
-    if shared:
+    # both passes of the moved design from one prefill per prompt (its last token read
+    # from the cache, exact as --design shared is): half the compute of two passes
+    one_prefill = (
+        not shared
+        and len(passes) == 2
+        and config.device_map is None
+        and all(len(p) > 1 for p in prompts)
+    )
+    if shared or one_prefill:
         from lostmid.behaviour.shared import shared_scores
 
-        assert encoded.contexts is not None and encoded.questions is not None
+        if shared:
+            assert encoded.contexts is not None and encoded.questions is not None
+            contexts = [encoded.contexts[i] for i in members]
+            questions = [encoded.questions[i] for i in members]
+        else:
+            contexts, questions = [p[:-1] for p in prompts], [p[-1:] for p in prompts]
         _check_vocab(prompts, targets, loaded.vocab_size)
         teacher, generated = shared_scores(
             loaded.model,
             loaded.adapter,
-            [encoded.contexts[i] for i in members],
-            [encoded.questions[i] for i in members],
+            contexts,
+            questions,
             targets,
             teacher="teacher" in passes,
             new_tokens=new_tokens if "generate" in passes else None,
