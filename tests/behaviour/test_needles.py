@@ -4,7 +4,10 @@ depth, pairing across depths, and the plug-in registry that serves them."""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -15,6 +18,7 @@ from lostmid.behaviour.registry import DEPTH_TASKS, task_names
 from lostmid.errors import UserError
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+Cli = Callable[..., tuple[int, str, str]]
 NEEDLE_RE = re.compile(r"One of the special magic (numbers|uuids) for ([\w-]+) is: ([\w-]+)\.")
 
 
@@ -113,3 +117,43 @@ def test_the_registry_serves_needle_tasks_through_the_grid() -> None:
     direct = needles_example(seed=5, index=2, depth=100, length=900, variant="niah-multikey",
                              distractors=2, count_tokens=len, haystack="varied")  # fmt: skip
     assert exs[-1].prompt == direct.prompt
+
+
+def test_a_multikey_run_exports_ruler_records_that_read_back(
+    bpe_model_dir: Path, tmp_path: Path, run_cli: Cli
+) -> None:
+    export, lm = tmp_path / "mk.jsonl", tmp_path / "lm"
+    args = (
+        "retrieve",
+        "--model",
+        bpe_model_dir,
+        "--task",
+        "niah-multikey",
+        "--length",
+        "600",
+        "--distractors",
+        "2",
+        "--depth",
+        "0,100",
+        "--examples",
+        "2",
+        "--passes",
+        "teacher",
+    )
+    code, _, err = run_cli(*args, "--export", export, "--export-lm-eval", lm, "--out",
+                           tmp_path / "a")  # fmt: skip
+    assert code == 0, err
+    rows = [json.loads(line) for line in export.read_text().splitlines()]
+    assert [r["depth"] for r in rows] == [0, 0, 100, 100]
+    assert all(r["task"] == "niah-multikey" and len(r["outputs"]) == 1 for r in rows)
+    assert all(r["input"].count("One of the special magic numbers") == 3 for r in rows)
+    assert any(p.suffix == ".yaml" for p in lm.rglob("*"))
+    code, _, err = run_cli("retrieve", "--model", bpe_model_dir, "--data", export,
+                           "--passes", "teacher", "--out", tmp_path / "b")  # fmt: skip
+    assert code == 0, err
+    a = json.loads((tmp_path / "a" / "retrieve.json").read_text())
+    b = json.loads((tmp_path / "b" / "retrieve.json").read_text())
+    assert b["data"]["format"] == "ruler"
+    assert [c["mean_logprob"] for c in b["cells"]] == pytest.approx(
+        [c["mean_logprob"] for c in a["cells"]], rel=1e-5
+    )

@@ -690,6 +690,8 @@ def _result(
                 cell[f"{s.metric}_ci_low"] = q.ci_low
                 cell[f"{s.metric}_ci_high"] = q.ci_high
             cell["mean_logprob"] = p.mean_logprob
+            cell["logprob_ci_low"] = p.logprob_ci_low
+            cell["logprob_ci_high"] = p.logprob_ci_high
             cells.append(cell)
     if len(lengths) == 1:
         pooled = by_length[0].scores
@@ -776,7 +778,7 @@ def _table(result: RetrieveResult) -> Any:
         table.add_column(f"{m} acc [95% CI]", justify="right")
     has_lp = result.cells[0]["mean_logprob"] is not None
     if has_lp:
-        table.add_column("mean log p", justify="right")
+        table.add_column("mean log p [95% t]", justify="right")
     for c in result.cells:
         row = [str(c["length"])] if several else []
         row.append(str(c[key]))
@@ -788,7 +790,9 @@ def _table(result: RetrieveResult) -> Any:
                 f"{c[f'{m}_accuracy']:.3f} [{c[f'{m}_ci_low']:.3f}, {c[f'{m}_ci_high']:.3f}]"
             )
         if has_lp:
-            row.append(f"{c['mean_logprob']:.3f}")
+            low, high = c["logprob_ci_low"], c["logprob_ci_high"]
+            ci = "" if low is None else f" [{low:.2f}, {high:.2f}]"
+            row.append(f"{c['mean_logprob']:.3f}{ci}")
         table.add_row(*row)
     return table
 
