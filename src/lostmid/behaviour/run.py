@@ -10,16 +10,21 @@ Writes under ``--out``:
   when it ran, else the teacher-forced argmax), ``"by_metric"`` with both when both
   ran, ``"cells"`` (one record per length x position and metric, Wilson intervals),
   ``"by_length"`` (positions, summary and shape at each length), ``"scoring"`` (the
-  answer rule, the passes, the greedy budget), ``"prompt"`` (chat template choice,
-  special tokens, the rendered prompt of the first example), ``"design"``, ``"data"``,
-  the model, the tokenizer, ``"config"`` and ``"metadata"``;
+  answer rule, the passes), ``"prompt"`` (chat template choice, special tokens, whether
+  the answer prefix starts the assistant's turn, the prefix as read, the greedy budget,
+  the rendered prompt of the first example), ``"calibration"`` (``--calibrate``: every
+  knob value tried with its Wilson interval, the choice, the one-line outcome; else
+  None), ``"design"``, ``"data"``, the model, the tokenizer, ``"config"`` (the run as
+  asked), ``"measured_config"`` (with ``--calibrate``: the knob as chosen) and
+  ``"metadata"``;
 * ``retrieve.cells.csv``: the printed table of cells;
 * ``retrieve.png``: accuracy by position with Wilson intervals, one line per metric (one
   length) or per length (several); ``heatmap.png``: length x depth, accuracy as colour;
 * ``predictions.jsonl``: per example its item, position, depth %, length cell, token
   count, value, greedy answer, scores;
 * ``prompt.txt``: the first example's prompt as the tokenizer received it;
-* ``stages/``: each cell's result as it finished (``--design shared``: each length's);
+* ``stages/``: each cell's result as it finished (``--design shared``: each length's;
+  ``pilot-KNOBVALUE``: a calibration pilot's greedy answers);
   a rerun with the same ``--out`` and configuration reuses them (which were reused and
   which computed: ``metadata.stages``).
 """
