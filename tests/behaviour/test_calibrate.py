@@ -151,3 +151,22 @@ def test_calibrate_runs_a_pilot_and_measures_at_the_chosen_knob(
 def test_calibration_errors(kwargs: dict, message: str) -> None:
     with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
         RetrieveConfig(model="m", **kwargs)
+
+
+def test_kv_calibrates_its_pairs(bpe_model_dir: Path, tmp_path: Path, run_cli: Cli) -> None:
+    out = tmp_path / "kv"
+    code, _, stderr = run_cli(
+        "retrieve", "--model", bpe_model_dir, "--task", "kv", "--key-chars", "4",
+        "--positions", "3", "--examples", "2", "--calibrate", "--knob-values", "3,5,9",
+        "--pilot-examples", "2", "--out", out,
+    )  # fmt: skip
+    assert code == 0, stderr
+    result = json.loads((out / "retrieve.json").read_text())
+    cal = result["calibration"]
+    # 5 pairs first (the middle of the ladder); a random model is below the band: easier
+    assert cal["knob"] == "pairs" and [t["value"] for t in cal["tried"]][0] == 5
+    chosen = cal["chosen"]
+    assert result["measured_config"]["pairs"] == chosen and result["config"]["pairs"] == 75
+    # the pilot asked the middle gold index at the chosen pairs (positions 0, mid, last)
+    assert cal["position"] == (chosen - 1) // 2
+    assert [c["index"] for c in result["cells"]] == [0, (chosen - 1) // 2, chosen - 1]

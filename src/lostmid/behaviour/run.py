@@ -427,6 +427,7 @@ def calibrate_run(
         try:
             at = config.with_changes(
                 **{knob: value},
+                calibrate=False,  # the pilot's own configuration: one knob value
                 examples=config.pilot_examples,
                 lengths=None if length is None else (length,),
                 export=None,
