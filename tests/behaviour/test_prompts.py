@@ -28,8 +28,13 @@ def test_chat_template_auto_on_off(chat_model_dir: Path) -> None:
     on = prompt_format("auto", tok)
     assert on.applied and not on.add_special_tokens
     text = on.text(ex, tok)
-    # RULER's layout: the question as the user turn, the answer prefix after the template
-    assert text == f"<s><|user|>{user}<|end|><|assistant|>{ex.answer_prefix}"
+    # RULER's layout: the question as the user turn, the answer prefix starts the
+    # assistant's turn (its leading space dropped)
+    assert ex.answer_prefix.startswith(" The special magic number for")
+    assert text == f"<s><|user|>{user}<|end|><|assistant|>{ex.answer_prefix.lstrip()}"
+    # --answer-prefix off: the whole prompt is the user turn
+    whole = prompt_format("auto", tok, "off").text(ex, tok)
+    assert whole == f"<s><|user|>{ex.prompt}<|end|><|assistant|>"
     ids = encode([ex], tok, on).prompts[0]
     assert ids[0] == bos and ids.count(bos) == 1  # the template's BOS, not a second one
     off = prompt_format("off", tok)
@@ -71,10 +76,26 @@ def test_retrieve_records_the_template_and_the_rendered_prompt(
     b = json.loads((tmp_path / "b" / "retrieve.json").read_text())["prompt"]
     assert a["applied"] and a["chat_template"] == "auto" and not a["add_special_tokens"]
     assert a["rendered_example"].startswith("<s><|user|>Extract the value")
-    assert a["rendered_example"].endswith("Corresponding value:<|end|><|assistant|>")
+    # Liu's answer prefix starts the assistant's turn: the model writes the value at once
+    assert a["rendered_example"].endswith('"<|end|><|assistant|>Corresponding value:')
+    assert a["prefix_in_answer"] and a["answer_prefix_text"] == "Corresponding value:"
     assert (tmp_path / "a" / "prompt.txt").read_text() == a["rendered_example"]
     assert not b["applied"] and b["rendered_example"].startswith("Extract the value")
+    assert b["rendered_example"].endswith('"\nCorresponding value:')  # Liu's prompt as it is
+    assert not b["prefix_in_answer"] and b["answer_prefix_text"] == "\nCorresponding value:"
     assert a["example_tokens"] > b["example_tokens"]
+    # the greedy budget is the answer's length in tokens plus the slack
+    tok = load_tokenizer(str(chat_model_dir))
+    rows = (tmp_path / "a" / "predictions.jsonl").read_text().splitlines()
+    longest = max(len(tok.encode(" " + json.loads(r)["value"])) for r in rows)
+    assert a["budget"] == {"answer_tokens": longest, "slack": 4,
+                           "rule": "longest answer in tokens + --extra-tokens"}  # fmt: skip
+    assert a["new_tokens"] == a["budget"]["answer_tokens"] + 4
+    # --answer-prefix off: the whole prompt is the user's turn (the layout of before)
+    assert run_cli(*args, "--answer-prefix", "off", "--out", tmp_path / "c")[0] == 0
+    c = json.loads((tmp_path / "c" / "retrieve.json").read_text())["prompt"]
+    assert c["rendered_example"].endswith("Corresponding value:<|end|><|assistant|>")
+    assert not c["prefix_in_answer"]
 
 
 def test_truncation_guard_refuses_before_any_compute(

@@ -134,7 +134,7 @@ def test_a_half_done_grid_resumes_the_missing_cells(
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"task": "kv", "length": 100}, "--length applies to --task niah"),
+        ({"task": "kv", "length": 100}, "--length applies to needle tasks (niah*)"),
         ({"gold_index": (0, 75)}, "--gold-index must be in 0..74"),
         ({"gold_index": (0,), "positions": 3}, "at most one of --gold-index and --positions"),
         ({"task": "niah", "gold_index": (1,)}, "places its needle by --depth"),

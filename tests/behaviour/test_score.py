@@ -61,6 +61,16 @@ def test_every_example_counted_once_at_its_position() -> None:
     assert summary.n == 200
 
 
+def test_logprob_t_interval_per_position() -> None:
+    lp = np.array([-1.0, -2.0, -3.0, -5.0, -5.0])
+    s = score_positions(np.array([0, 0, 0, 1, 2]), np.ones(5, dtype=bool), lp)
+    half = stats.t.ppf(0.975, 2) * 1.0 / math.sqrt(3)  # sd 1 over 3 examples
+    assert s[0].mean_logprob == pytest.approx(-2.0)
+    assert (s[0].logprob_ci_low, s[0].logprob_ci_high) == pytest.approx((-2 - half, -2 + half))
+    # one example: no interval (None in the record, not +-inf)
+    assert s[1].logprob_ci_low is None and s[1].record()["logprob_ci_high"] is None
+
+
 def test_liu_rule() -> None:
     assert found("substring", 'The value is "ab12".', "AB12")
     assert found("substring", "  ab12", "ab12")

@@ -77,3 +77,26 @@ def test_padding_gaps_are_exact_only_without_a_shorter_sliding_window() -> None:
     assert qwen.adapter.gaps_are_exact(qwen.model, 200)
     assert not mistral.adapter.gaps_are_exact(mistral.model, 40)
     assert mistral.adapter.gaps_are_exact(mistral.model, 16)  # the window covers it all
+
+
+@pytest.mark.parametrize("preset", ["tiny-qwen2", "tiny-gpt2", "tiny-gemma2"])
+def test_both_passes_from_one_prefill_equal_two_separate_passes(preset: str) -> None:
+    """The moved design with ``--passes both`` prefills each prompt once (its last token
+    read from the cache); it gives what greedy decoding and teacher forcing give apart."""
+    from types import SimpleNamespace
+
+    from lostmid.behaviour.prompts import Encoded
+    from lostmid.behaviour.run import _score_members
+
+    loaded = load_model(preset, init="random", seed=0)
+    g = torch.Generator().manual_seed(2)
+    prompts = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (30, 41, 35)]
+    targets = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (3, 1, 4)]
+    config = SimpleNamespace(batch_size=2, padding="left", device_map=None)
+    both = _score_members(loaded, Encoded(prompts, targets), [0, 1, 2], ["generate", "teacher"],
+                          5, config, False)  # fmt: skip
+    apart = teacher_forced(loaded.model, prompts, targets, batch_size=2)
+    greedy = greedy_decode(loaded.model, prompts, 5, batch_size=2)
+    assert [r["ids"] for r in both] == greedy
+    assert [r["logprob"] for r in both] == pytest.approx(apart.logprob.tolist(), rel=1e-5)
+    assert [r["teacher_correct"] for r in both] == apart.argmax.tolist()

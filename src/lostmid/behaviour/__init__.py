@@ -2,7 +2,9 @@
 
 Tasks (:mod:`~lostmid.behaviour.tasks`; one module each: ``kv``, ``niah``, ``mqar``, with
 the example record in ``example`` and the training gold laws in ``gold``): Liu et al.'s
-key-value retrieval, RULER's needle in a haystack, MQAR; scoring
+key-value retrieval, RULER's needle in a haystack and its variants (``needles``, served
+by the registry of tasks placed by depth, ``registry``), MQAR; the ``--calibrate`` pilot
+(:func:`calibrate_knob`); scoring
 (:mod:`~lostmid.behaviour.score`): Liu's substring rule, accuracy by position with
 Wilson intervals (:mod:`lostmid.stats`); model calls (:mod:`~lostmid.behaviour.decoding`):
 greedy generation and teacher forcing; the ``lostmid retrieve`` job
@@ -49,6 +51,11 @@ if TYPE_CHECKING:
     from lostmid.behaviour.kv import kv_example as kv_example
     from lostmid.behaviour.mqar import mqar_example as mqar_example
     from lostmid.behaviour.niah import niah_example as niah_example
+    from lostmid.behaviour.needles import needles_example as needles_example
+    from lostmid.behaviour.calibrate import (
+        Calibration as Calibration,
+        calibrate_knob as calibrate_knob,
+    )
     from lostmid.behaviour.tasks import make_examples as make_examples
     from lostmid.behaviour.data import (
         data_examples as data_examples,
@@ -91,6 +98,8 @@ __getattr__, __dir__, __all__ = attach(
         "kv": ["kv_example"],
         "mqar": ["mqar_example"],
         "niah": ["niah_example"],
+        "needles": ["needles_example"],
+        "calibrate": ["Calibration", "calibrate_knob"],
         "tasks": ["make_examples"],
         "data": ["data_examples", "read_records", "write_records"],
         "tokenizers": ["ByteTokenizer", "load_tokenizer", "tokenizer_for_model"],

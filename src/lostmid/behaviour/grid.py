@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +38,7 @@ from lostmid.behaviour.example import (
 )
 from lostmid.behaviour.kv import kv_example, kv_query, kv_records
 from lostmid.behaviour.mqar import mqar_example, mqar_pairs, mqar_query
-from lostmid.behaviour.niah import niah_example
+from lostmid.behaviour.registry import depth_task
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
 
@@ -120,23 +122,26 @@ def grid_examples(
     niah_length: int,
     design: str,
     count_tokens: TokenCounter,
+    options: Any = None,
+    first_item: int = 0,
 ) -> list[RetrievalExample]:
     """Every example of the grid, grouped by (length, position), items in order; each
-    carries its length cell (None for the one length of a run without ``--lengths``)."""
+    carries its length cell (None for the one length of a run without ``--lengths``).
+    Items are ``first_item .. first_item + examples - 1`` (a calibration pilot draws
+    its own, :mod:`~lostmid.behaviour.calibrate`); ``options``: the run's
+    RetrieveConfig, read by tasks placed by depth (:mod:`~lostmid.behaviour.plugin`)."""
     out: list[RetrievalExample] = []
+    items = range(first_item, first_item + examples)
+    plugin = depth_task(task)
+    if options is None:  # the options every task placed by depth reads
+        options = SimpleNamespace(seed=seed, haystack=haystack)
     for length in lengths:
-        if task == "niah":
+        if plugin is not None:
             depths = check_depths(depth) if depth else default_depths(positions)
             for d in depths:
-                for i in range(examples):
-                    ex = niah_example(
-                        seed=seed,
-                        index=i,
-                        depth=d,
-                        length=niah_length if length is None else length,
-                        count_tokens=count_tokens,
-                        haystack=haystack,
-                    )
+                for i in items:
+                    size = niah_length if length is None else length
+                    ex = plugin.generate(options, i, d, size, count_tokens)
                     out.append(replace(ex, length=length))
             continue
         if length is None:
@@ -177,6 +182,7 @@ def grid_examples(
                 query_aware,
                 vocab,
                 offset,
+                items,
             )  # fmt: skip
         )
     return out
@@ -195,11 +201,12 @@ def _indexed(
     query_aware: bool,
     vocab: int,
     offset: int,
+    items: range,
 ) -> list[RetrievalExample]:
     out = []
     drawn: dict[int, list] = {}
     for g, row in cells:
-        for i in range(examples):
+        for i in items:
             if design == "shared":
                 if i not in drawn:
                     drawn[i] = (

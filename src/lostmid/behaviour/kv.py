@@ -23,6 +23,9 @@ KV_PROMPT = (
     "Extract the value corresponding to the specified key in the JSON object below."
     '\n\nJSON data:\n{records}\n\nKey: "{key}"\nCorresponding value:'
 )
+# Liu's prompt ends with its answer prefix: after a chat template's generation prompt when
+# one is applied (lostmid.behaviour.prompts), so an instruct model writes the value at once
+KV_ANSWER_PREFIX = "\nCorresponding value:"
 KV_PROMPT_QUERY_AWARE = (
     "Extract the value corresponding to the specified key in the JSON object below."
     '\n\nKey: "{key}"\n\nJSON data:\n{records}\n\nKey: "{key}"\nCorresponding value:'
@@ -113,7 +116,8 @@ def kv_example(
     ``liu`` prompt: ``Extract the value corresponding to the specified key in the JSON
     object below.\\n\\nJSON data:\\n{records}\\n\\nKey: "{key}"\\nCorresponding value:``;
     ``query_aware`` also puts ``Key: "{key}"\\n\\n`` before the JSON data. Target
-    ``" " + value``. ``compact`` prompt: ``{records}{key}``, target ``value``.
+    ``" " + value``; answer prefix ``\\nCorresponding value:`` (the assistant's turn
+    starts with it under a chat template). ``compact`` prompt: ``{records}{key}``, target ``value``.
 
     >>> ex = kv_example(seed=1, index=0, pairs=75, gold_index=0)
     >>> len(ex.key), ex.key.count("-"), ex.key[14], len(ex.records)
@@ -157,8 +161,9 @@ def kv_query(
         head = template.split("{records}")[0].format(key=key)
         prompt = template.format(records=text, key=key)
         target = " " + value
+        prefix = KV_ANSWER_PREFIX
     else:
-        head, prompt, target = "", f"{text}{key}", value
+        head, prompt, target, prefix = "", f"{text}{key}", value, ""
     shifted = tuple((a + len(head), b + len(head)) for a, b in spans)
     pairs = len(records)
     return RetrievalExample(
@@ -172,6 +177,7 @@ def kv_query(
         spans=shifted,
         # the question follows the records unless it is also before them (query-aware)
         query_start=None if query_aware else len(head) + len(text),
+        answer_prefix=prefix,
         pairs=pairs,
         length=length,
         depth_pct=depth_pct if depth_pct is not None else 100.0 * gold_index / max(pairs - 1, 1),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from lostmid.behaviour.example import (
     example_seed,
     largest_fitting,
 )
+from lostmid.behaviour.plugin import DepthTask
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
 
@@ -164,3 +166,25 @@ def _haystack_size(
             f"({tokens(0)} tokens without haystack); use a longer --length"
         )
     return largest_fitting(tokens, length, 0)
+
+
+def _generate(
+    options: Any, index: int, depth: int, length: int, count: TokenCounter
+) -> RetrievalExample:
+    return niah_example(
+        seed=options.seed,
+        index=index,
+        depth=depth,
+        length=length,
+        count_tokens=count,
+        haystack=options.haystack,
+    )
+
+
+NIAH_TASK = DepthTask(
+    name="niah",
+    summary="RULER's single needle (a 7-digit number) at a depth of a filler context",
+    generate=_generate,
+    knob="length",
+    ladder=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768),
+)

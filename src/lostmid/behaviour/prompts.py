@@ -4,10 +4,17 @@ prompt into the context it shares with other questions and its own question.
 Chat template (``--chat-template``): ``auto`` applies the tokenizer's template when it
 has one (instruct models), ``on`` requires one, ``off`` sends the raw prompt. Applied,
 the prompt without its answer prefix is one user turn followed by the generation
-prompt, and the answer prefix (RULER's ``The special magic number for ... is``) comes
-after it, as RULER's templates put it:
+prompt, and the answer prefix (RULER's ``The special magic number for ... is``, Liu's
+``Corresponding value:``) starts the assistant's turn, as RULER's templates put it:
 
-    text = render_chat(prompt[: -len(answer_prefix)]) + answer_prefix.
+    text = render_chat(prompt[: -len(answer_prefix)]) + answer_prefix.lstrip()
+
+(its leading whitespace dropped: the generation prompt ends the line). So a chat model
+answers with the value at once, and teacher forcing scores the value right after the
+prefix, where the model puts it. ``--answer-prefix off`` sends the whole prompt as the
+user turn instead (a chat model then writes its own preamble, which a short answer
+budget cuts off: Liu's kv at 10 pairs scored 0/50 on SmolLM2-135M-Instruct that way). A
+raw prompt (no template: base models) is the prompt, prefix included, either way.
 
 Special tokens, on purpose: the whole text is encoded in one call (never a record or a
 needle on its own, so no BOS lands inside the context), with ``add_special_tokens``
@@ -28,6 +35,7 @@ from lostmid.checks import check_choice
 from lostmid.errors import UserError
 
 CHAT_TEMPLATES = ("auto", "on", "off")
+ANSWER_PREFIXES = ("on", "off")
 
 
 @dataclass(frozen=True)
@@ -39,19 +47,34 @@ class PromptFormat:
         applied: whether the chat template is applied.
         add_special_tokens: what the tokenizer is asked for on the whole prompt (and
             on a shared context); questions of a shared context never get any.
+        answer_prefix: the answer prefix starts the assistant's turn (``on``) or stays
+            in the user's (``off``); only matters when the template is applied.
     """
 
     requested: str
     applied: bool
     add_special_tokens: bool
+    answer_prefix: str = "on"
+
+    @property
+    def prefix_in_answer(self) -> bool:
+        """Whether the answer prefix is the start of the assistant's turn."""
+        return self.applied and self.answer_prefix == "on"
+
+    def _user(self, example: RetrievalExample) -> tuple[str, str]:
+        """(user turn, start of the assistant's turn) of a templated prompt."""
+        if not self.prefix_in_answer or not example.answer_prefix:
+            return example.prompt, ""
+        cut = len(example.prompt) - len(example.answer_prefix)
+        return example.prompt[:cut], example.answer_prefix.lstrip()
 
     def text(self, example: RetrievalExample, tokenizer: Tokenizer | None) -> str:
         """The text the tokenizer encodes for ``example``."""
         if not self.applied:
             return example.prompt
         assert tokenizer is not None
-        cut = len(example.prompt) - len(example.answer_prefix)
-        return tokenizer.render_chat(example.prompt[:cut]) + example.answer_prefix
+        user, answer = self._user(example)
+        return tokenizer.render_chat(user) + answer
 
     def split(self, example: RetrievalExample, tokenizer: Tokenizer | None) -> tuple[str, str]:
         """(context, question): the text of ``example`` cut where its question starts.
@@ -68,8 +91,7 @@ class PromptFormat:
         text = self.text(example, tokenizer)
         if not self.applied:
             return text[: example.query_start], text[example.query_start :]
-        cut = len(example.prompt) - len(example.answer_prefix)
-        user = example.prompt[:cut]
+        user, _ = self._user(example)
         at = text.find(user)
         if at < 0:
             raise UserError(
@@ -83,18 +105,22 @@ class PromptFormat:
             "chat_template": self.requested,
             "applied": self.applied,
             "add_special_tokens": self.add_special_tokens,
+            "answer_prefix": self.answer_prefix,
+            "prefix_in_answer": self.prefix_in_answer,
             "rendered_example": example_text,
             "example_tokens": len(example_ids),
             "example_first_ids": example_ids[:8],
         }
 
 
-def prompt_format(requested: str, tokenizer: Tokenizer | None) -> PromptFormat:
+def prompt_format(
+    requested: str, tokenizer: Tokenizer | None, answer_prefix: str = "on"
+) -> PromptFormat:
     """The :class:`PromptFormat` for ``--chat-template requested`` with ``tokenizer``.
 
     >>> from lostmid.behaviour.tokenizers import ByteTokenizer
     >>> prompt_format("auto", ByteTokenizer())
-    PromptFormat(requested='auto', applied=False, add_special_tokens=True)
+    PromptFormat(requested='auto', applied=False, add_special_tokens=True, answer_prefix='on')
 
     Raises:
         UserError: ``on`` with a tokenizer that has no chat template.
@@ -104,8 +130,9 @@ def prompt_format(requested: str, tokenizer: Tokenizer | None) -> PromptFormat:
     if requested == "on" and not has:
         name = "the task's own ids" if tokenizer is None else tokenizer.name
         raise UserError(f"--chat-template on: {name} has no chat template; use --chat-template off")
+    check_choice("--answer-prefix", answer_prefix, ANSWER_PREFIXES)
     applied = has and requested != "off"
-    return PromptFormat(requested, applied, add_special_tokens=not applied)
+    return PromptFormat(requested, applied, not applied, answer_prefix)
 
 
 @dataclass(frozen=True)

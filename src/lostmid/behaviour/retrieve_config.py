@@ -10,7 +10,6 @@ from typing import Any
 
 from lostmid.behaviour.answers import RULE_CHOICES
 from lostmid.behaviour.example import (
-    TASKS,
     check_depths,
     check_gold_indices,
     default_depths,
@@ -18,8 +17,10 @@ from lostmid.behaviour.example import (
 )
 from lostmid.behaviour.grid import DESIGNS
 from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
+from lostmid.behaviour.needles import NEEDLE_TYPES
 from lostmid.behaviour.niah import HAYSTACKS
-from lostmid.behaviour.prompts import CHAT_TEMPLATES
+from lostmid.behaviour.prompts import ANSWER_PREFIXES, CHAT_TEMPLATES
+from lostmid.behaviour.registry import DEPTH_TASKS, depth_task, task_names
 from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
@@ -30,7 +31,7 @@ EXAMPLES = 20
 
 HELP: dict[str, str] = {
     "model": "Local directory, cached hub id, preset, or a lostmid checkpoint.",
-    "task": "kv | niah | mqar (with --data: the file's task).",
+    "task": f"{' | '.join(task_names())} (with --data: the file's task).",
     "pairs": "Key-value pairs (kv, mqar) without --lengths.",
     "gold_index": "Gold indices, 0-indexed, e.g. 0,10,20 (kv, mqar, kv/QA data).",
     "depth": "Needle depths in %, e.g. 0,50,100 (niah, RULER/LongBench data).",
@@ -43,7 +44,23 @@ HELP: dict[str, str] = {
     "key_chars": f"Key/value characters ({UUID_CHARS}: a UUID4).",
     "style": "kv prompt: liu (Liu et al.) | compact {kv,kv,..}k",
     "query_aware": "Also put the key (QA: the question) before the data.",
-    "haystack": "niah filler: repeat | varied",
+    "haystack": "needle tasks' filler: repeat | varied",
+    "distractors": "niah-*: needles with other keys besides the asked ones (default: 3 for "
+    "niah-multikey, RULER's; 0 for the others).",
+    "values_per_key": "niah-multivalue: needles (values) of the one asked key.",
+    "queries": "niah-multiquery: keys asked at once.",
+    "needle_type": "niah-* variants: numbers (7 digits) | uuids, the needles' values.",
+    "answer_prefix": "on: the answer starts in the prompt (RULER's style; after the chat "
+    "template's assistant tag when applied) | off: the prompt asks and stops.",
+    "calibrate": "First a pilot at the middle position that chooses the task's difficulty "
+    "knob ("
+    + ", ".join(f"{t.name}: {t.knob.replace('_', '-')}" for t in DEPTH_TASKS.values())
+    + ", kv/mqar: pairs) so greedy accuracy lands in --band; pilot examples are never "
+    "measured.",
+    "band": "Calibration target for greedy accuracy at the middle position, LOW,HIGH.",
+    "pilot_examples": "Calibration: examples per knob value tried.",
+    "knob_values": "Calibration: the knob's values to search, easiest first (default: the "
+    "task's ladder).",
     "vocab": "mqar vocabulary (keys | values).",
     "offset": "mqar: the first token id of the vocabulary range.",
     "passes": "generate (greedy + --scoring rule) | teacher (log p, all-argmax) | both",
@@ -101,6 +118,11 @@ class RetrieveConfig:
     style: str = "liu"
     query_aware: bool = False
     haystack: str = "repeat"
+    distractors: int | None = None
+    values_per_key: int = 4
+    queries: int = 4
+    needle_type: str = "numbers"
+    answer_prefix: str = "on"
     vocab: int = 64
     offset: int = 128
     passes: str = "both"
@@ -121,11 +143,15 @@ class RetrieveConfig:
     export: Path | None = None
     export_lm_eval: Path | None = None
     margin: float = 0.05
+    calibrate: bool = False
+    band: tuple[float, float] = (0.3, 0.8)
+    pilot_examples: int = 12
+    knob_values: tuple[int, ...] | None = None
     trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
-        check_choice("--task", self.task, TASKS)
+        check_choice("--task", self.task, task_names())
         if self.scoring in PASSES:
             raise UserError(
                 f"--scoring now names the answer rule ({' | '.join(RULE_CHOICES)}); choose "
@@ -138,7 +164,18 @@ class RetrieveConfig:
         check_choice("--padding", self.padding, ("left", "right"))
         check_choice("--chat-template", self.chat_template, CHAT_TEMPLATES)
         check_choice("--design", self.design, DESIGNS)
-        for name in ("pairs", "key_chars", "batch_size", "extra_tokens", "vocab"):
+        check_choice("--needle-type", self.needle_type, NEEDLE_TYPES)
+        check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
+        for name in (
+            "pairs",
+            "key_chars",
+            "batch_size",
+            "extra_tokens",
+            "vocab",
+            "values_per_key",
+            "queries",
+            "pilot_examples",
+        ):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         for name in ("examples", "positions", "max_length"):
             if getattr(self, name) is not None:
@@ -171,11 +208,18 @@ class RetrieveConfig:
             from lostmid.models.placement import parse_device_map
 
             parse_device_map(self.device_map)
+        if self.distractors is not None and self.distractors < 0:
+            raise UserError(f"--distractors must be >= 0, got {self.distractors}")
+        self._check_calibration()
         if self.data is not None:
             return  # the file's task: positions are checked against its records
-        if self.task == "niah":
+        plugin = depth_task(self.task)
+        if plugin is not None:
+            plugin.check(self)
             if self.gold_index is not None:
-                raise UserError("--task niah places its needle by --depth, not --gold-index")
+                raise UserError(
+                    f"--task {self.task} places its needle by --depth, not --gold-index"
+                )
             if self.depth is not None:
                 check_depths(self.depth)
             if self.length is not None:
@@ -187,10 +231,12 @@ class RetrieveConfig:
                 )
         else:
             if self.depth is not None:
-                raise UserError(f"--depth applies to --task niah; for {self.task} use --gold-index")
+                raise UserError(
+                    f"--depth applies to needle tasks (niah*); for {self.task} use --gold-index"
+                )
             if self.length is not None:
                 raise UserError(
-                    f"--length applies to --task niah; for {self.task} the length follows "
+                    f"--length applies to needle tasks (niah*); for {self.task} the length follows "
                     "from --pairs (or give --lengths)"
                 )
             if self.gold_index is not None and self.lengths is None:
@@ -205,9 +251,45 @@ class RetrieveConfig:
         if self.task == "mqar" and self.export_lm_eval is not None:
             raise UserError("--export-lm-eval needs text prompts; mqar examples are token ids")
 
+    def _check_calibration(self) -> None:
+        low, high = self.band
+        if not 0 <= low < high <= 1:
+            raise UserError(f"--band must be LOW,HIGH with 0 <= LOW < HIGH <= 1, got {low},{high}")
+        if self.knob_values is not None:
+            if not self.knob_values or any(v < 0 for v in self.knob_values):
+                raise UserError("--knob-values needs one or more values >= 0")
+            if list(self.knob_values) != sorted(set(self.knob_values)):
+                raise UserError("--knob-values must be increasing (easiest first)")
+        if not self.calibrate:
+            return
+        if self.data is not None:
+            raise UserError("--calibrate needs a generated task; a --data file has no knob")
+        if self.passes == "teacher":
+            raise UserError("--calibrate judges greedy answers; use --passes generate or both")
+        knob = self.knob
+        if knob == "pairs" and self.gold_index is not None:
+            raise UserError("--calibrate moves --pairs; give --positions instead of --gold-index")
+        if self.lengths is not None and knob in ("length", "pairs"):
+            raise UserError(
+                f"--calibrate moves {knob} for --task {self.task}; give one length, not --lengths"
+            )
+
+    def with_changes(self, **changes: Any) -> RetrieveConfig:
+        """This configuration with some fields changed (checked again), e.g. the knob
+        ``--calibrate`` chose: ``config.with_changes(**{config.knob: 8})``."""
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+    @property
+    def knob(self) -> str:
+        """The option ``--calibrate`` moves: the plug-in's knob, ``pairs`` for kv, mqar."""
+        plugin = depth_task(self.task)
+        return "pairs" if plugin is None else plugin.knob
+
     @property
     def axis(self) -> str:
-        return "depth" if self.task == "niah" else "index"
+        return "index" if depth_task(self.task) is None else "depth"
 
     @property
     def resolved_examples(self) -> int | None:
@@ -223,7 +305,7 @@ class RetrieveConfig:
     def resolved_positions(self) -> tuple[int, ...]:
         """Gold indices (kv, mqar; 0-indexed) or depths (niah; percent) at ``pairs``
         (the positions of a run without ``lengths``)."""
-        if self.task == "niah":
+        if depth_task(self.task) is not None:
             return check_depths(self.depth) if self.depth else default_depths(self.positions)
         if self.gold_index:
             return check_gold_indices(self.gold_index, self.pairs)
@@ -234,7 +316,7 @@ class RetrieveConfig:
         for name in ("export", "export_lm_eval", "data"):
             value = getattr(self, name)
             data[name] = None if value is None else str(value)
-        for name in ("gold_index", "depth", "lengths"):
+        for name in ("gold_index", "depth", "lengths", "band", "knob_values"):
             value = getattr(self, name)
             data[name] = None if value is None else list(value)
         if self.data is None and self.lengths is None:
@@ -244,6 +326,6 @@ class RetrieveConfig:
         return data
 
     def resolved_length(self) -> int | None:
-        if self.task != "niah" or self.data is not None or self.lengths is not None:
+        if depth_task(self.task) is None or self.data is not None or self.lengths is not None:
             return None
         return self.length if self.length is not None else NIAH_LENGTH

@@ -10,16 +10,21 @@ Writes under ``--out``:
   when it ran, else the teacher-forced argmax), ``"by_metric"`` with both when both
   ran, ``"cells"`` (one record per length x position and metric, Wilson intervals),
   ``"by_length"`` (positions, summary and shape at each length), ``"scoring"`` (the
-  answer rule, the passes, the greedy budget), ``"prompt"`` (chat template choice,
-  special tokens, the rendered prompt of the first example), ``"design"``, ``"data"``,
-  the model, the tokenizer, ``"config"`` and ``"metadata"``;
+  answer rule, the passes), ``"prompt"`` (chat template choice, special tokens, whether
+  the answer prefix starts the assistant's turn, the prefix as read, the greedy budget,
+  the rendered prompt of the first example), ``"calibration"`` (``--calibrate``: every
+  knob value tried with its Wilson interval, the choice, the one-line outcome; else
+  None), ``"design"``, ``"data"``, the model, the tokenizer, ``"config"`` (the run as
+  asked), ``"measured_config"`` (with ``--calibrate``: the knob as chosen) and
+  ``"metadata"``;
 * ``retrieve.cells.csv``: the printed table of cells;
 * ``retrieve.png``: accuracy by position with Wilson intervals, one line per metric (one
   length) or per length (several); ``heatmap.png``: length x depth, accuracy as colour;
 * ``predictions.jsonl``: per example its item, position, depth %, length cell, token
   count, value, greedy answer, scores;
 * ``prompt.txt``: the first example's prompt as the tokenizer received it;
-* ``stages/``: each cell's result as it finished (``--design shared``: each length's);
+* ``stages/``: each cell's result as it finished (``--design shared``: each length's;
+  ``pilot-KNOBVALUE``: a calibration pilot's greedy answers);
   a rerun with the same ``--out`` and configuration reuses them (which were reused and
   which computed: ``metadata.stages``).
 """
@@ -36,9 +41,11 @@ from typing import Any
 import numpy as np
 
 from lostmid.behaviour.answers import answer_correct, cut_at_eos, resolve_rule
+from lostmid.behaviour.calibrate import PILOT_FIRST_ITEM, Calibration, calibrate_knob
 from lostmid.behaviour.decoding import TeacherScores, greedy_decode, teacher_forced
 from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.prompts import Encoded, PromptFormat, encode, prompt_format
+from lostmid.behaviour.registry import depth_task
 from lostmid.behaviour.retrieve_config import NIAH_LENGTH, RetrieveConfig
 from lostmid.behaviour.score import (
     PositionScore,
@@ -53,11 +60,13 @@ from lostmid.files import schema_of, write_text
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.claim import claim_out
 from lostmid.runs.lock import holds_out
-from lostmid.stats.shape import Curve, ShapeIndices, shape_indices
+from lostmid.stats.shape import Curve, ShapeIndices, reference_points, shape_indices
 
 FILES = ["retrieve.json", "retrieve.png", "heatmap.png", "predictions.jsonl"]
 # fields that do not change a cell's numbers (a rerun that changes only these reuses cells)
 _NOT_IN_CELLS = ("export", "export_lm_eval", "scoring", "margin")
+# kv and mqar: the pairs --calibrate tries, easiest first
+PAIR_LADDER = (2, 5, 10, 20, 40, 80, 160, 320)
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,7 @@ class RetrieveResult:
     rule: str
     prompt: dict[str, Any]
     data: dict[str, Any] | None = None
+    calibration: dict[str, Any] | None = None
 
     @property
     def primary(self) -> ScoreSet:
@@ -136,6 +146,7 @@ class RetrieveResult:
                 "passes": self.config.passes,
             },
             "prompt": self.prompt,
+            "calibration": self.calibration,
             "design": self.config.design,
             "data": self.data,
             "model": self.model,
@@ -219,13 +230,24 @@ def run_retrieve(
             device_map=config.device_map,
             trust_remote_code=config.trust_remote_code,
         )
-    fmt = prompt_format(config.chat_template, tokenizer)
+    fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
     shared = config.design == "shared"
+    # the stage store (stages/) is made only once something will be computed
+    store = StageStore(out, fresh=overwrite) if config.calibrate else None
+    calibration = None
+    requested = config
+    if config.calibrate:
+        with timer("calibrate"):
+            calibration = calibrate_run(config, loaded, tokenizer, fmt, store)
+        config = config.with_changes(**{config.knob: calibration.chosen})
+        if console is not None:
+            console.print(calibration.outcome, highlight=False)
     with timer("examples"):
         examples, data = _examples(config, tokenizer, fmt)
         encoded = encode(examples, tokenizer, fmt, shared=shared)
     rule = resolve_rule(config.scoring, examples[0].task)
-    new_tokens = max(len(t) for t in encoded.targets) + config.extra_tokens
+    answer_tokens = max(len(t) for t in encoded.targets)
+    new_tokens = answer_tokens + config.extra_tokens
     passes = [m for m in ("generate", "teacher") if config.passes in (m, "both")]
     _guard_lengths(examples, encoded, new_tokens, passes, loaded.max_length, config.max_length)
     tokens = [len(p) for p in encoded.prompts]
@@ -250,9 +272,10 @@ def run_retrieve(
         out / "prompt.txt",
         first_text if first_text is not None else examples[0].prompt,
     )
-    store = StageStore(out, fresh=overwrite)
     base = {k: v for k, v in config.record().items() if k not in _NOT_IN_CELLS}
     base.update(new_tokens=new_tokens, data_digest=_file_digest(config.data))
+    if store is None:
+        store = StageStore(out, fresh=overwrite)
     rows: list[dict[str, Any] | None] = [None] * len(examples)
     with _progress(console) as bar, timer("score"):
         task = bar.add_task("cells", total=len(examples))
@@ -278,17 +301,31 @@ def run_retrieve(
             "boundary_tokens_match": encoded.boundary_matches,
             "bos_token_id": None if tokenizer is None else tokenizer.bos_id,
             "eos_token_id": None if tokenizer is None else tokenizer.eos_id,
+            "answer_prefix_text": _prefix_text(examples[0], fmt),
+            "budget": {
+                "answer_tokens": answer_tokens,
+                "slack": config.extra_tokens,
+                "rule": "longest answer in tokens + --extra-tokens",
+            },
             "new_tokens": new_tokens,
         },
         data=data,
+        calibration=None if calibration is None else calibration.record(),
     )
     record = {"schema": schema_of("retrieval"), **result.record()}
-    record["metadata"] = run_metadata("retrieve", config.record(), config.seed, timer.seconds)
+    # the run as asked (a rerun compares it); with --calibrate the measured one differs
+    # by the knob the pilot chose
+    record["config"] = requested.record()
+    if calibration is not None:
+        record["measured_config"] = config.record()
+    record["metadata"] = run_metadata("retrieve", requested.record(), config.seed, timer.seconds)
     record["metadata"]["stages"] = store.record()
     write_json(out / "retrieve.json", record)
     _write_outputs(out, result, result_rows)
     if console is not None:
         console.print(_table(result))
+        if calibration is not None:
+            console.print(calibration.outcome, highlight=False)
         for line in summary_lines(result):
             console.print(line, highlight=False)
         reused = f" ({len(store.reused)} cells reused)" if store.reused else ""
@@ -302,7 +339,7 @@ def run_retrieve(
 
 
 def _examples(
-    config: RetrieveConfig, tokenizer: Tokenizer | None, fmt: PromptFormat
+    config: RetrieveConfig, tokenizer: Tokenizer | None, fmt: PromptFormat, first_item: int = 0
 ) -> tuple[list[RetrievalExample], dict[str, Any] | None]:
     if config.data is not None:
         from lostmid.behaviour.data import data_examples
@@ -345,8 +382,85 @@ def _examples(
         niah_length=config.resolved_length() or NIAH_LENGTH,
         design=config.design,
         count_tokens=count,
+        options=config,
+        first_item=first_item,
     )
     return found, None
+
+
+def _prefix_text(example: RetrievalExample, fmt: PromptFormat) -> str | None:
+    """The answer prefix as the model reads it (None: the prompt asks and stops)."""
+    if not example.answer_prefix:
+        return None
+    return example.answer_prefix.lstrip() if fmt.prefix_in_answer else example.answer_prefix
+
+
+def calibrate_run(
+    config: RetrieveConfig,
+    loaded: Any,
+    tokenizer: Tokenizer | None,
+    fmt: PromptFormat,
+    store: Any,
+) -> Calibration:
+    """The ``--calibrate`` pilot (:mod:`lostmid.behaviour.calibrate`): greedy accuracy at
+    the middle position (:func:`lostmid.stats.shape.reference_points` of the run's
+    positions) for knob values chosen by bisection, on pilot items only
+    (``PILOT_FIRST_ITEM + i``), each value's answers saved as a stage (``pilot-...``)."""
+    knob = config.knob
+    ladder = config.knob_values or _ladder(config)
+    cells = config.resolved_lengths()
+    length = cells[(len(cells) - 1) // 2]  # the lower median length cell
+    middles: dict[int, int] = {}
+
+    def accuracy_at(value: int) -> tuple[int, int] | None:
+        try:
+            at = config.with_changes(
+                **{knob: value},
+                calibrate=False,  # the pilot's own configuration: one knob value
+                examples=config.pilot_examples,
+                lengths=None if length is None else (length,),
+                export=None,
+                export_lm_eval=None,
+            )
+            positions = at.resolved_positions()
+            middle = positions[reference_points(positions)[1]]
+            where = "depth" if depth_task(config.task) is not None else "gold_index"
+            at = at.with_changes(**{where: (middle,), "positions": None})
+            examples, _ = _examples(at, tokenizer, fmt, first_item=PILOT_FIRST_ITEM)
+            encoded = encode(examples, tokenizer, fmt)
+            new_tokens = max(len(t) for t in encoded.targets) + at.extra_tokens
+            _guard_lengths(
+                examples, encoded, new_tokens, ["generate"], loaded.max_length, at.max_length
+            )
+        except UserError:
+            return None  # the prompt does not fit (the model, the length, the keys)
+        middles[value] = middle
+        name = f"pilot-{knob}{value}"
+        stage = {k: v for k, v in at.record().items() if k not in _NOT_IN_CELLS}
+        stage.update(stage=name, new_tokens=new_tokens, first_item=PILOT_FIRST_ITEM)
+        members = list(range(len(examples)))
+
+        def compute() -> list[dict[str, Any]]:
+            return _score_members(loaded, encoded, members, ["generate"], new_tokens, at, False)
+
+        raw = store.run(name, stage, compute)
+        rule = resolve_rule(at.scoring, examples[0].task)
+        tokens = [len(p) for p in encoded.prompts]
+        rows = _prediction_rows(examples, raw, tokens, tokenizer, rule, ["generate"])
+        return sum(bool(r["generate_correct"]) for r in rows), len(rows)
+
+    found = calibrate_knob(knob, ladder, accuracy_at, band=config.band)
+    return replace(
+        found, position=middles.get(found.chosen), length=length, examples=config.pilot_examples
+    )
+
+
+def _ladder(config: RetrieveConfig) -> tuple[int, ...]:
+    """The knob's default values, easiest first: the plug-in's, or pairs for kv, mqar."""
+    plugin = depth_task(config.task)
+    if plugin is not None:
+        return plugin.ladder
+    return PAIR_LADDER
 
 
 def _guard_lengths(
@@ -405,16 +519,29 @@ def _score_members(
     limits = {"max_length": loaded.max_length, "vocab_size": loaded.vocab_size}
     teacher: TeacherScores | None = None
     generated: list[list[int]] | None = None
-    if shared:
+    # both passes of the moved design from one prefill per prompt (its last token read
+    # from the cache, exact as --design shared is): half the compute of two passes
+    one_prefill = (
+        not shared
+        and len(passes) == 2
+        and config.device_map is None
+        and all(len(p) > 1 for p in prompts)
+    )
+    if shared or one_prefill:
         from lostmid.behaviour.shared import shared_scores
 
-        assert encoded.contexts is not None and encoded.questions is not None
+        if shared:
+            assert encoded.contexts is not None and encoded.questions is not None
+            contexts = [encoded.contexts[i] for i in members]
+            questions = [encoded.questions[i] for i in members]
+        else:
+            contexts, questions = [p[:-1] for p in prompts], [p[-1:] for p in prompts]
         _check_vocab(prompts, targets, loaded.vocab_size)
         teacher, generated = shared_scores(
             loaded.model,
             loaded.adapter,
-            [encoded.contexts[i] for i in members],
-            [encoded.questions[i] for i in members],
+            contexts,
+            questions,
             targets,
             teacher="teacher" in passes,
             new_tokens=new_tokens if "generate" in passes else None,
@@ -558,6 +685,8 @@ def _result(
                 cell[f"{s.metric}_ci_low"] = q.ci_low
                 cell[f"{s.metric}_ci_high"] = q.ci_high
             cell["mean_logprob"] = p.mean_logprob
+            cell["logprob_ci_low"] = p.logprob_ci_low
+            cell["logprob_ci_high"] = p.logprob_ci_high
             cells.append(cell)
     if len(lengths) == 1:
         pooled = by_length[0].scores
@@ -644,7 +773,7 @@ def _table(result: RetrieveResult) -> Any:
         table.add_column(f"{m} acc [95% CI]", justify="right")
     has_lp = result.cells[0]["mean_logprob"] is not None
     if has_lp:
-        table.add_column("mean log p", justify="right")
+        table.add_column("mean log p [95% t]", justify="right")
     for c in result.cells:
         row = [str(c["length"])] if several else []
         row.append(str(c[key]))
@@ -656,7 +785,9 @@ def _table(result: RetrieveResult) -> Any:
                 f"{c[f'{m}_accuracy']:.3f} [{c[f'{m}_ci_low']:.3f}, {c[f'{m}_ci_high']:.3f}]"
             )
         if has_lp:
-            row.append(f"{c['mean_logprob']:.3f}")
+            low, high = c["logprob_ci_low"], c["logprob_ci_high"]
+            ci = "" if low is None else f" [{low:.2f}, {high:.2f}]"
+            row.append(f"{c['mean_logprob']:.3f}{ci}")
         table.add_row(*row)
     return table
 

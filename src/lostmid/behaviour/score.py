@@ -26,7 +26,7 @@ from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.prompts import encode, prompt_format
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.checks import check_choice
-from lostmid.stats import difference_interval, wilson_interval
+from lostmid.stats import difference_interval, finite_or_none, seed_interval, wilson_interval
 
 AXES = ("index", "depth")
 
@@ -62,6 +62,8 @@ class PositionScore:
     ci_low: float
     ci_high: float
     mean_logprob: float | None
+    logprob_ci_low: float | None = None
+    logprob_ci_high: float | None = None
 
     def record(self) -> dict[str, Any]:
         return {
@@ -72,6 +74,8 @@ class PositionScore:
             "ci_low": self.ci_low,
             "ci_high": self.ci_high,
             "mean_logprob": self.mean_logprob,
+            "logprob_ci_low": self.logprob_ci_low,
+            "logprob_ci_high": self.logprob_ci_high,
         }
 
 
@@ -82,7 +86,9 @@ def score_positions(
     axis: str = "index",
 ) -> tuple[PositionScore, ...]:
     """One :class:`PositionScore` per distinct position, in increasing order; every
-    example is counted once, at its own position.
+    example is counted once, at its own position. The mean teacher-forced log-probability
+    has the 95 % t interval over the position's examples (:func:`lostmid.stats.
+    seed_interval`'s rule, examples as the unit; None for a single example).
 
     Args:
         positions: (N,) gold position of each example; correct: (N,) bool;
@@ -102,8 +108,13 @@ def score_positions(
         at = positions == pos
         n, k = int(at.sum()), int(correct[at].sum())
         lo, hi = wilson_interval(k, n)
-        mean_lp = None if logprob is None else float(np.mean(logprob[at]))
-        scores.append(PositionScore(int(pos), axis, n, k, k / n, lo, hi, mean_lp))
+        mean_lp = lp_lo = lp_hi = None
+        if logprob is not None:
+            mean_lp = float(np.mean(logprob[at]))
+            if np.all(np.isfinite(logprob[at])):
+                t = seed_interval(logprob[at].tolist())
+                lp_lo, lp_hi = finite_or_none(t.ci_low), finite_or_none(t.ci_high)
+        scores.append(PositionScore(int(pos), axis, n, k, k / n, lo, hi, mean_lp, lp_lo, lp_hi))
     return tuple(scores)
 
 

@@ -17,7 +17,23 @@ from lostmid.cli.options import (
     parsed,
 )
 
+
+def _band(text: str) -> tuple[float, float]:
+    """``"0.3,0.8"`` -> (0.3, 0.8); anything else is one line."""
+    from lostmid.errors import UserError
+
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise UserError(
+            f"--band must be two numbers LOW,HIGH, e.g. 0.3,0.8; got {text!r}"
+        ) from None
+    return low, high
+
+
 FLAGS = {
+    "band": Flag(parse=_band),
+    "knob_values": Flag(parse=comma_ints("--knob-values")),
     "gold_index": Flag(parse=comma_ints("--gold-index")),
     "depth": Flag(parse=comma_ints("--depth")),
     "lengths": Flag(parse=comma_ints("--lengths")),

@@ -170,6 +170,8 @@ class RetrievalCheckpoint:
                 ci_low=p["ci_low"],
                 ci_high=p["ci_high"],
                 mean_logprob=p["mean_logprob"],
+                logprob_ci_low=p.get("logprob_ci_low"),
+                logprob_ci_high=p.get("logprob_ci_high"),
             )
             for p in record["positions"]
         )
