@@ -53,7 +53,7 @@ def readouts(profile: Float[np.ndarray, " L"]) -> dict[str, float]:
 
     >>> r = readouts(np.array([10.0, 1.0, 0.1, 1.0, 5.0]))
     >>> round(r["log10_ptv"], 3), r["valley_fraction"], round(r["sink_share"], 3)
-    (2.0, 0.5, 0.58)
+    (2.0, 0.5, 0.585)
     """
     values = np.asarray(profile, dtype=np.float64)
     if values.ndim != 1 or values.size < 3:
