@@ -47,6 +47,13 @@ def test_too_few_examples_are_inconclusive() -> None:
     assert v.within_verdict == "inconclusive"
 
 
+def test_two_examples_a_depth_decide_nothing() -> None:
+    """A clear pattern, but 2 examples a depth: a stratum's bootstrap cannot spread."""
+    depth, right, score = _examples(2, U, lambda d, r, g: -U[d], seed=3)
+    v = link_verdict(depth, right, score, draws=200)
+    assert (v.across_verdict, v.within_verdict) == ("inconclusive", "inconclusive")
+
+
 def test_stratification_removes_what_depth_explains() -> None:
     """Scores that differ only between depths say nothing within a depth: AUC 0.5."""
     depth = [0] * 4 + [1] * 4

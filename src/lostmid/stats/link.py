@@ -16,6 +16,8 @@ questions, each answered by a 95% interval and a boundary stated before any run:
   answer carry no weight), with the same stratified bootstrap. Supported when the
   interval lies above ``WITHIN = 0.55``, not supported when it lies below, else
   inconclusive; no depth with both outcomes: inconclusive (nothing to compare).
+
+Both are inconclusive when any depth has fewer than ``MIN_PER_DEPTH`` (5) examples.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from lostmid.stats.ranks import spearman
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not supported", "inconclusive"
 ACROSS = 0.5
 WITHIN = 0.55
+MIN_PER_DEPTH = 5
+"""Fewer examples than this at any depth: both answers inconclusive (a bootstrap within a
+stratum of 2-4 examples understates the spread)."""
 
 
 def _verdict(low: float, high: float, boundary: float) -> str:
@@ -142,11 +147,12 @@ def link_verdict(
 
     across = interval(_across(d, r, s) if levels.size >= 3 else float("nan"), across_draws)
     within = interval(stratified_auc(d, r, s), within_draws)
+    enough = min(g.size for g in groups) >= MIN_PER_DEPTH
     return LinkVerdict(
         across=across,
-        across_verdict=_verdict(across[1], across[2], ACROSS),
+        across_verdict=_verdict(across[1], across[2], ACROSS) if enough else INCONCLUSIVE,
         within=within,
-        within_verdict=_verdict(within[1], within[2], WITHIN),
+        within_verdict=_verdict(within[1], within[2], WITHIN) if enough else INCONCLUSIVE,
         examples=int(d.size),
         depths=int(levels.size),
     )
