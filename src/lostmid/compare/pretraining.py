@@ -38,6 +38,7 @@ import numpy as np
 
 from lostmid.compare.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Verdict
 from lostmid.errors import UserError
+from lostmid.stats.link import side_of
 from lostmid.theory import summarize_profile
 from lostmid.typing import Float
 
@@ -207,11 +208,8 @@ def deepening_verdict(difference: tuple[float, float], boundary: float = DEEPENI
     )
     if not (np.isfinite(low) and np.isfinite(high)):
         return Verdict(INCONCLUSIVE, rule + " (no interval)")
-    if low > boundary:
-        return Verdict(REPRODUCED, rule)
-    if high < boundary:
-        return Verdict(NOT_REPRODUCED, rule)
-    return Verdict(INCONCLUSIVE, rule)
+    side = side_of(low, high, boundary)
+    return Verdict({"above": REPRODUCED, "below": NOT_REPRODUCED}.get(side, INCONCLUSIVE), rule)
 
 
 def middle_verdict(fraction: tuple[float, float], middle: tuple[float, float] = MIDDLE) -> Verdict:

@@ -39,14 +39,27 @@ MIN_PER_DEPTH = 5
 stratum of 2-4 examples understates the spread)."""
 
 
-def _verdict(low: float, high: float, boundary: float) -> str:
+def side_of(low: float, high: float, boundary: float) -> str:
+    """Where a 95% interval lies against a stated boundary: ``above``, ``below`` or
+    ``spans`` (also for an interval that is not finite). The one three-way rule behind
+    the verdicts that compare an interval with a boundary.
+
+    >>> side_of(0.6, 0.9, 0.5), side_of(0.1, 0.4, 0.5), side_of(0.4, 0.6, 0.5)
+    ('above', 'below', 'spans')
+    """
     if not (np.isfinite(low) and np.isfinite(high)):
-        return INCONCLUSIVE
+        return "spans"
     if low > boundary:
-        return SUPPORTED
+        return "above"
     if high < boundary:
-        return NOT_SUPPORTED
-    return INCONCLUSIVE
+        return "below"
+    return "spans"
+
+
+def _verdict(low: float, high: float, boundary: float) -> str:
+    return {"above": SUPPORTED, "below": NOT_SUPPORTED, "spans": INCONCLUSIVE}[
+        side_of(low, high, boundary)
+    ]
 
 
 def stratified_auc(depth: np.ndarray, right: np.ndarray, score: np.ndarray) -> float:
