@@ -87,3 +87,13 @@ def test_the_study_resumes_and_reads_back(tmp_path: Path, monkeypatch) -> None:
     rows_table = study.comparison_table(again)
     assert len(rows_table) == 2 and all(len(r) == len(study.TABLE_HEADER) for r in rows_table)
     assert all(cell != "-" for r in rows_table for cell in r[:4])
+
+
+def test_bad_checkpoints_option_is_one_line(run_cli, tmp_path: Path) -> None:
+    for value in ("huge", str(tmp_path)):  # not a scale; a folder without study.json
+        code, _, err = run_cli(
+            "reproduce", "--quick", "--checkpoints", value, "--out", tmp_path / "o"
+        )
+        assert code == 2 and "Traceback" not in err
+        assert len(err.strip().splitlines()) == 1 and f"--checkpoints {value}" in err
+    assert not (tmp_path / "o").exists()  # refused before anything was written
