@@ -115,3 +115,24 @@ def test_truncation_guard_refuses_before_any_compute(
         "--pairs", "40", "--key-chars", "2", "--out", tmp_path / "g",
     )  # fmt: skip
     assert code == 2 and "but the model takes at most 128" in err
+
+
+@pytest.mark.parametrize("template", ["off", "on"])
+def test_context_tokens_cut_the_encoded_prompt_at_the_records(
+    chat_model_dir: Path, template: str
+) -> None:
+    """The records' token span in the ids encode() gives: decoding those ids gives back
+    the records' text (up to a token at each edge), with or without the chat template
+    around them (the span calibrate replaces by filler)."""
+    tok = load_tokenizer(str(chat_model_dir))
+    fmt = prompt_format(template, tok)
+    ex = kv_example(seed=2, index=0, pairs=4, gold_index=1, key_chars=6)
+    ids = encode([ex], tok, fmt).prompts[0]
+    start, end = fmt.context_tokens(ex, tok)
+    records = ex.prompt[ex.spans[0][0] : ex.spans[-1][1]]
+    # exact up to one token at each edge (a BPE merge across it: '{"' is one token here)
+    assert records in tok.decode(ids[max(start - 1, 0) : end + 1])
+    assert tok.decode(ids[start + 1 : end - 1]) in records
+    assert ex.records[0][0] not in tok.decode(ids[: start - 1])  # no record before it
+    if template == "on":
+        assert start > len(tok.encode(ex.prompt[: ex.spans[0][0]], special=True))  # the turn

@@ -159,3 +159,49 @@ def test_the_calibrated_eager_path_is_the_model_when_no_layer_is_calibrated() ->
         changed = _logits(model, ids)  # prior = own attention: w/p = 1, uniform on context
     assert (changed[:, 5:] - plain[:, 5:]).abs().max() > 1e-6
     torch.testing.assert_close(changed[:, :5], plain[:, :5], rtol=1e-5, atol=1e-5)
+
+
+def _runs(outcomes: list[list[int]], seed: int = 0) -> dict[str, object]:
+    """A per-seed inference record holding per-example outcomes (items x positions)."""
+    positions = [0, 1, 2, 3, 4]
+    items = [i for _ in positions for i in range(len(outcomes))]
+    where = [p for p in positions for _ in outcomes]
+    right = [bool(outcomes[i][p]) for p in positions for i in range(len(outcomes))]
+    acc = [sum(o[p] for o in outcomes) / len(outcomes) for p in positions]
+    return {
+        "seed": seed,
+        "positions": positions,
+        "n": [len(outcomes)] * 5,
+        "accuracy": acc,
+        "mean_accuracy": sum(acc) / 5,
+        "gap": max(acc) - min(acc),
+        "primacy": acc[0] - acc[2],
+        "recency": acc[4] - acc[2],
+        "items": items,
+        "example_positions": where,
+        "correct": right,
+    }
+
+
+def test_inference_remedies_on_one_seed_are_judged_paired_by_example() -> None:
+    """A pretrained model scores one seed's examples: pairing by seed would leave every
+    interval infinite (one seed), pairing by item decides. Constructed outcomes: a remedy
+    that fixes the middle of every item works; one that changes nothing does not work;
+    one that fixes as many items as it breaks, on few items, is inconclusive."""
+    from lostmid.remedies.registry import get_remedy
+    from lostmid.remedies.summary import summarise_runs
+
+    u_shape = [[1, 0, 0, 0, 1] if i % 3 else [1, 1, 0, 1, 1] for i in range(30)]
+    base = [_runs(u_shape)]
+    fixed = [_runs([[1, 1, 1, 1, 1]] * 30)]
+    remedy = get_remedy("query-aware")
+    works = summarise_runs(remedy, fixed, base)
+    assert works.verdict == "works"
+    assert works.differences is not None and works.differences["gap"].ci_high < 0
+    assert works.differences["mean_accuracy"].n == 30  # items, not seeds
+    same = summarise_runs(remedy, [_runs(u_shape)], base)
+    assert same.verdict == "does not work"
+    half = [[1, 0, 0, 0, 1]] * 3 + [[1, 1, 1, 1, 1]] * 3
+    swapped = half[3:] + half[:3]  # fixes the three items the baseline missed, breaks three
+    unsure = summarise_runs(remedy, [_runs(swapped)], [_runs(half)])
+    assert unsure.verdict == "inconclusive"

@@ -100,6 +100,32 @@ class PromptFormat:
             )
         return text[: at + example.query_start], text[at + example.query_start :]
 
+    def context_tokens(self, example: RetrievalExample, tokenizer: Tokenizer) -> tuple[int, int]:
+        """``[start, end)`` token indices of ``example``'s records (its first span's start
+        to its last span's end) in the ids :func:`encode` gives it: the token counts of
+        the rendered text up to those characters (exact for the byte tokenizer; a BPE
+        merge across an edge can move it by one token).
+
+        Raises:
+            UserError: the chat template does not keep the prompt verbatim.
+        """
+        text = self.text(example, tokenizer)
+        at = 0
+        if self.applied:
+            user, _ = self._user(example)
+            at = text.find(user)
+            if at < 0:
+                raise UserError(
+                    "cannot find the prompt verbatim in the chat template's rendering; "
+                    "use --chat-template off"
+                )
+        start, end = at + example.spans[0][0], at + example.spans[-1][1]
+        special = self.add_special_tokens
+        return (
+            len(tokenizer.encode(text[:start], special=special)),
+            len(tokenizer.encode(text[:end], special=special)),
+        )
+
     def record(self, example_text: str, example_ids: list[int]) -> dict[str, Any]:
         return {
             "chat_template": self.requested,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from lostmid.behaviour.prompts import ANSWER_PREFIXES, CHAT_TEMPLATES
 from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 
@@ -105,6 +106,10 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "s_l/(1+s_l) of the untrained model of the first seed.",
     "examples": "Held-out examples per gold position (default: the scale's).",
     "seed": "First seed; seed s of a remedy is seed + s.",
+    "chat_template": "Inference remedies: auto (the model's chat template when it has one) | "
+    "on | off, as lostmid retrieve.",
+    "answer_prefix": "Inference remedies with a chat template: on (the answer prefix starts "
+    "the assistant's turn, where a chat model answers) | off.",
     "law": "How a remedy's gold law meets the training data's: tilt (reweight the data's "
     "law, p ∝ data x remedy) or replace (train on the remedy's law alone).",
 }
@@ -127,6 +132,8 @@ class RemediesConfig:
     examples: int | None = None
     seed: int = 0
     law: str = "tilt"
+    chat_template: str = "auto"
+    answer_prefix: str = "on"
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
@@ -144,6 +151,8 @@ class RemediesConfig:
         if self.alpha is not None and not 0.0 < self.alpha < 1.0:
             raise UserError(f"--alpha must be in (0, 1), got {self.alpha}")
         check_choice("--law", self.law, LAWS)
+        check_choice("--chat-template", self.chat_template, CHAT_TEMPLATES)
+        check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
         kinds = {get_remedy(spec).kind for spec in self.remedies}  # checks every name
         if "inference" in kinds and self.model is None:
             raise UserError(

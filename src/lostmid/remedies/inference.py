@@ -2,14 +2,19 @@
 
 Each seed draws its own Liu et al. key-value examples (UUID keys and values, the gold
 pair at 0, 1/4, 1/2, 3/4 and the last index, ``--examples`` items each, paired across
-positions); the model scores them by teacher forcing (the value's tokens all argmax:
-exact greedy recall of the value) on the plain prompt (the inference group's baseline)
+positions), rendered as ``lostmid retrieve`` renders them (``--chat-template``: a chat
+model's template, with the answer prefix starting the assistant's turn, so teacher
+forcing scores the value where such a model puts it); the model scores them by teacher
+forcing (the value's tokens all argmax: exact greedy recall of the value) on the plain prompt (the inference group's baseline)
 and under each remedy: a prompt transform (``query-aware``), a patch of the model while
 it scores (``ms-poe``: :meth:`~lostmid.remedies.base.Remedy.patch`) or its own scoring
 (``calibrate``: :meth:`~lostmid.remedies.base.Remedy.score`).
 
 Cost: ``extra_forward_passes`` per example on top of the one teacher-forced pass, and
-the wall time of each remedy's scoring, are recorded next to its accuracy.
+the wall time of each remedy's scoring, are recorded next to its accuracy. Each
+example's outcome is recorded too: on a pretrained model the seeds only draw other
+examples, so the summary pairs remedy and baseline by item (the same items under both,
+:func:`lostmid.stats.item_bootstrap`).
 """
 
 from __future__ import annotations
@@ -26,17 +31,6 @@ INFERENCE_PAIRS = 20  # Liu et al. use 75-300; fewer keep a CPU run short (--pai
 FILLER = "x"  # the neutral token of calibrate's prior (not a hex digit: no key or value)
 
 
-def context_tokens(example: Any, tokenizer: Any) -> tuple[int, int]:
-    """``[start, end)`` prompt tokens of the records (0-indexed): the token counts of the
-    prompt up to the first record's start and up to the last record's end (exact for the
-    byte tokenizer; a merge across an edge can move it by one token under BPE)."""
-    start, end = example.spans[0][0], example.spans[-1][1]
-    return (
-        len(tokenizer.encode(example.prompt[:start], special=True)),
-        len(tokenizer.encode(example.prompt[:end], special=True)),
-    )
-
-
 def inference_config(config: RemediesConfig, seed: int) -> dict[str, Any]:
     """What an inference stage depends on (its resumability key)."""
     return {
@@ -46,6 +40,8 @@ def inference_config(config: RemediesConfig, seed: int) -> dict[str, Any]:
         "seed": seed,
         "pairs": config.pairs or INFERENCE_PAIRS,
         "examples": config.examples or config.scale.eval_examples,
+        "chat_template": config.chat_template,
+        "answer_prefix": config.answer_prefix,
     }
 
 
@@ -53,7 +49,8 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
     """Teacher-forced accuracy by gold index of ``config.model`` under ``remedy`` (the
     per-seed record, JSON-ready, with the same keys as a training run's where they apply)."""
     from lostmid.behaviour.example import default_gold_indices
-    from lostmid.behaviour.score import encode_examples, score_positions, summarise_positions
+    from lostmid.behaviour.prompts import encode, prompt_format
+    from lostmid.behaviour.score import score_positions, summarise_positions
     from lostmid.behaviour.tasks import make_examples
     from lostmid.behaviour.tokenizers import tokenizer_for_model
     from lostmid.models import load_model
@@ -74,11 +71,13 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
         query_aware=remedy.query_aware,
         style="liu",
     )
-    prompts, targets = encode_examples(examples, tokenizer)
+    fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
+    encoded = encode(examples, tokenizer, fmt)
+    prompts, targets = encoded.prompts, encoded.targets
     batch = InferenceBatch(
         prompts=prompts,
         targets=targets,
-        regions=[context_tokens(e, tokenizer) for e in examples],
+        regions=[fmt.context_tokens(e, tokenizer) for e in examples],
         filler=tokenizer.encode(FILLER)[0],
         max_length=loaded.max_length,
         vocab_size=loaded.vocab_size,
@@ -98,6 +97,12 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
         "primacy": s.primacy.estimate,
         "recency": s.recency.estimate,
         "mean_logprob": s.mean_logprob,
+        # per example, for the summary's pairing by item (the same items in every arm)
+        "items": [e.item for e in examples],
+        "example_positions": [e.position for e in examples],
+        "correct": [bool(x) for x in scores.argmax],
+        "logprob": [float(x) for x in scores.logprob],
+        "prompt_format": fmt.record(fmt.text(examples[0], tokenizer), prompts[0]),
         "prompt_tokens": float(np.mean([len(p) for p in prompts])),
         "parameters": parameter_count(loaded.model),
         "forward_passes": 1 + remedy.extra_forward_passes,

@@ -38,7 +38,8 @@ __all__ = ["RULE", "VERDICTS", "gap_margin", "halves_gap", "verdict"]
 WORKS, DOES_NOT_WORK, WORSE, INCONCLUSIVE = "works", "does not work", "worse", "inconclusive"
 VERDICTS = (WORKS, DOES_NOT_WORK, WORSE, INCONCLUSIVE)
 RULE = (
-    "with the 95% intervals (paired by seed) of the gap difference and the mean-accuracy "
+    "with the 95% intervals (paired by seed; inference remedies: paired by example, a "
+    "bootstrap over the items both arms scored) of the gap difference and the mean-accuracy "
     "difference to the baseline, and the margin m = half the baseline's mean gap: worse "
     "if the gap interval lies above 0 or the accuracy interval below 0; works if the gap "
     "interval lies below 0; does not work if the gap interval stops short of -m (no "

@@ -15,7 +15,8 @@ from lostmid.remedies.base import Remedy
 from lostmid.remedies.config import RemediesConfig
 from lostmid.remedies.stats import RULE, gap_margin, halves_gap, verdict
 from lostmid.remedies.training import unit_sum
-from lostmid.stats import Interval, paired_difference, seed_interval
+from lostmid.stats import Interval, item_bootstrap, paired_difference, seed_interval
+from lostmid.stats.shape import reference_points
 
 SCHEMA = schema_of("remedies")
 METRICS = ("mean_accuracy", "gap", "primacy", "recency", "log10_peak_to_valley")
@@ -120,6 +121,9 @@ def summarise_runs(
             ]
             if both:
                 differences[key] = paired_difference([a for a, _ in both], [b for _, b in both])
+        by_item = item_differences(runs, baseline_runs)
+        if by_item is not None:  # inference: paired by example, not by seed
+            differences |= by_item
         if "gap" in differences and "mean_accuracy" in differences:
             base_gap = seed_interval(values(baseline_runs, "gap"))
             margin = gap_margin(base_gap)
@@ -152,6 +156,57 @@ def summarise_runs(
         measured_init_log10_peak_to_valley=seed_interval(init) if init else None,
         seconds=float(sum(r.get("wall_seconds", 0.0) for r in runs)),
     )
+
+
+def outcome_matrix(runs: list[dict[str, Any]]) -> tuple[list[tuple[int, Any]], np.ndarray]:
+    """(units, outcomes): one row per (seed, item) of per-example inference records, one
+    column per gold position (sorted), 1.0 where the example was right."""
+    positions = sorted(runs[0]["positions"])
+    column = {p: j for j, p in enumerate(positions)}
+    rows: dict[tuple[int, Any], np.ndarray] = {}
+    for run in runs:
+        for item, position, right in zip(
+            run["items"], run["example_positions"], run["correct"], strict=True
+        ):
+            row = rows.setdefault((int(run["seed"]), item), np.full(len(positions), np.nan))
+            row[column[position]] = float(right)
+    units = sorted(rows, key=str)
+    return units, np.array([rows[u] for u in units])
+
+
+def _statistics(positions: int) -> dict[str, Any]:
+    """The metrics of an (items, positions) outcome array, defined as
+    :func:`lostmid.behaviour.score.summarise_positions` defines them on the curve of
+    column means (gap: best - worst position; primacy and recency against the middle)."""
+    first, middle, last = reference_points(range(positions))
+    return {
+        "mean_accuracy": lambda a: a.mean(),
+        "gap": lambda a: a.mean(axis=0).max() - a.mean(axis=0).min(),
+        "primacy": lambda a: a[:, first].mean() - a[:, middle].mean(),
+        "recency": lambda a: a[:, last].mean() - a[:, middle].mean(),
+    }
+
+
+def item_differences(
+    runs: list[dict[str, Any]], baseline_runs: list[dict[str, Any]]
+) -> dict[str, Interval] | None:
+    """Remedy - baseline differences paired by example (:func:`~lostmid.stats.item_bootstrap`
+    over the (seed, item) units both arms scored at every position), or None when the
+    records carry no per-example outcomes (training runs, older files)."""
+    if not all("correct" in r for r in [*runs, *baseline_runs]):
+        return None
+    units, remedy = outcome_matrix(runs)
+    base_units, baseline = outcome_matrix(baseline_runs)
+    shared = [u for u in units if u in set(base_units)]
+    a = remedy[[units.index(u) for u in shared]]
+    b = baseline[[base_units.index(u) for u in shared]]
+    complete = ~(np.isnan(a).any(axis=1) | np.isnan(b).any(axis=1))
+    a, b = a[complete], b[complete]
+    if a.shape[0] == 0:
+        return None
+    return {
+        key: item_bootstrap(a, b, statistic) for key, statistic in _statistics(a.shape[1]).items()
+    }
 
 
 def _measured_beside_theory(runs: list[dict[str, Any]]) -> dict[str, Any]:
