@@ -5,8 +5,8 @@ pair at 0, 1/4, 1/2, 3/4 and the last index, ``--examples`` items each, paired a
 positions), rendered as ``lostmid retrieve`` renders them (``--chat-template``: a chat
 model's template, with the answer prefix starting the assistant's turn, so teacher
 forcing scores the value where such a model puts it); the model scores them by teacher
-forcing (the value's tokens all argmax: exact greedy recall of the value) on the plain prompt (the inference group's baseline)
-and under each remedy: a prompt transform (``query-aware``), a patch of the model while
+forcing (the value's tokens all argmax: exact greedy recall of the value) on the plain
+prompt (the inference group's baseline) and under each remedy: a prompt transform (``query-aware``), a patch of the model while
 it scores (``ms-poe``: :meth:`~lostmid.remedies.base.Remedy.patch`) or its own scoring
 (``calibrate``: :meth:`~lostmid.remedies.base.Remedy.score`).
 
