@@ -4,11 +4,12 @@ Each seed draws its own Liu et al. key-value examples (UUID keys and values, the
 pair at 0, 1/4, 1/2, 3/4 and the last index, ``--examples`` items each, paired across
 positions), rendered as ``lostmid retrieve`` renders them (``--chat-template``: a chat
 model's template, with the answer prefix starting the assistant's turn, so teacher
-forcing scores the value where such a model puts it); the model scores them by teacher
+forcing scores the value where such a model puts it). The model scores them by teacher
 forcing (the value's tokens all argmax: exact greedy recall of the value) on the plain
-prompt (the inference group's baseline) and under each remedy: a prompt transform (``query-aware``), a patch of the model while
-it scores (``ms-poe``: :meth:`~lostmid.remedies.base.Remedy.patch`) or its own scoring
-(``calibrate``: :meth:`~lostmid.remedies.base.Remedy.score`).
+prompt (the inference group's baseline) and under each remedy: a prompt transform
+(``query-aware``), a patch of the model while it scores (``ms-poe``:
+:meth:`~lostmid.remedies.base.Remedy.patch`) or its own scoring (``calibrate``:
+:meth:`~lostmid.remedies.base.Remedy.score`).
 
 Cost: ``extra_forward_passes`` per example on top of the one teacher-forced pass, and
 the wall time of each remedy's scoring, are recorded next to its accuracy. Each
