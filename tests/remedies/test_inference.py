@@ -205,3 +205,29 @@ def test_inference_remedies_on_one_seed_are_judged_paired_by_example() -> None:
     swapped = half[3:] + half[:3]  # fixes the three items the baseline missed, breaks three
     unsure = summarise_runs(remedy, [_runs(swapped)], [_runs(half)])
     assert unsure.verdict == "inconclusive"
+
+
+def test_ms_poe_on_gemma3_rescales_each_layer_types_own_rope_table() -> None:
+    """Gemma 3 keeps two RoPE tables (sliding base 1e4, global base 1e6) and no
+    ``inv_freq``: each layer's rotation is rebuilt from its own table, so a uniform ratio
+    equals a copy with both tables divided, and ratio 1 is the model itself."""
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import ms_poe, rotary_tables
+
+    model = load_model("tiny-gemma3", seed=0).model
+    rotary = model.model.rotary_emb
+    assert len(rotary_tables(rotary)) == 2
+    kv = model.config.num_key_value_heads
+    ids = torch.tensor([[5, 17, 3, 250, 9, 9, 41, 77, 2, 130, 8, 21]])
+    plain = _logits(model, ids)
+    with ms_poe(model, ratios=[1.0] * kv):
+        same = _logits(model, ids)
+    torch.testing.assert_close(same, plain, rtol=1e-5, atol=1e-5)
+    reference = copy.deepcopy(model)
+    for name, buffer in reference.model.rotary_emb.named_buffers(recurse=False):
+        if name.endswith("_inv_freq") and "original" not in name:
+            buffer.div_(1.5)
+    with ms_poe(model, ratios=[1.5] * kv):
+        scaled = _logits(model, ids)
+    torch.testing.assert_close(scaled, _logits(reference, ids), rtol=1e-5, atol=1e-5)
+    assert (scaled - plain).abs().max() > 1e-4

@@ -72,6 +72,41 @@ def rotate_per_head(
     return (x * cos.to(x.dtype)) + (rotated * sin.to(x.dtype))
 
 
+def rotary_tables(rotary: nn.Module) -> list[tuple[torch.Tensor, float]]:
+    """(inv_freq, attention scaling) of each RoPE table of a decoder's rotary module: one
+    (``inv_freq``) in most families, one per layer type in Gemma 3 (``sliding_attention_
+    inv_freq`` with base 1e4 and ``full_attention_inv_freq`` with base 1e6)."""
+    buffers = dict(rotary.named_buffers(recurse=False))
+    if "inv_freq" in buffers:
+        return [(buffers["inv_freq"], float(getattr(rotary, "attention_scaling", 1.0)))]
+    tables = []
+    for name, buffer in buffers.items():
+        if name.endswith("_inv_freq") and not name.endswith("original_inv_freq"):
+            kind = name[: -len("_inv_freq")]
+            tables.append((buffer, float(getattr(rotary, f"{kind}_attention_scaling", 1.0))))
+    if not tables:
+        raise UserError("ms-poe cannot find the model's rotary frequencies (no inv_freq buffer)")
+    return tables
+
+
+def _table_of(
+    cos: torch.Tensor, positions: torch.Tensor, tables: list[tuple[torch.Tensor, float]]
+) -> tuple[torch.Tensor, float]:
+    """The table that made ``cos`` (B, T, D) at ``positions``: the one whose cosines at
+    the last position match (a layer's table is not passed to the rotation function)."""
+    if len(tables) == 1:
+        return tables[0]
+    last = positions[0, -1].float()
+
+    def error(table: tuple[torch.Tensor, float]) -> float:
+        inv_freq, scaling = table
+        half = inv_freq.shape[0]
+        expected = torch.cos(last * inv_freq.float().to(cos.device)) * scaling
+        return float((cos[0, -1, :half].float() - expected).abs().max())
+
+    return min(tables, key=error)
+
+
 @contextmanager
 def ms_poe(
     model: PreTrainedModel, ratios: Sequence[float] | None = None
@@ -115,12 +150,14 @@ def ms_poe(
             )
         captured["positions"] = position_ids
 
+    tables = rotary_tables(rotary)
+
     def patched(
         q: torch.Tensor, k: torch.Tensor, cos: Any, sin: Any, unsqueeze_dim: int = 1
     ) -> Any:
         positions = captured["positions"]
-        inv_freq = rotary.get_buffer("inv_freq").to(q.device)
-        scaling = float(getattr(rotary, "attention_scaling", 1.0))
+        inv_freq, scaling = _table_of(cos, positions, tables)
+        inv_freq = inv_freq.to(q.device)
         return (
             rotate_per_head(q, positions, r_q.to(q.device), inv_freq, scaling),
             rotate_per_head(k, positions, r_kv.to(k.device), inv_freq, scaling),
