@@ -15,6 +15,7 @@ import pytest
 from lostmid.behaviour.grid import grid_examples
 from lostmid.behaviour.needles import NEEDLE, needles_example
 from lostmid.behaviour.registry import DEPTH_TASKS, task_names
+from lostmid.behaviour.retrieve_config import RetrieveConfig
 from lostmid.errors import UserError
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -157,3 +158,28 @@ def test_a_multikey_run_exports_ruler_records_that_read_back(
     assert [c["mean_logprob"] for c in b["cells"]] == pytest.approx(
         [c["mean_logprob"] for c in a["cells"]], rel=1e-5
     )
+
+
+def test_query_aware_needles_ask_before_and_after_and_keep_the_haystack_as_context() -> None:
+    """--query-aware on a needle variant: the question also heads the haystack, the
+    needles and the answer do not move within the haystack, and the context span is the
+    whole haystack (what calibrate's prior replaces), needles inside it."""
+    plain = needles_example(
+        seed=3, index=1, depth=50, length=800, variant="niah-multikey", distractors=2
+    )
+    aware = needles_example(
+        seed=3, index=1, depth=50, length=800, variant="niah-multikey", distractors=2,
+        query_aware=True,
+    )  # fmt: skip
+    question = f"What are all the special magic numbers for {aware.key} mentioned"
+    assert plain.prompt.count(question) == 1 and aware.prompt.count(question) == 2
+    a0, a1 = aware.context_span
+    p0, p1 = plain.context_span
+    assert aware.prompt.index(question) < a0 < aware.spans[0][0] < aware.spans[-1][1] <= a1
+    assert p0 < plain.spans[0][0] and plain.spans[-1][1] <= p1
+    assert plain.prompt[p1:] == aware.prompt[a1:]  # the same question and answer prefix
+    assert question not in aware.prompt[a0:a1]
+    assert aware.value == plain.value and aware.target == plain.target
+    with pytest.raises(UserError, match="--query-aware applies to --task kv"):
+        RetrieveConfig(model="tiny-qwen2", task="niah", query_aware=True)
+    assert RetrieveConfig(model="tiny-qwen2", task="niah-multikey", query_aware=True).query_aware

@@ -231,3 +231,51 @@ def test_ms_poe_on_gemma3_rescales_each_layer_types_own_rope_table() -> None:
         scaled = _logits(model, ids)
     torch.testing.assert_close(scaled, _logits(reference, ids), rtol=1e-5, atol=1e-5)
     assert (scaled - plain).abs().max() > 1e-4
+
+
+def test_inference_remedies_on_a_needle_task_with_a_chat_template(
+    tmp_path: Path, chat_model_dir: Path
+) -> None:
+    """A needle variant through a chat template: the examples are retrieve's (same
+    prompts), the answer prefix starts the assistant's turn, query-aware asks before the
+    haystack too (within the same --length: less haystack), and every arm scores the same
+    items at every depth (the pairing the summary's bootstrap needs)."""
+    from lostmid.behaviour.prompts import encode, prompt_format
+    from lostmid.behaviour.run import retrieval_examples
+    from lostmid.behaviour.tokenizers import load_tokenizer
+    from lostmid.remedies.inference import retrieve_config
+    from lostmid.remedies.registry import get_remedy
+
+    config = RemediesConfig(
+        remedies=("query-aware", "calibrate"),
+        model=str(chat_model_dir),
+        task="niah-multikey",
+        length=600,
+        distractors=1,
+        examples=2,
+        seeds=1,
+    )
+    result = run_remedies(config, out=tmp_path)
+    stages = tmp_path / "stages"
+    plain = json.loads((stages / "inference-baseline-seed0.json").read_text())["result"]
+    aware = json.loads((stages / "inference-query-aware-seed0.json").read_text())["result"]
+    assert plain["positions"] == [0, 25, 50, 75, 100]
+    assert (
+        plain["items"] == aware["items"]
+        and plain["example_positions"] == aware["example_positions"]
+    )
+    fmt = plain["prompt_format"]
+    assert fmt["applied"] and fmt["prefix_in_answer"]
+    assert "<|assistant|>The special magic number for " in fmt["rendered_example"]
+    tok = load_tokenizer(str(chat_model_dir))
+    chat = prompt_format("auto", tok)
+    examples, _ = retrieval_examples(retrieve_config(config, get_remedy("baseline"), 0), tok, chat)
+    ids = encode(examples, tok, chat).prompts
+    assert plain["prompt_tokens"] == pytest.approx(sum(map(len, ids)) / len(ids))
+    question = "What are all the special magic numbers for"
+    assert plain["prompt_format"]["rendered_example"].count(question) == 1
+    assert aware["prompt_format"]["rendered_example"].count(question) == 2
+    assert aware["prompt_tokens"] <= 600 and plain["prompt_tokens"] <= 600  # equal budgets
+    calibrate = result.by_name("calibrate", "inference")
+    assert calibrate.differences is not None
+    assert calibrate.differences["mean_accuracy"].n == 2  # items, paired

@@ -74,6 +74,8 @@ class RetrievalExample:
         depth_pct: the gold position as a percentage of the records (kv, mqar, qa: the
             grid fraction, or 100 * gold_index / (pairs - 1)) or the needle depth (niah,
             ruler, longbench: exact, before snapping to a cell): the heatmap's row.
+        context: ``[start, end)`` characters of the whole context when it is more than
+            the records' spans (needles: the haystack), else None (:attr:`context_span`).
         item: which item (seeded example or data record) this is; examples with the same
             item are the same records or haystack at different positions.
         source: the record of a ``--data`` file this example came from (gold moved),
@@ -100,6 +102,16 @@ class RetrievalExample:
     depth_pct: float | None = None
     item: int = 0
     source: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    context: tuple[int, int] | None = None
+
+    @property
+    def context_span(self) -> tuple[int, int]:
+        """``[start, end)`` characters of the context the question is about: ``context``
+        when the task states it (needles: the whole haystack), else from the first
+        record's start to the last record's end."""
+        if self.context is not None:
+            return self.context
+        return self.spans[0][0], self.spans[-1][1]
 
     @property
     def position(self) -> int:

@@ -159,10 +159,13 @@ def needles_example(
     needle_type: str = "numbers",
     count_tokens: TokenCounter = byte_count,
     haystack: str = "repeat",
+    query_aware: bool = False,
 ) -> RetrievalExample:
     """Example ``index`` of a RULER needle ``variant`` with its asked needles at ``depth``
     % of about ``length`` tokens (module doc). ``distractors``: needles with other keys
     (any variant); ``values_per_key``: multi-value's needles; ``queries``: multi-query's.
+    ``query_aware``: the question also before the haystack (Liu et al.'s query-aware
+    contextualisation, as ``--query-aware`` does for kv).
 
     >>> ex = needles_example(seed=0, index=1, depth=0, length=700, variant="niah-multiquery",
     ...                      queries=2)
@@ -183,6 +186,8 @@ def needles_example(
     gold_keys = list(dict.fromkeys(k for k, _ in gold))
     query = _query(gold_keys)
     head = HEAD.format(kind=needle_type)
+    if query_aware:
+        head += QUESTION.format(kind=needle_type, query=query).lstrip("\n") + "\n"
     prefix = ANSWER_PREFIX.format(
         kind=needle_type if len(gold) > 1 else singular,
         query=query,
@@ -222,6 +227,7 @@ def needles_example(
         answer_prefix=prefix,
         depth_pct=float(depth),
         item=index,
+        context=(len(head), len(prompt) - len(tail)),
     )
 
 
@@ -241,6 +247,7 @@ def _variant(name: str) -> Any:
             needle_type=options.needle_type,
             count_tokens=count,
             haystack=options.haystack,
+            query_aware=getattr(options, "query_aware", False),
         )
 
     return generate

@@ -101,9 +101,10 @@ class PromptFormat:
         return text[: at + example.query_start], text[at + example.query_start :]
 
     def context_tokens(self, example: RetrievalExample, tokenizer: Tokenizer) -> tuple[int, int]:
-        """``[start, end)`` token indices of ``example``'s records (its first span's start
-        to its last span's end) in the ids :func:`encode` gives it: the token counts of
-        the rendered text up to those characters (exact for the byte tokenizer; a BPE
+        """``[start, end)`` token indices of ``example``'s context
+        (:attr:`~lostmid.behaviour.example.RetrievalExample.context_span`) in the ids
+        :func:`encode` gives it: the token counts of the rendered text up to those
+        characters (exact for the byte tokenizer; a BPE
         merge across an edge can move it by one token).
 
         Raises:
@@ -119,7 +120,8 @@ class PromptFormat:
                     "cannot find the prompt verbatim in the chat template's rendering; "
                     "use --chat-template off"
                 )
-        start, end = at + example.spans[0][0], at + example.spans[-1][1]
+        first, last = example.context_span
+        start, end = at + first, at + last
         special = self.add_special_tokens
         return (
             len(tokenizer.encode(text[:start], special=special)),

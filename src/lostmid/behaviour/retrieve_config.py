@@ -43,7 +43,7 @@ HELP: dict[str, str] = {
     "(niah fills the haystack, kv the pairs that fit, mqar (L-1)/2 pairs); heatmap.png.",
     "key_chars": f"Key/value characters ({UUID_CHARS}: a UUID4).",
     "style": "kv prompt: liu (Liu et al.) | compact {kv,kv,..}k",
-    "query_aware": "Also put the key (QA: the question) before the data.",
+    "query_aware": "Also put the key (QA, niah-*: the question) before the data.",
     "haystack": "needle tasks' filler: repeat | varied",
     "distractors": "niah-*: needles with other keys besides the asked ones (default: 3 for "
     "niah-multikey, RULER's; 0 for the others).",
@@ -241,8 +241,12 @@ class RetrieveConfig:
                 )
             if self.gold_index is not None and self.lengths is None:
                 check_gold_indices(self.gold_index, self.pairs)
-        if self.query_aware and (self.task != "kv" or self.style != "liu"):
-            raise UserError("--query-aware applies to --task kv with --style liu")
+        needles = self.task.startswith("niah-")
+        if self.query_aware and not needles and (self.task != "kv" or self.style != "liu"):
+            raise UserError(
+                "--query-aware applies to --task kv with --style liu and to the niah-* "
+                "needle variants"
+            )
         if self.task == "mqar" and (self.vocab % 2 or self.vocab < 2 * self.pairs):
             raise UserError(
                 f"--vocab must be even with at least 2 * pairs = {2 * self.pairs} ids, "

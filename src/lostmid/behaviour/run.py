@@ -243,7 +243,7 @@ def run_retrieve(
         if console is not None:
             console.print(calibration.outcome, highlight=False)
     with timer("examples"):
-        examples, data = _examples(config, tokenizer, fmt)
+        examples, data = retrieval_examples(config, tokenizer, fmt)
         encoded = encode(examples, tokenizer, fmt, shared=shared)
     rule = resolve_rule(config.scoring, examples[0].task)
     answer_tokens = max(len(t) for t in encoded.targets)
@@ -338,9 +338,12 @@ def run_retrieve(
 # -- examples -----------------------------------------------------------------------------
 
 
-def _examples(
+def retrieval_examples(
     config: RetrieveConfig, tokenizer: Tokenizer | None, fmt: PromptFormat, first_item: int = 0
 ) -> tuple[list[RetrievalExample], dict[str, Any] | None]:
+    """The examples ``config`` asks for (its task's grid, or its ``--data`` file), lengths
+    counted in ``tokenizer``'s tokens as ``fmt`` renders them; and the data file's record
+    (None for generated examples)."""
     if config.data is not None:
         from lostmid.behaviour.data import data_examples
 
@@ -426,7 +429,7 @@ def calibrate_run(
             middle = positions[reference_points(positions)[1]]
             where = "depth" if depth_task(config.task) is not None else "gold_index"
             at = at.with_changes(**{where: (middle,), "positions": None})
-            examples, _ = _examples(at, tokenizer, fmt, first_item=PILOT_FIRST_ITEM)
+            examples, _ = retrieval_examples(at, tokenizer, fmt, first_item=PILOT_FIRST_ITEM)
             encoded = encode(examples, tokenizer, fmt)
             new_tokens = max(len(t) for t in encoded.targets) + at.extra_tokens
             _guard_lengths(

@@ -35,6 +35,7 @@ TRAINING_DEFAULT = (
     "channels",
 )
 LAWS = ("tilt", "replace")
+INFERENCE_TASKS = ("kv", "niah-multikey", "niah-multivalue", "niah-multiquery")
 PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
 
 
@@ -106,6 +107,11 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "s_l/(1+s_l) of the untrained model of the first seed.",
     "examples": "Held-out examples per gold position (default: the scale's).",
     "seed": "First seed; seed s of a remedy is seed + s.",
+    "task": "Inference remedies: the retrieval task, kv (Liu et al.'s) or a RULER needle "
+    "variant (niah-multikey | niah-multivalue | niah-multiquery), as lostmid retrieve.",
+    "length": "Inference remedies on a needle task: prompt length in tokens (default 1024).",
+    "distractors": "Inference remedies on a needle task: needles with other keys (default "
+    "RULER's: 3 for niah-multikey).",
     "chat_template": "Inference remedies: auto (the model's chat template when it has one) | "
     "on | off, as lostmid retrieve.",
     "answer_prefix": "Inference remedies with a chat template: on (the answer prefix starts "
@@ -132,6 +138,9 @@ class RemediesConfig:
     examples: int | None = None
     seed: int = 0
     law: str = "tilt"
+    task: str = "kv"
+    length: int | None = None
+    distractors: int | None = None
     chat_template: str = "auto"
     answer_prefix: str = "on"
 
@@ -151,6 +160,11 @@ class RemediesConfig:
         if self.alpha is not None and not 0.0 < self.alpha < 1.0:
             raise UserError(f"--alpha must be in (0, 1), got {self.alpha}")
         check_choice("--law", self.law, LAWS)
+        check_choice("--task", self.task, INFERENCE_TASKS)
+        if self.length is not None:
+            check_positive("--length", self.length)
+        if self.distractors is not None and self.distractors < 0:
+            raise UserError(f"--distractors must be >= 0, got {self.distractors}")
         check_choice("--chat-template", self.chat_template, CHAT_TEMPLATES)
         check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
         kinds = {get_remedy(spec).kind for spec in self.remedies}  # checks every name

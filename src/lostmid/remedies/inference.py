@@ -29,12 +29,46 @@ from lostmid.remedies.base import InferenceBatch, Remedy
 from lostmid.remedies.config import RemediesConfig
 
 INFERENCE_PAIRS = 20  # Liu et al. use 75-300; fewer keep a CPU run short (--pairs)
+NEEDLE_LENGTH = 1024  # tokens of a needle task's prompt (--length)
 FILLER = "x"  # the neutral token of calibrate's prior (not a hex digit: no key or value)
+
+
+def is_needle_task(task: str) -> bool:
+    """RULER's needle variants (positions are depths, the context a haystack)."""
+    return task.startswith("niah-")
+
+
+def retrieve_config(config: RemediesConfig, remedy: Remedy, seed: int) -> Any:
+    """The :class:`~lostmid.behaviour.retrieve_config.RetrieveConfig` whose examples the
+    inference stage scores: ``lostmid retrieve``'s grid for the task, so a remedy is
+    judged on the very examples a retrieve run of the same options reads."""
+    from lostmid.behaviour.retrieve_config import RetrieveConfig
+
+    assert config.model is not None
+    needles = is_needle_task(config.task)
+    return RetrieveConfig(
+        model=config.model,
+        task=config.task,
+        pairs=config.pairs or INFERENCE_PAIRS,
+        examples=config.examples or config.scale.eval_examples,
+        key_chars=config.key_chars,
+        length=(config.length or NEEDLE_LENGTH) if needles else None,
+        distractors=config.distractors if needles else None,
+        query_aware=remedy.query_aware,
+        tokenizer=config.tokenizer,
+        chat_template=config.chat_template,
+        answer_prefix=config.answer_prefix,
+        seed=seed,
+    )
 
 
 def inference_config(config: RemediesConfig, seed: int) -> dict[str, Any]:
     """What an inference stage depends on (its resumability key)."""
+    needles = is_needle_task(config.task)
     return {
+        "task": config.task,
+        "length": (config.length or NEEDLE_LENGTH) if needles else None,
+        "distractors": config.distractors if needles else None,
         "model": config.model,
         "tokenizer": config.tokenizer,
         "key_chars": config.key_chars,
@@ -49,30 +83,19 @@ def inference_config(config: RemediesConfig, seed: int) -> dict[str, Any]:
 def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str, Any]:
     """Teacher-forced accuracy by gold index of ``config.model`` under ``remedy`` (the
     per-seed record, JSON-ready, with the same keys as a training run's where they apply)."""
-    from lostmid.behaviour.example import default_gold_indices
     from lostmid.behaviour.prompts import encode, prompt_format
+    from lostmid.behaviour.run import retrieval_examples
     from lostmid.behaviour.score import score_positions, summarise_positions
-    from lostmid.behaviour.tasks import make_examples
     from lostmid.behaviour.tokenizers import tokenizer_for_model
     from lostmid.models import load_model
     from lostmid.train.model import parameter_count
 
     assert config.model is not None
-    settings = inference_config(config, seed)
     begin = time.perf_counter()
     tokenizer = tokenizer_for_model(config.model, config.tokenizer)
     loaded = load_model(config.model, init="auto", seed=seed)
-    examples = make_examples(
-        "kv",
-        positions=default_gold_indices(settings["pairs"]),
-        examples=settings["examples"],
-        seed=seed,
-        pairs=settings["pairs"],
-        key_chars=config.key_chars,
-        query_aware=remedy.query_aware,
-        style="liu",
-    )
     fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
+    examples, _ = retrieval_examples(retrieve_config(config, remedy, seed), tokenizer, fmt)
     encoded = encode(examples, tokenizer, fmt)
     prompts, targets = encoded.prompts, encoded.targets
     batch = InferenceBatch(
@@ -85,7 +108,10 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
     )
     scores = remedy.score(loaded.model, batch)
     positions = score_positions(
-        np.array([e.position for e in examples]), scores.argmax, scores.logprob, "index"
+        np.array([e.position for e in examples]),
+        scores.argmax,
+        scores.logprob,
+        "depth" if is_needle_task(config.task) else "index",
     )
     s = summarise_positions(positions, "teacher")
     return {
