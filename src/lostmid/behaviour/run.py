@@ -183,6 +183,18 @@ def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> bool:
     export = config.export
     if export is not None and Path(export).exists() and not (overwrite or same):
         raise UserError(f"{export} already exists; pass --overwrite or choose another file")
+    tasks = config.export_lm_eval
+    if tasks is not None and Path(tasks).exists():
+        if not Path(tasks).is_dir():
+            raise UserError(
+                f"--export-lm-eval {tasks}: a file, not a directory; give a directory for the "
+                "task files (it is created)"
+            )
+        if any(Path(tasks).iterdir()) and not (overwrite or same):
+            raise UserError(
+                f"--export-lm-eval {tasks} already holds files; pass --overwrite to replace "
+                "the tasks there, or choose another directory"
+            )
     return same
 
 
@@ -354,6 +366,7 @@ def _examples(
             query_aware=config.query_aware,
             style=config.style,
             shared=config.design == "shared",
+            task=config.task,
         )
         return found, {"path": str(config.data), "format": fmt_name, "left_out": left_out}
     from lostmid.behaviour.grid import grid_examples
