@@ -180,7 +180,9 @@ def run_training(
     timer = Timer()
     wall = time.perf_counter()
     if size_check and config.device == "cpu":  # before anything in out is replaced
-        check_training_size(config.model, config.batch_size, f"train --preset {config.preset}")
+        check_training_size(
+            config.model, config.batch_size, f"train --preset {config.preset}", config.steps
+        )
     _prepare_out(out, overwrite, resume)
     context = config.model.context
     with timer("corpus"):

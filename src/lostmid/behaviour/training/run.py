@@ -269,6 +269,7 @@ def run_retrieval_training(
             train.model,
             train.batch_size,
             f"train --task {config.task.task} --preset {config.preset}",
+            train.steps,
         )
     if not resume:
         prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite, state=RESUME)
