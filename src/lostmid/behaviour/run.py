@@ -158,16 +158,17 @@ class RetrieveResult:
 
 
 def _progress(console: Any) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
 
-    return Progress(
+    from lostmid.runs.progress import progress
+
+    return progress(
+        "retrieve",
         "[bold]retrieve[/] {task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=console,
-        disable=console is None,
-        transient=True,
     )
 
 
