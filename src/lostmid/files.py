@@ -163,6 +163,29 @@ def _one_line(err: BaseException) -> str:
 # -- reading -----------------------------------------------------------------------------
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object that names one key twice (``json`` would keep the last silently)."""
+
+
+def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for :func:`json.loads`: a dict, or :class:`DuplicateKeyError`
+    when a key comes twice (which of the two a reader keeps is a guess, so none is kept).
+
+    >>> json.loads('{"a": 1, "a": 2}', object_pairs_hook=refuse_duplicate_keys)
+    Traceback (most recent call last):
+    ...
+    lostmid.files.DuplicateKeyError: key 'a' twice in one object
+    """
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(f"key {key!r} twice in one object")
+            seen.add(key)
+    return found
+
+
 def _check_file(path: Path, option: str | None, what: str) -> None:
     name = _named(path, option)
     try:
@@ -213,12 +236,14 @@ def read_json(
     except UnicodeDecodeError:
         raise UserError(f"{name}: not a text file (not UTF-8); pass {what}") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=refuse_duplicate_keys)
     except json.JSONDecodeError as err:
         raise UserError(
             f"{name}: not valid JSON ({err.msg} at line {err.lineno}); it is damaged or not "
             f"{what}: rewrite it, or pass another"
         ) from None
+    except DuplicateKeyError as err:
+        raise UserError(f"{name}: {err} (which one counts is a guess); fix the file") from None
     except RecursionError:
         raise UserError(f"{name}: JSON nested too deeply to read; pass {what}") from None
 
@@ -380,12 +405,43 @@ def check_remote_code(folder: Path, trust_remote_code: bool, option: str = "--mo
         )
 
 
+def check_directory(folder: Path, option: str) -> None:
+    """One line when ``folder`` cannot be listed (``PermissionError``: the user may not
+    read it), instead of a traceback or "no config.json" from the first file looked for."""
+    try:
+        with os.scandir(folder) as entries:
+            next(entries, None)
+    except PermissionError:
+        raise UserError(
+            f"{option} {folder}: cannot be read (permission denied); check its permissions, "
+            "or give a copy you can read"
+        ) from None
+    except OSError:
+        pass  # missing, not a directory: the caller's own check says which
+
+
+def config_errors() -> tuple[type[Exception], ...]:
+    """What transformers raises for a config it rejects: its own checks' ``ValueError``
+    and friends, and huggingface_hub's strict-dataclass validation errors (a
+    ``num_hidden_layers`` that disagrees with ``layer_types``, a field of the wrong
+    type), which derive from ``Exception`` only."""
+    found: list[type[Exception]] = [OSError, ValueError, KeyError, TypeError, AttributeError]
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+
+        found.append(StrictDataclassError)
+    except ImportError:  # an older huggingface_hub: no strict dataclasses
+        pass
+    return tuple(found)
+
+
 def model_config(folder: Path, *, trust_remote_code: bool = False, option: str = "--model") -> Any:
     """The transformers config of a model directory, read without running its code
     (see :func:`check_remote_code`); one line if it cannot be read."""
     from transformers import AutoConfig
 
     folder = Path(folder)
+    check_directory(folder, option)
     config_path = folder / "config.json"
     if not config_path.is_file():
         raise UserError(f"{option} {folder}: no config.json in that directory")
@@ -396,8 +452,11 @@ def model_config(folder: Path, *, trust_remote_code: bool = False, option: str =
             return AutoConfig.from_pretrained(
                 folder, local_files_only=True, trust_remote_code=trust_remote_code
             )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise UserError(f"{option} {folder}: cannot read config.json ({_one_line(err)})") from None
+    except config_errors() as err:
+        raise UserError(
+            f"{option} {folder}: transformers rejects its config.json ({_one_line(err)}); "
+            "fix the config"
+        ) from None
 
 
 def load_weights(
@@ -456,6 +515,7 @@ def load_auto_tokenizer(
     from transformers import AutoTokenizer
 
     if Path(source).is_dir():
+        check_directory(Path(source), what.split(" ")[0])
         check_remote_code(Path(source), trust_remote_code, what.split(" ")[0])
     try:
         with quiet_transformers():

@@ -91,6 +91,49 @@ def json_array(
     return values
 
 
+def json_whole(value: Any, where: str, key: str, low: int = 0) -> int:
+    """A whole number >= ``low`` from a record (``2``, or ``2.0`` as JSON may write
+    it), else one line naming ``where`` and ``key``.
+
+    >>> json_whole(2.0, "a.json", "config.layers", 1)
+    2
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or int(value) != value
+        or value < low
+    ):
+        raise UserError(f"{where}: {key} must be a whole number >= {low}, got {value!r}")
+    return int(value)
+
+
+def json_strings(value: Any, where: str, key: str) -> tuple[str, ...]:
+    """A list of strings from a record (null: none), else one line naming ``where``.
+
+    >>> json_strings(["a"], "a.json", "notes"), json_strings(None, "a.json", "notes")
+    (('a',), ())
+    """
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UserError(f"{where}: {key} must be a list of strings, got {_short(value)}")
+    return tuple(value)
+
+
+def json_text(value: Any, where: str, key: str) -> str | None:
+    """A string (or null) from a record, else one line naming ``where``."""
+    if value is not None and not isinstance(value, str):
+        raise UserError(f"{where}: {key} must be a string, got {_short(value)}")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def json_target(target: Any, length: int, where: str) -> int:
     """A 1-indexed target position (null: the last, ``length``)."""
     if target is not None and (

@@ -193,7 +193,7 @@ def test_unreadable_files_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such file"):
         data_examples(tmp_path / "missing.jsonl")
     (tmp_path / "bad.jsonl").write_text('{"a": 1}\nnot json\n')
-    with pytest.raises(UserError, match="line 2 is not JSON"):
+    with pytest.raises(UserError, match="bad.jsonl line 2: not valid JSON"):
         data_examples(tmp_path / "bad.jsonl")
     (tmp_path / "empty.jsonl").write_text("\n")
     with pytest.raises(UserError, match="no records"):

@@ -41,6 +41,7 @@ CASES = [
     # D: nonsense once accepted
     (["theory", "--length", "1"], ("--length must be at least 2",)),
     (["theory", "--layers", "0"], ("--layers must be at least 1",)),
+    (["compare", "--measured", "m.json", "--bins", "1"], ("--bins must be at least 2, got 1",)),
     # E: click's box as one line
     (["theory", "--lenght", "3"], ("No such option: --lenght", "lostmid theory --help")),
     (["measure", "--length", "abc"], ("--length", "valid integer")),
@@ -55,6 +56,17 @@ def test_one_line_before_anything_runs(
     code, out, err = run_cli(*argv, "--out", tmp_path / "out")
     assert_one_line(code, out, err, *words)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.json"))
+
+
+def test_an_empty_out_is_refused_not_the_current_directory(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--out ""`` (an unset shell variable) once wrote theory.json into the current
+    directory."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("theory", "--length", "8", "--out", "")
+    assert_one_line(code, out, err, "--out", "an empty path")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_option_without_its_value_is_one_line(run_cli: RunCli) -> None:

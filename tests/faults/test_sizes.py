@@ -27,6 +27,35 @@ CASES = [
         ["sweep", "--task", "theory", "--lengths", "8,16", "--max-units", "1"],
         ("plans 2 units (2 length)", "raise --max-units"),
     ),
+    # issue 28, class C: every multiplier (examples, steps, layers, seeds)
+    (
+        ["retrieve", "--model", "tiny-qwen2", "--examples", "1000000000"],
+        ("retrieve --examples 1,000,000,000 (5,000,000,000 examples", "TiB", "--no-size-check"),
+    ),
+    (
+        ["train", "--preset", "micro", "--steps", "100000000000"],
+        ("train --preset micro --steps 100,000,000,000 would take about", "--no-size-check"),
+    ),
+    (
+        ["train", "--task", "kv", "--steps", "100000000000"],
+        ("train --task kv", "would take about", "--no-size-check"),
+    ),
+    (
+        ["ablate", "--model", "tiny-gpt2", "--layers", "10000000"],
+        ("ablate --model tiny-gpt2 (10,000,000 layers", "GiB of memory", "--no-size-check"),
+    ),
+    (
+        ["ablate", "--model", "tiny-gpt2", "--layers", "1000", "--seeds", "50000"],
+        ("--seeds 50,000 x 6 rungs would take about", "days", "--no-size-check"),
+    ),
+    (
+        ["remedies", "--seeds", "90000"],
+        ("remedies --seeds 90,000", "would take about", "--no-size-check"),
+    ),
+    (
+        ["remedies", "--steps", "100000000"],
+        ("--steps 100,000,000 would take about", "--no-size-check"),
+    ),
 ]
 
 

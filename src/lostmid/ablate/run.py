@@ -69,7 +69,7 @@ from lostmid.errors import UserError
 from lostmid.influence.passes import NonFiniteError
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import run_metadata, write_json
-from lostmid.runs.budget import check_budget
+from lostmid.runs.budget import STAGE_FLOOR_S, check_budget, check_work, pass_seconds
 from lostmid.runs.claim import claim_out
 from lostmid.runs.lock import holds_out
 from lostmid.runs.store import StageStore
@@ -78,28 +78,62 @@ FILES = ["ablation.json", "ablation.png"]
 
 
 @holds_out("ablate")
+def check_ablate_size(config: AblationConfig) -> None:
+    """Refuse, before any model is built, a ladder that cannot fit this machine or would
+    take over a day: the model's weights at ``--layers`` (parameters from its config)
+    and every (rung, seed) build and measurement, each ``samples x probes`` backward
+    passes at the floor of :func:`lostmid.runs.budget.pass_seconds`."""
+    from lostmid.models.budget import dtype_bytes, parameter_count, shape_of
+    from lostmid.models.load import resolve_config
+
+    overrides: dict[str, Any] = {}
+    if config.layers is not None:
+        overrides["num_hidden_layers"] = config.layers
+    if config.vocab_size is not None:
+        overrides["vocab_size"] = config.vocab_size
+    hf = resolve_config(
+        config.model,
+        trust_remote_code=config.trust_remote_code,
+        config_overrides=overrides or None,
+    )
+    parameters = parameter_count(hf)
+    layers = shape_of(hf)["layers"]
+    models = config.seeds * len(config.rungs)
+    each = pass_seconds(layers=layers, parameters=parameters, tokens=config.length)
+    check_work(
+        f"ablate --model {config.model} ({layers:,} layers, {parameters:,} parameters) "
+        f"--seeds {config.seeds:,} x {len(config.rungs)} rungs",
+        passes=models,  # one stage each: built, then samples x probes backward passes
+        seconds_each=STAGE_FLOOR_S + (config.samples * config.probes + 1) * each,
+        need_bytes=parameters * dtype_bytes(config.dtype) + 200e6,
+    )
+
+
 def run_ablate(
     config: AblationConfig,
     *,
     out: Path,
     overwrite: bool = False,
     console: Console | None = None,
+    size_check: bool = True,
 ) -> AblationResult:
     """Measure (or resume) every rung at every seed, score, write ablation.json and .png.
 
     A (rung, seed) measurement already saved under ``out/stages`` with the same
-    configuration is reused unless ``overwrite``.
+    configuration is reused unless ``overwrite``. ``size_check``: refuse a ladder too
+    big for this machine first (:func:`check_ablate_size`); off for ``--no-size-check``.
     """
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a directory")
     # Fail in seconds on a request too big (the token ids and profiles of every sample)
     # and on a bad model or length, before any stage.
-    check_budget(
-        f"ablate --samples {config.samples} --length {config.length}",
-        need_bytes=16.0 * config.samples * config.length + 200e6,
-        override=None,
-    )
+    if size_check:
+        check_budget(
+            f"ablate --samples {config.samples} --length {config.length}",
+            need_bytes=16.0 * config.samples * config.length + 200e6,
+        )
+        check_ablate_size(config)
     build_rung(config, config.rungs[0], config.seed)
     claim_out(out, "ablate", config.record(), overwrite=overwrite, result=FILES[0])
     store = StageStore(out, fresh=overwrite)

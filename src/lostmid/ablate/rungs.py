@@ -108,6 +108,7 @@ def build_rung(
         attn_implementation=attention_for(config.length),
         device_map=config.device_map,
         trust_remote_code=config.trust_remote_code,
+        size_check=False,  # run_ablate checked weights and time for every rung and seed
     )
     loaded.check_length(config.length)
     switched = not (spec.positions and spec.logits and spec.mlp) or spec.scaled_embeddings

@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+import zlib
 from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from dataclasses import replace
@@ -62,6 +64,7 @@ from lostmid.behaviour.example import (
 )
 from lostmid.behaviour.kv import kv_query
 from lostmid.errors import UserError
+from lostmid.files import DuplicateKeyError, read_bytes, refuse_duplicate_keys
 
 FORMATS = ("liu-kv", "liu-qa", "ruler", "longbench")
 QA_PROMPT = (
@@ -85,37 +88,49 @@ LONGBENCH_PROMPT = (
 # -- reading ------------------------------------------------------------------------------
 
 
+def _loads(text: str, where: str) -> Any:
+    """One JSON document; malformed, nested too deeply or with a key twice in one object
+    is one line naming ``where`` (``--data FILE line 3``)."""
+    try:
+        return json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+    except json.JSONDecodeError as err:
+        raise UserError(f"{where}: not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise UserError(f"{where}: JSON nested too deeply to read") from None
+    except DuplicateKeyError as err:
+        raise UserError(f"{where}: {err} (which one counts is a guess); fix the file") from None
+
+
 def read_records(path: Path) -> list[dict[str, Any]]:
     """The records of a ``.jsonl``, ``.jsonl.gz`` or ``.json`` (a list) file.
 
     Raises:
-        UserError: a missing file, a line that is not a JSON object, an empty file.
+        UserError: a missing or unreadable file, a truncated ``.gz``, a line that is not
+            a JSON object (malformed, nested too deeply, a key twice), an empty file.
     """
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"--data {path}: no such file")
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"--data {path}: cannot read it ({err})") from None
-    if path.name.endswith(".json"):
+    data = read_bytes(path, option="--data", what="a .jsonl, .jsonl.gz or .json file of records")
+    if path.name.endswith(".gz"):
         try:
-            records = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise UserError(f"--data {path}: not valid JSON ({err.msg})") from None
+            data = gzip.decompress(data)
+        except (EOFError, OSError, zlib.error) as err:
+            raise UserError(
+                f"--data {path}: not a whole gzip file ({' '.join(str(err).split())[:120]}); "
+                "it is truncated or damaged: download or export it again"
+            ) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"--data {path}: not a text file (not UTF-8)") from None
+    if path.name.endswith(".json"):
+        records = _loads(text, f"--data {path}")
         if not isinstance(records, list):
             raise UserError(f"--data {path}: a .json file must hold a list of records")
     else:
         records = []
         for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise UserError(f"--data {path}: line {number} is not JSON ({err.msg})") from None
+            if line.strip():
+                records.append(_loads(line, f"--data {path} line {number}"))
     if not records:
         raise UserError(f"--data {path}: no records")
     for number, record in enumerate(records, start=1):
@@ -148,32 +163,64 @@ def detect_format(record: Mapping[str, Any]) -> str:
     )
 
 
-def _need(record: Mapping[str, Any], number: int, fmt: str, keys: Sequence[str]) -> None:
+def _need(record: Mapping[str, Any], where: str, fmt: str, keys: Sequence[str]) -> None:
     missing = [k for k in keys if k not in record]
     if missing:
-        raise UserError(f"--data record {number} ({fmt}) lacks {', '.join(missing)}")
+        raise UserError(f"{where} ({fmt}) lacks {', '.join(missing)}")
 
 
-def _strings(value: Any, what: str, number: int) -> tuple[str, ...]:
+def _strings(value: Any, what: str, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise UserError(f"--data record {number}: {what} must be a non-empty list of strings")
+        raise UserError(f"{where}: {what} must be a non-empty list of strings")
     return tuple(value)
 
 
-def _kv_pairs(record: Mapping[str, Any], number: int) -> list[tuple[str, str]]:
+def _kv_pairs(record: Mapping[str, Any], where: str) -> list[tuple[str, str]]:
     rows = record["ordered_kv_records"]
     if not isinstance(rows, list) or len(rows) < 2:
-        raise UserError(f"--data record {number}: ordered_kv_records needs at least 2 pairs")
+        raise UserError(f"{where}: ordered_kv_records needs at least 2 pairs")
     pairs = []
     for row in rows:
         if not (isinstance(row, list | tuple) and len(row) == 2):
-            raise UserError(f"--data record {number}: each kv record is a [key, value] pair")
+            raise UserError(f"{where}: each kv record is a [key, value] pair")
         pairs.append((str(row[0]), str(row[1])))
     if len({k for k, _ in pairs}) != len(pairs):
-        raise UserError(f"--data record {number}: ordered_kv_records has duplicate keys")
+        raise UserError(f"{where}: ordered_kv_records has duplicate keys")
     return pairs
+
+
+def _documents(record: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    """A QA record's ``ctxs``: a list of documents (objects), or one line."""
+    docs = record["ctxs"]
+    if not isinstance(docs, list) or not docs or not all(isinstance(d, dict) for d in docs):
+        got = type(docs).__name__ if not isinstance(docs, list) else "a list with non-objects"
+        raise UserError(
+            f"{where}: ctxs must be a non-empty list of documents (objects with title, text, "
+            f"isgold), got {got}"
+        )
+    return docs
+
+
+def _whole(value: Any, low: int, high: int, what: str, where: str) -> int:
+    """A whole number in ``low..high`` read from a record (not from an option), or one
+    line naming the record."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UserError(f"{where}: {what} must be a whole number in {low}..{high}, got {value!r}")
+    return value
+
+
+def _percent(value: Any, what: str, where: str) -> float:
+    """A finite percentage in 0..100 read from a record, or one line naming the record."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= 100
+    ):
+        raise UserError(f"{where}: {what} must be a percentage in 0..100, got {value!r}")
+    return float(value)
 
 
 def move_gold(items: Sequence[Any], gold: int, index: int) -> list[Any]:
@@ -219,12 +266,31 @@ def _item(record: Mapping[str, Any], number: int) -> int:
     return int(value) if isinstance(value, int) else number - 1
 
 
-def _length_cell(record: Mapping[str, Any], lengths: Sequence[int] | None) -> int | None:
-    if isinstance(record.get("length_cell"), int):
-        return int(record["length_cell"])
-    if lengths and isinstance(record.get("length"), int | float):
-        return _snap(float(record["length"]), lengths)
+def _length_cell(
+    record: Mapping[str, Any], lengths: Sequence[int] | None, where: str
+) -> int | None:
+    if "length_cell" in record and record["length_cell"] is not None:
+        return _whole(record["length_cell"], 1, 2**40, "length_cell", where)
+    length = record.get("length")
+    if lengths and isinstance(length, int | float) and not isinstance(length, bool):
+        if not math.isfinite(length):
+            raise UserError(f"{where}: length must be a finite number, got {length!r}")
+        return _snap(float(length), lengths)
     return None
+
+
+def file_task(fmt: str) -> tuple[str, ...]:
+    """The ``--task`` values a ``--data`` file of format ``fmt`` may be given with: the
+    default (kv), and for RULER's records the needle tasks.
+
+    >>> file_task("ruler")[:2], file_task("liu-qa")
+    (('kv', 'niah'), ('kv',))
+    """
+    if fmt == "ruler":
+        from lostmid.behaviour.registry import DEPTH_TASKS
+
+        return ("kv", *DEPTH_TASKS)
+    return ("kv",)
 
 
 def data_examples(
@@ -238,16 +304,29 @@ def data_examples(
     query_aware: bool = False,
     style: str = "liu",
     shared: bool = False,
+    task: str = "kv",
 ) -> tuple[str, list[RetrievalExample], int]:
     """(format, examples grouped by position, records left out) of a ``--data`` file.
 
     ``examples``: use the first N records (default all). ``shared``: kv only, the
     records kept in the file's order and the key of each requested index asked
     (``--design shared``). ``style``: the kv prompt (``liu``; ``compact`` for small byte
-    models). Positions and cells as in the module doc.
+    models). ``task``: the ``--task`` given with the file; the file's format decides the
+    task, so any other than the default (kv) must fit it (:func:`file_task`: RULER's
+    records with a needle task), else one line. A field of the wrong type or out of range
+    in a record is one line naming the file and the record. Positions and cells as in the
+    module doc.
     """
     records = read_records(path)
-    fmt = detect_format(records[0])
+    try:
+        fmt = detect_format(records[0])
+    except UserError as err:
+        raise UserError(f"--data {path}: {str(err).removeprefix('--data: ')}") from None
+    if task not in file_task(fmt):
+        raise UserError(
+            f"--task {task}: --data {path} holds {fmt} records, not {task}'s; the file decides "
+            "the task: leave --task out, or pass a file for that task"
+        )
     if examples is not None:
         records = records[:examples]
     if shared and fmt != "liu-kv":
@@ -263,13 +342,13 @@ def data_examples(
         return (
             fmt,
             _indexed_examples(
-                records, fmt, gold_index, positions, lengths, query_aware, style, shared
+                records, fmt, gold_index, positions, lengths, query_aware, style, shared, path
             ),
             0,
         )
     if gold_index is not None:
         raise UserError(f"--gold-index applies to kv and QA data; {fmt} data is placed by --depth")
-    found, left_out = _depth_examples(records, fmt, depth, positions, lengths)
+    found, left_out = _depth_examples(records, fmt, depth, positions, lengths, path)
     return fmt, found, left_out
 
 
@@ -282,38 +361,39 @@ def _indexed_examples(
     query_aware: bool,
     style: str,
     shared: bool,
+    path: Path,
 ) -> list[RetrievalExample]:
     requested = gold_index is not None or positions is not None
     out: list[tuple[int, int, RetrievalExample]] = []
     for number, record in enumerate(records, start=1):
+        where = f"--data {path} record {number}"
         item = _item(record, number)
-        cell = _length_cell(record, lengths)
+        cell = _length_cell(record, lengths, where)
         if fmt == "liu-kv":
-            _need(record, number, fmt, ("ordered_kv_records", "key", "value"))
-            pairs = _kv_pairs(record, number)
+            _need(record, where, fmt, ("ordered_kv_records", "key", "value"))
+            pairs = _kv_pairs(record, where)
             try:
                 gold = pairs.index((str(record["key"]), str(record["value"])))
             except ValueError:
                 raise UserError(
-                    f"--data record {number}: its key/value pair is not in ordered_kv_records"
+                    f"{where}: its key/value pair is not in ordered_kv_records"
                 ) from None
             size = len(pairs)
         else:
-            _need(record, number, fmt, ("question", "answers", "ctxs"))
-            docs = record["ctxs"]
-            golds = [i for i, d in enumerate(docs) if isinstance(d, dict) and d.get("isgold")]
+            _need(record, where, fmt, ("question", "answers", "ctxs"))
+            docs = _documents(record, where)
+            golds = [i for i, d in enumerate(docs) if d.get("isgold")]
             if len(golds) != 1:
                 raise UserError(
-                    f"--data record {number}: QA needs exactly one ctxs entry with isgold "
-                    f"true, found {len(golds)}"
+                    f"{where}: QA needs exactly one ctxs entry with isgold true, found {len(golds)}"
                 )
             gold, size = golds[0], len(docs)
         if gold_index is not None:
             wanted = check_gold_indices(gold_index, size)
         elif positions is not None or (fmt == "liu-kv" and "gold_index" not in record):
             wanted = default_gold_indices(size, positions)
-        else:
-            wanted = (int(record.get("gold_index", gold)),)  # as the file has it
+        else:  # as the file has it
+            wanted = (_whole(record.get("gold_index", gold), 0, size - 1, "gold_index", where),)
         if shared:
             for g in wanted:
                 ex = kv_query(pairs, g, style=style, item=item, length=cell)
@@ -328,23 +408,23 @@ def _indexed_examples(
                 )
                 source = {**record, "ordered_kv_records": [list(p) for p in moved]}
             else:
-                ex, source = _qa_example(record, number, gold, g, query_aware, item, cell)
-            if not requested and isinstance(record.get("depth_pct"), int | float):
-                ex = replace(ex, depth_pct=float(record["depth_pct"]))  # the row it had
+                ex, source = _qa_example(record, where, gold, g, query_aware, item, cell)
+            if not requested and record.get("depth_pct") is not None:  # the row it had
+                ex = replace(ex, depth_pct=_percent(record["depth_pct"], "depth_pct", where))
             out.append((g, item, replace(ex, source=source)))
     return _ordered(out)
 
 
 def _qa_example(
     record: dict[str, Any],
-    number: int,
+    where: str,
     gold: int,
     index: int,
     query_aware: bool,
     item: int,
     cell: int | None,
 ) -> tuple[RetrievalExample, dict[str, Any]]:
-    answers = _strings(record["answers"], "answers", number)
+    answers = _strings(record["answers"], "answers", where)
     docs = move_gold(deepcopy(record["ctxs"]), gold, index)
     question = str(record["question"])
     prompt = qa_prompt(question, docs, query_aware)
@@ -371,20 +451,22 @@ def _depth_examples(
     depth: Sequence[int] | None,
     positions: int | None,
     lengths: Sequence[int] | None,
+    path: Path,
 ) -> tuple[list[RetrievalExample], int]:
     placed: list[tuple[float, dict[str, Any], int]] = []
     left_out = 0
     for number, record in enumerate(records, start=1):
+        where = f"--data {path} record {number}"
         if fmt == "ruler":
-            _need(record, number, fmt, ("input", "outputs"))
-            answers = _strings(record["outputs"], "outputs", number)
+            _need(record, where, fmt, ("input", "outputs"))
+            answers = _strings(record["outputs"], "outputs", where)
             haystack = str(record["input"])
         else:
-            _need(record, number, fmt, ("input", "context", "answers"))
-            answers = _strings(record["answers"], "answers", number)
+            _need(record, where, fmt, ("input", "context", "answers"))
+            answers = _strings(record["answers"], "answers", where)
             haystack = str(record["context"])
-        if isinstance(record.get("depth"), int | float):
-            exact = float(record["depth"])
+        if record.get("depth") is not None:
+            exact = _percent(record["depth"], "depth", where)
         else:
             offsets = [haystack.find(a) for a in answers if a and a in haystack]
             if not offsets:
@@ -394,8 +476,8 @@ def _depth_examples(
         placed.append((exact, record, number))
     if not placed:
         raise UserError(
-            f"--data: no {fmt} record could be placed (no depth field and no answer found in "
-            "its text); add a depth field (percent) to the records"
+            f"--data {path}: no {fmt} record could be placed (no depth field and no answer "
+            "found in its text); add a depth field (percent) to the records"
         )
     if depth is not None:
         grid = check_depths(depth)
@@ -407,12 +489,13 @@ def _depth_examples(
         grid = default_depths()
     out: list[tuple[int, int, RetrievalExample]] = []
     for exact, record, number in placed:
+        where = f"--data {path} record {number}"
         snapped = _snap(exact, grid)
         item = _item(record, number)
-        cell = _length_cell(record, lengths)
+        cell = _length_cell(record, lengths, where)
         if fmt == "ruler":
             prefix = str(record.get("answer_prefix", ""))
-            answers = _strings(record["outputs"], "outputs", number)
+            answers = _strings(record["outputs"], "outputs", where)
             example = RetrievalExample(
                 task="ruler",
                 prompt=str(record["input"]) + prefix,
@@ -429,7 +512,7 @@ def _depth_examples(
                 source=record,
             )
         else:
-            answers = _strings(record["answers"], "answers", number)
+            answers = _strings(record["answers"], "answers", where)
             example = RetrievalExample(
                 task="longbench",
                 prompt=LONGBENCH_PROMPT.format(context=record["context"], input=record["input"]),

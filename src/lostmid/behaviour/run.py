@@ -158,16 +158,17 @@ class RetrieveResult:
 
 
 def _progress(console: Any) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
 
-    return Progress(
+    from lostmid.runs.progress import progress
+
+    return progress(
+        "retrieve",
         "[bold]retrieve[/] {task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=console,
-        disable=console is None,
-        transient=True,
     )
 
 
@@ -183,6 +184,18 @@ def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> bool:
     export = config.export
     if export is not None and Path(export).exists() and not (overwrite or same):
         raise UserError(f"{export} already exists; pass --overwrite or choose another file")
+    tasks = config.export_lm_eval
+    if tasks is not None and Path(tasks).exists():
+        if not Path(tasks).is_dir():
+            raise UserError(
+                f"--export-lm-eval {tasks}: a file, not a directory; give a directory for the "
+                "task files (it is created)"
+            )
+        if any(Path(tasks).iterdir()) and not (overwrite or same):
+            raise UserError(
+                f"--export-lm-eval {tasks} already holds files; pass --overwrite to replace "
+                "the tasks there, or choose another directory"
+            )
     return same
 
 
@@ -192,6 +205,37 @@ def _file_digest(path: Path | None) -> str | None:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
+EXAMPLE_BYTES = 1024.0
+"""The least memory one generated example holds (its prompt text, token ids and record):
+a lower bound for the size check."""
+
+
+def check_retrieve_size(config: RetrieveConfig) -> None:
+    """Refuse, before anything is generated, a request for more examples than this
+    machine can hold (:data:`EXAMPLE_BYTES` each) or score in a day (each pass at least
+    :data:`lostmid.runs.budget.STEP_FLOOR_S`): examples x positions x length cells. A
+    ``--data`` file's records are already in memory: not checked here."""
+    from lostmid.runs.budget import STEP_FLOOR_S, check_work
+
+    if config.data is not None:
+        return
+    cells = len(config.resolved_lengths())
+    if config.lengths is None:
+        positions = len(config.resolved_positions())
+    else:
+        positions = config.positions or len(config.gold_index or config.depth or ()) or 5
+    examples = int(config.resolved_examples or 1)
+    count = examples * positions * cells
+    passes = 2 if config.passes == "both" else 1
+    check_work(
+        f"retrieve --examples {examples:,} ({count:,} examples: {positions} positions x "
+        f"{cells} length cells)",
+        passes=count * passes,
+        seconds_each=STEP_FLOOR_S,
+        need_bytes=count * EXAMPLE_BYTES,
+    )
+
+
 @holds_out("retrieve")
 def run_retrieve(
     config: RetrieveConfig,
@@ -199,9 +243,14 @@ def run_retrieve(
     out: Path,
     overwrite: bool = False,
     console: Any = None,
+    size_check: bool = True,
 ) -> RetrieveResult:
     """Make (or read) the examples, score them on the model cell by cell, write the files
     listed in the module docstring, print a table.
+
+    ``size_check``: refuse a request too big for this machine before anything is
+    generated (:func:`check_retrieve_size`, and the model's weights in
+    :func:`lostmid.models.load_model`); off for ``--no-size-check``.
 
     Raises:
         UserError: results of another configuration in ``out`` without ``overwrite``; a
@@ -213,6 +262,8 @@ def run_retrieve(
     from lostmid.runs.store import StageStore
 
     out = Path(out)
+    if size_check:
+        check_retrieve_size(config)
     _check_out(out, config, overwrite)
     timer = Timer()
     with timer("load"):
@@ -229,6 +280,7 @@ def run_retrieve(
             device=config.device,
             device_map=config.device_map,
             trust_remote_code=config.trust_remote_code,
+            size_check=size_check,
         )
     fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
     shared = config.design == "shared"
@@ -357,6 +409,7 @@ def retrieval_examples(
             query_aware=config.query_aware,
             style=config.style,
             shared=config.design == "shared",
+            task=config.task,
         )
         return found, {"path": str(config.data), "format": fmt_name, "left_out": left_out}
     from lostmid.behaviour.grid import grid_examples

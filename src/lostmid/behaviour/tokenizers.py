@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lostmid.errors import UserError
-from lostmid.files import load_auto_tokenizer, write_text
+from lostmid.files import check_directory, load_auto_tokenizer, write_text
 
 BYTES = "bytes"
 MARKER = "lostmid_tokenizer.json"
@@ -203,6 +203,7 @@ def load_tokenizer(spec: str, trust_remote_code: bool = False) -> Tokenizer:
         return ByteTokenizer()
     path = Path(spec).expanduser()
     if path.is_dir():
+        check_directory(path, "--tokenizer")
         found = _directory_tokenizer(path, f"--tokenizer {spec}", trust_remote_code)
         if found is not None:
             return found

@@ -77,9 +77,11 @@ def main() -> None:
     So do the accidents of the machine rather than of the code: a full disk or quota
     anywhere (:func:`lostmid.files.is_disk_full`; the atomic writers leave nothing
     half-written) and an allocation larger than the memory left (after the size checks
-    of :mod:`lostmid.runs.budget` let a run start). Ctrl-C is exit code 130 (typer's;
-    the long runs say first what they saved and how to resume). Usage errors (unknown
-    option, bad type, unreadable path) are click's, made one line: also exit code 2.
+    of :mod:`lostmid.runs.budget` let a run start), and a ``PermissionError`` (a folder
+    under ``--out`` or an input the user may not read or write), naming the path.
+    Ctrl-C is exit code 130 (typer's; the long runs say first what they saved and how
+    to resume). Usage errors (unknown option, bad type, unreadable path, an empty
+    ``--out``) are click's, made one line: also exit code 2.
     Hub ids resolve offline only (``HF_HUB_OFFLINE=1`` unless the caller set it).
     """
     wait = os.environ.get(WAIT_ENV)
@@ -110,6 +112,12 @@ def main() -> None:
             f"out of memory ({type(err).__name__}: {' '.join(str(err).split())[:160]}); "
             "make the run smaller (--length, --samples, --batch-size...); finished stages "
             "are kept, rerun the same command to resume"
+        )
+    except PermissionError as err:  # a folder or file the user may not read or write
+        where = err.filename or "a file this command needs"
+        _fail(
+            f"{where}: permission denied ({err.strerror or err}); check its permissions, or "
+            "give a path you can read and write (finished results are kept)"
         )
     except OSError as err:
         if not is_disk_full(err):

@@ -10,20 +10,22 @@ from lostmid.cli.options import (
     Flag,
     command,
     console,
+    extra,
     options,
     out_option,
     overwrite_option,
     parsed,
 )
+from lostmid.runs.budget import SIZE_CHECK_HELP
 
 FLAGS = {"length": Flag(names=("--length", "-L")), "rungs": Flag(parse=parse_rungs)}
 
 
-def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
+def _run(*, out: Any, overwrite: bool, no_size_check: bool, **fields: Any) -> None:
     from lostmid.ablate.run import run_ablate
 
     config = AblationConfig(**parsed(fields, FLAGS))
-    run_ablate(config, out=out, overwrite=overwrite, console=console)
+    run_ablate(config, out=out, overwrite=overwrite, console=console, size_check=not no_size_check)
 
 
 COMMAND = command(
@@ -33,6 +35,7 @@ COMMAND = command(
         *options(AblationConfig, ABLATE_HELP, flags=FLAGS),
         out_option("ablate"),
         overwrite_option("Remeasure every rung instead of resuming."),
+        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP),
     ],
     _run,
 )

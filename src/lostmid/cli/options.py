@@ -169,9 +169,31 @@ def extra(name: str, kind: Any, default: Any, *names: str, help: str) -> inspect
     )
 
 
+def out_dir(text: str | Path) -> Path:
+    """``--out``'s value as a path; empty text (``--out ""``, an unset shell variable)
+    is refused, where ``Path("")`` would quietly be the current directory.
+
+    >>> out_dir("results/x")
+    PosixPath('results/x')
+    """
+    if isinstance(text, Path):  # the default
+        return text
+    if not text.strip():
+        raise typer.BadParameter(
+            "an empty path; give a directory (--out . for the current one)", param_hint="--out"
+        )
+    return Path(text)
+
+
 def out_option(command: str) -> inspect.Parameter:
-    """``--out DIR`` (default ``results/COMMAND``)."""
-    return extra("out", Path, Path(f"results/{command}"), help="Directory for results.")
+    """``--out DIR`` (default ``results/COMMAND``; empty text refused: :func:`out_dir`)."""
+    info = typer.Option("--out", help="Directory for results.", parser=out_dir)
+    return inspect.Parameter(
+        "out",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=Path(f"results/{command}"),
+        annotation=Annotated[Path, info],
+    )
 
 
 def overwrite_option(

@@ -11,6 +11,7 @@ from lostmid.cli.options import (
     comma_names,
     command,
     console,
+    extra,
     options,
     out_option,
     overwrite_option,
@@ -18,16 +19,24 @@ from lostmid.cli.options import (
     split_backend,
 )
 from lostmid.remedies.config import HELP, RemediesConfig
+from lostmid.runs.budget import SIZE_CHECK_HELP
 
 FLAGS = {"remedies": Flag(parse=comma_names)}
 
 
-def _run(*, out: Any, overwrite: bool, **values: Any) -> None:
+def _run(*, out: Any, overwrite: bool, no_size_check: bool, **values: Any) -> None:
     from lostmid.remedies.run import run_remedies
 
     fields, backend = split_backend(values)
     config = RemediesConfig(**parsed(fields, FLAGS))
-    run_remedies(config, out=out, overwrite=overwrite, console=console, backend=backend)
+    run_remedies(
+        config,
+        out=out,
+        overwrite=overwrite,
+        console=console,
+        backend=backend,
+        size_check=not no_size_check,
+    )
 
 
 COMMAND = command(
@@ -38,6 +47,7 @@ COMMAND = command(
         *backend_options(),
         out_option("remedies"),
         overwrite_option("Recompute every stage instead of resuming."),
+        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP),
     ],
     _run,
 )

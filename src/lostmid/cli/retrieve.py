@@ -11,11 +11,13 @@ from lostmid.cli.options import (
     comma_ints,
     command,
     console,
+    extra,
     options,
     out_option,
     overwrite_option,
     parsed,
 )
+from lostmid.runs.budget import SIZE_CHECK_HELP
 
 
 def _band(text: str) -> tuple[float, float]:
@@ -40,17 +42,24 @@ FLAGS = {
 }
 
 
-def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
+def _run(*, out: Any, overwrite: bool, no_size_check: bool, **fields: Any) -> None:
     from lostmid.behaviour.run import run_retrieve
 
     config = RetrieveConfig(**parsed(fields, FLAGS))
-    run_retrieve(config, out=out, overwrite=overwrite, console=console)
+    run_retrieve(
+        config, out=out, overwrite=overwrite, console=console, size_check=not no_size_check
+    )
 
 
 COMMAND = command(
     "retrieve",
     "Retrieval accuracy by gold position (Liu's kv, RULER's needle, MQAR, your data), over "
     "one length or a length x depth grid.",
-    [*options(RetrieveConfig, HELP, flags=FLAGS), out_option("retrieve"), overwrite_option()],
+    [
+        *options(RetrieveConfig, HELP, flags=FLAGS),
+        out_option("retrieve"),
+        overwrite_option(),
+        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP),
+    ],
     _run,
 )

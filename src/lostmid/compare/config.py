@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lostmid.checks import check_choice, check_positive, check_seed
+from lostmid.checks import check_choice, check_seed
 from lostmid.errors import UserError
 from lostmid.theory.exact import KERNELS
 
@@ -102,7 +102,11 @@ class CompareConfig:
         object.__setattr__(self, "kernels", kernels)
         check_choice("--fit-metric", self.fit_metric, FIT_METRICS)
         check_choice("--spike", self.spike, SPIKE_POLICIES)
-        check_positive("--bins", self.bins)
+        if self.bins < 2:  # one bin + the target's: a Spearman of 2 points, always +-1
+            raise UserError(
+                f"--bins must be at least 2, got {self.bins}: with one bin the binned "
+                "Spearman ranks two points (always +1 or -1) and W1 has no shape to compare"
+            )
 
     def record(self) -> dict[str, Any]:
         """The resolved config as JSON (paths as text)."""

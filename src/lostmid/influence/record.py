@@ -49,7 +49,16 @@ import numpy as np
 from lostmid.errors import UserError
 from lostmid.files import read_result, schema_of
 from lostmid.influence.gains import BranchGains
-from lostmid.records import json_array, json_floats, json_object, json_profile, json_target
+from lostmid.records import (
+    json_array,
+    json_floats,
+    json_object,
+    json_profile,
+    json_strings,
+    json_target,
+    json_text,
+    json_whole,
+)
 from lostmid.runinfo import to_jsonable, write_json
 from lostmid.stats.shape import ShapeIndices, profile_shape
 from lostmid.theory import summarize_profile
@@ -267,7 +276,8 @@ class MeasureRecord:
         config = json_object(data.get("config"), where, "config")
         influence = json_profile(data, "influence", where)
         length = influence.size
-        if "length" in config and config["length"] is not None and int(config["length"]) != length:
+        stated = config.get("length")
+        if stated is not None and json_whole(stated, where, "config.length", 2) != length:
             raise UserError(
                 f"{where}: config.length is {config['length']} but influence has {length} values"
             )
@@ -284,7 +294,7 @@ class MeasureRecord:
         layers = config.get("layers", None if residual is None else residual.size)
         if layers is None:
             raise UserError(f"{where}: config.layers is missing; the theory needs the depth H")
-        layers = int(layers)
+        layers = json_whole(layers, where, "config.layers", 1)
         if residual is not None and residual.size != layers:
             raise UserError(
                 f"{where}: residual_strength has {residual.size} values but config.layers is "
@@ -295,20 +305,25 @@ class MeasureRecord:
         grid = (layers, length)
         per_position = {k: json_array(data, k, where, grid) for k in PER_POSITION}
         per_position |= {k: json_array(data, k, where, grid, True) for k in PER_POSITION_SIGNED}
-        method = data.get("residual_strength_method")
-        profiles = data.get("per_layer")
+        method = json_text(data.get("residual_strength_method"), where, "residual_strength_method")
+        profiles = _per_layer(data.get("per_layer"), length, where)
         directions = data.get("gain_directions")
+        if directions is not None:
+            directions = json_whole(directions, where, "gain_directions", 0)
+        mask = json_text(config.get("mask"), where, "config.mask")
+        metadata = data.get("metadata") or {}
+        json_object(metadata, where, "metadata")
         return cls(
             influence=influence,
             stderr=stderr,
             layers=layers,
             target=json_target(config.get("target"), length, where),
             residual_strength=residual,
-            residual_strength_method=None if method is None else str(method),
-            gain_directions=None if directions is None else int(directions),
-            mask=str(config.get("mask") or "causal"),
+            residual_strength_method=method,
+            gain_directions=directions,
+            mask=mask or "causal",
             layer_masks=_layer_masks(data.get("layer_masks"), layers, length, where),
-            per_layer=None if profiles is None else np.asarray(profiles, dtype=np.float64),
+            per_layer=profiles,
             variance={
                 k: data[k]
                 for k in (*VARIANCE, "stderr_basis", "best_probes_per_sample")
@@ -316,8 +331,8 @@ class MeasureRecord:
             },
             facts={k: v for k, v in config.items() if k not in ("layers", "target")},
             requested=data.get("requested"),
-            metadata=data.get("metadata") or {},
-            notes=tuple(data.get("notes") or ()),
+            metadata=metadata,
+            notes=json_strings(data.get("notes"), where, "notes"),
             source=source,
             **per_layer,
             **per_position,
@@ -343,6 +358,26 @@ def _finite_or_none(values: np.ndarray | None) -> np.ndarray | None:
         return None
     array = np.asarray(values, dtype=np.float64)
     return array if np.all(np.isfinite(array)) else None
+
+
+def _per_layer(rows: Any, length: int, where: str) -> np.ndarray | None:
+    """``per_layer``: K >= 1 rows of ``length`` finite numbers (the profile after each
+    measured layer), or None; ragged rows or text are one line naming ``where``."""
+    if rows is None:
+        return None
+    values = None
+    if isinstance(rows, list) and rows and all(isinstance(r, list) for r in rows):
+        try:
+            values = np.array(rows, dtype=np.float64)
+        except (TypeError, ValueError):  # ragged rows, text
+            values = None
+    if values is None or values.ndim != 2 or values.shape[1] != length:
+        raise UserError(
+            f"{where}: 'per_layer' must be rows of {length} numbers, one row per measured layer"
+        )
+    if not np.all(np.isfinite(values)):
+        raise UserError(f"{where}: 'per_layer' has non-finite values (nan or inf)")
+    return values
 
 
 def _layer_masks(specs: Any, layers: int, length: int, where: str) -> tuple[str, ...] | None:

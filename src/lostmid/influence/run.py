@@ -225,6 +225,7 @@ def run_measure(
                 attn_implementation=attention,
                 device_map=config.device_map,
                 trust_remote_code=config.trust_remote_code,
+                size_check=not config.no_size_check,
             )
         loaded.check_length(config.length)  # before the inputs are drawn
         with timer("inputs"):

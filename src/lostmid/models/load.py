@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
-from lostmid.files import load_weights, model_config, quiet_transformers, weight_files
+from lostmid.files import (
+    config_errors,
+    load_weights,
+    model_config,
+    quiet_transformers,
+    weight_files,
+)
 from lostmid.models.build import ATTENTION, DTYPES, build_causal_lm, supports_sdpa
 from lostmid.models.checkpoints import CHECKPOINTS
 from lostmid.models.devices import resolve_device
@@ -185,7 +191,50 @@ def _apply_overrides(config: Any, overrides: dict[str, Any] | None) -> Any:
     if "num_hidden_layers" in overrides and "layer_types" not in overrides:
         fields.pop("layer_types", None)  # one entry per layer: let the config rebuild it
     fields.update(overrides)
-    return type(config).from_dict(fields)
+    try:
+        return type(config).from_dict(fields)
+    except config_errors() as err:
+        text = " ".join(str(err).split())[:200]
+        raise UserError(f"transformers rejects the config with {overrides} ({text})") from None
+
+
+def check_model_shape(config: Any, spec: str) -> None:
+    """One line for a config that transformers accepts but no model of it can run:
+    a dimension below 1, a hidden size the attention heads do not divide (without an
+    explicit ``head_dim``), key-value heads that do not divide the heads."""
+    from lostmid.models.budget import shape_of
+
+    shape = shape_of(config)
+    for name in ("layers", "hidden", "heads", "vocab"):
+        if shape[name] < 1:
+            raise UserError(f"--model {spec}: its config has {name} = {shape[name]}; need >= 1")
+    heads = shape["heads"]
+    if getattr(config, "head_dim", None) is None and shape["hidden"] % heads:
+        raise UserError(
+            f"--model {spec}: hidden size {shape['hidden']} is not a multiple of its "
+            f"{heads} attention heads; fix the config"
+        )
+    kv = getattr(config, "num_key_value_heads", None)
+    if isinstance(kv, int) and (kv < 1 or heads % kv):
+        raise UserError(
+            f"--model {spec}: {kv} key-value heads do not divide its {heads} attention heads; "
+            "fix the config"
+        )
+
+
+def check_model_memory(config: Any, spec: str, dtype: str, available: float | None = None) -> None:
+    """Refuse, before anything is allocated, a model whose weights alone exceed this
+    machine's free memory (:func:`lostmid.runs.budget.check_budget`; parameters from
+    the config, :func:`lostmid.models.budget.parameter_count`)."""
+    from lostmid.models.budget import dtype_bytes, parameter_count
+    from lostmid.runs.budget import check_budget
+
+    weights = parameter_count(config) * dtype_bytes(dtype)
+    check_budget(
+        f"--model {spec} ({parameter_count(config):,} parameters, {dtype})",
+        need_bytes=weights,
+        available=available,
+    )
 
 
 def resolve_config(
@@ -219,6 +268,7 @@ def load_model(
     max_memory: Mapping[int | str, int | str] | None = None,
     offload_folder: str | Path | None = None,
     trust_remote_code: bool = False,
+    size_check: bool = True,
 ) -> LoadedModel:
     """A causal LM ready for measurement: eval mode, parameters frozen.
 
@@ -250,6 +300,9 @@ def load_model(
         trust_remote_code: run custom code that the model's config names
             (``auto_map``); off unless the user asked (``--trust-remote-code``): a
             directory or hub id naming custom code is refused otherwise.
+        size_check: on the cpu without a device map, refuse a model whose weights alone
+            exceed the free memory (:func:`check_model_memory`) before allocating them;
+            off for ``--no-size-check``.
 
     >>> m = load_model("tiny-qwen2", seed=1)
     >>> (m.family, m.num_layers, m.hidden_size, m.max_length)
@@ -264,6 +317,9 @@ def load_model(
         require_accelerate()
     source, config, weights, checkpoint = _resolve(spec, trust_remote_code)
     config = _apply_overrides(config, config_overrides)
+    check_model_shape(config, spec)
+    if size_check and plan is None and dev == "cpu":
+        check_model_memory(config, spec, dtype)
     if checkpoint is not None and init == "random":
         checkpoint = {**checkpoint, "weights": "random-init twin (architecture only)"}
     if init == "pretrained" and weights is None:

@@ -178,6 +178,24 @@ def plan_remedy_stages(
 # -- the job ---------------------------------------------------------------------------------
 
 
+def check_remedies_size(config: RemediesConfig) -> None:
+    """Refuse, before any stage, remedies x seeds runs that would take over a day even
+    at the floors of :mod:`lostmid.runs.budget`: each run a stage
+    (:data:`~lostmid.runs.budget.STAGE_FLOOR_S`) and, for a training remedy, its
+    ``steps`` optimiser steps (:data:`~lostmid.runs.budget.STEP_FLOOR_S` each)."""
+    from lostmid.runs.budget import STAGE_FLOOR_S, STEP_FLOOR_S, check_work
+
+    steps = config.steps or config.scale.steps
+    seeds = len(config.resolved_seeds())
+    specs = config.resolved_remedies()
+    trained = sum(get_remedy(spec).kind != "inference" for spec in specs)
+    check_work(
+        f"remedies --seeds {seeds:,} x {len(specs)} remedies --steps {steps:,}",
+        passes=seeds,
+        seconds_each=len(specs) * STAGE_FLOOR_S + trained * steps * STEP_FLOOR_S,
+    )
+
+
 @holds_out("remedies")
 def run_remedies(
     config: RemediesConfig,
@@ -186,17 +204,22 @@ def run_remedies(
     overwrite: bool = False,
     console: Any = None,
     backend: Backend | None = None,
+    size_check: bool = True,
 ) -> RemediesResult:
     """Run every (remedy, seed), summarise over seeds, write the files of the module
     docstring, print the table. ``overwrite`` recomputes every stage; without it a rerun
     resumes (finished stages are reused when their configuration is unchanged).
-    ``backend``: where the stages run (default: in this process, one after the other)."""
+    ``backend``: where the stages run (default: in this process, one after the other).
+    ``size_check``: refuse a run that would take over a day first
+    (:func:`check_remedies_size`); off for ``--no-size-check``."""
     from lostmid.runs.stages import run_stages
     from lostmid.runs.store import StageStore
 
     begin = time.perf_counter()
     backend = backend or Backend()
     out = Path(out)
+    if size_check:
+        check_remedies_size(config)
     prepare_out(out, [], overwrite)
     timer = Timer()
     alpha = resolve_alpha(config) if remedy_kinds(config)[0] else None

@@ -80,6 +80,64 @@ def duration(seconds: float) -> str:
     return f"{days:.3g} days" if days < 3650 else f"{days / 365.25:.3g} years"
 
 
+FLOPS_PER_S = 1e11
+"""A generous rate for time estimates (a fast machine's passes): only a run that would
+take longer than :data:`MAX_HOURS` even at this rate is refused."""
+LAYER_PASS_S = 1e-4
+"""The least one forward and backward pass spends in one transformer block, however
+small (Python and kernel launches): 40x below the 4 ms measured for a 32-wide block at
+L = 128 on the 2-core development box, so only a sure overrun is refused."""
+STEP_FLOOR_S = 1e-3
+"""The least one pass of a whole model, or one training step, takes (the same margin)."""
+STAGE_FLOOR_S = 0.1
+"""The least one stage (a model built and measured, a training run set up and scored)
+takes beyond its passes: 8x below the 0.8 s an ``ablate`` stage of tiny-gpt2 took on the
+loaded development box."""
+
+
+def pass_seconds(
+    *, layers: float, parameters: float, tokens: float, backward: bool = True
+) -> float:
+    """A lower bound on one pass over ``tokens`` tokens of a model of ``parameters``
+    weights in ``layers`` blocks: the largest of its FLOPs (2 N T forward, 6 N T with
+    the backward) at :data:`FLOPS_PER_S`, the per-block floor :data:`LAYER_PASS_S` and
+    the per-pass floor :data:`STEP_FLOOR_S`.
+
+    >>> pass_seconds(layers=2, parameters=1e4, tokens=128)  # the floor of one pass
+    0.001
+    >>> pass_seconds(layers=1000, parameters=1e7, tokens=128)  # 1000 blocks
+    0.1
+    >>> pass_seconds(layers=24, parameters=5e8, tokens=1024)  # 6 N T / 1e11
+    30.72
+    """
+    flops = (6.0 if backward else 2.0) * parameters * tokens
+    blocks = layers * LAYER_PASS_S * (1.0 if backward else 0.5)
+    return max(flops / FLOPS_PER_S, blocks, STEP_FLOOR_S)
+
+
+def check_work(
+    what: str,
+    *,
+    passes: float,
+    seconds_each: float,
+    need_bytes: float = 0.0,
+    available: float | None = None,
+) -> None:
+    """Refuse ``what`` (e.g. ``train --steps 1e11``) when ``passes`` passes of at least
+    ``seconds_each`` each would take over :data:`MAX_HOURS`, or ``need_bytes`` exceed the
+    free memory (:func:`check_budget`, with the count in the message and
+    ``--no-size-check``).
+
+    >>> check_work("train --steps 100", passes=100, seconds_each=0.01)
+    >>> check_work("train --steps 1e11", passes=1e11, seconds_each=1e-3)
+    Traceback (most recent call last):
+    ...
+    lostmid.errors.UserError: train --steps 1e11 would take about 1.16e+03 days on one core
+    (a rough estimate, more than 24 h); make it smaller, or pass --no-size-check to run it anyway
+    """
+    check_budget(what, need_bytes=need_bytes, seconds=passes * seconds_each, available=available)
+
+
 def check_budget(
     what: str,
     *,

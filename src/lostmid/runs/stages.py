@@ -25,22 +25,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from lostmid.errors import UserError
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import Job, UnitOutcome, run_jobs, threads_set
+from lostmid.runs.progress import progress
 from lostmid.runs.store import StageStore
 
 
 def stage_progress(label: str, console: Console | None) -> Progress:
     """One display for a run's stages: the overall bar (``label``: done/total, elapsed
     and the estimated time left) and, under it, a line per stage running now with its
-    own elapsed time (silent without console)."""
-    return Progress(
+    own elapsed time (silent without console; plain lines in a log:
+    :mod:`lostmid.runs.progress`)."""
+    return progress(
+        label,
         TextColumn("[bold]" + escape(label) + "[/]: {task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.fields[left]}"),
         console=console,
-        disable=console is None,
-        transient=True,
     )
 
 

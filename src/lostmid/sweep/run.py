@@ -198,7 +198,9 @@ def run_sweep(
     A failed unit does not stop the others; it is in the result (and sweep.json) with
     its error, and the next run with the same ``out`` tries it again.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from lostmid.runs.progress import progress as logged_progress
 
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a directory")
@@ -231,15 +233,14 @@ def run_sweep(
             f"done (--max-units {config.max_units})"
         )
 
-    progress = Progress(
+    progress = logged_progress(
+        "sweep",
         TextColumn("[bold]sweep[/]"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[last]}"),
         TimeElapsedColumn(),
         console=console,
-        disable=console is None,
-        transient=True,
     )
     bar = progress.add_task("sweep", total=len(plan), completed=len(outcomes), last="")
 

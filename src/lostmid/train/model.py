@@ -155,10 +155,24 @@ def training_bytes(spec: ModelSpec, batch_size: int) -> float:
     return weights + acts + 200e6
 
 
-def check_training_size(spec: ModelSpec, batch_size: int, what: str) -> None:
+def check_training_size(
+    spec: ModelSpec, batch_size: int, what: str, steps: int | None = None
+) -> None:
     """Refuse, in one line and before the model is built, a training run whose
-    :func:`training_bytes` exceed this machine's free memory
-    (:func:`lostmid.runs.budget.check_budget`); ``what`` names the run in the message."""
-    from lostmid.runs.budget import check_budget
+    :func:`training_bytes` exceed this machine's free memory, or whose ``steps`` would
+    take over a day even at the floor of :func:`lostmid.runs.budget.pass_seconds` (one
+    forward and backward pass of a batch a step); ``what`` names the run."""
+    from lostmid.models.budget import parameter_count as estimated_parameters
+    from lostmid.runs.budget import check_work, pass_seconds
 
-    check_budget(what, need_bytes=training_bytes(spec, batch_size))
+    step = pass_seconds(
+        layers=spec.layers,
+        parameters=estimated_parameters(hf_config(spec)),
+        tokens=batch_size * spec.context,
+    )
+    check_work(
+        what if steps is None else f"{what} --steps {steps:,}",
+        passes=steps or 0,
+        seconds_each=step,
+        need_bytes=training_bytes(spec, batch_size),
+    )

@@ -25,13 +25,14 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from lostmid.errors import UserError
 from lostmid.files import read_result, schema_of
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.lock import holds_out
+from lostmid.runs.progress import progress as logged_progress
 from lostmid.train.config import TrainConfig, checkpoint_steps
 from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
 from lostmid.train.dynamics import Checkpoint, measure_checkpoint
@@ -180,7 +181,9 @@ def run_training(
     timer = Timer()
     wall = time.perf_counter()
     if size_check and config.device == "cpu":  # before anything in out is replaced
-        check_training_size(config.model, config.batch_size, f"train --preset {config.preset}")
+        check_training_size(
+            config.model, config.batch_size, f"train --preset {config.preset}", config.steps
+        )
     _prepare_out(out, overwrite, resume)
     context = config.model.context
     with timer("corpus"):
@@ -242,7 +245,8 @@ def run_training(
             write_json(out / DYNAMICS, result)
             trainer.save(out / RESUME)
 
-    progress = Progress(
+    progress = logged_progress(
+        "train",
         TextColumn("[bold]train[/]"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -250,8 +254,6 @@ def run_training(
         TextColumn("{task.fields[tps]} tok/s"),
         TimeRemainingColumn(),
         console=console,
-        disable=console is None,
-        transient=True,
     )
     try:
         with progress:

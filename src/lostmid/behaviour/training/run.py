@@ -247,11 +247,12 @@ def run_retrieval_training(
             ``resume`` with nothing saved or another configuration; a run too large
             for this machine (``size_check``).
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
     from lostmid.behaviour.plot import plot_training
     from lostmid.behaviour.tokenizers import write_byte_marker
     from lostmid.report.plots import save_figure
+    from lostmid.runs.progress import progress as logged_progress
     from lostmid.train.model import (
         build_model,
         check_training_size,
@@ -269,6 +270,7 @@ def run_retrieval_training(
             train.model,
             train.batch_size,
             f"train --task {config.task.task} --preset {config.preset}",
+            train.steps,
         )
     if not resume:
         prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite, state=RESUME)
@@ -338,14 +340,13 @@ def run_retrieval_training(
             with timer("checkpoint_io"):  # after the JSON: a resume never lacks a checkpoint
                 trainer.save(out / RESUME)
 
-    progress = Progress(
+    progress = logged_progress(
+        "train retrieval",
         TextColumn("[bold]train retrieval[/]"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("loss {task.fields[loss]} acc {task.fields[acc]}"),
         console=console,
-        disable=console is None,
-        transient=True,
     )
     with progress:
         bar = progress.add_task(

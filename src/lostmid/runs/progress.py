@@ -1,0 +1,116 @@
+"""Progress that reaches a log: rich's live bar on a terminal, plain lines elsewhere.
+
+rich draws its bar only on a terminal; with the output going to a file or a pipe
+(``make reproduce > log 2>&1``) it shows nothing until the run ends. :func:`progress`
+makes the bar every long command uses (train, retrieve, remedies, sweep, reproduce's
+stages), and when its console is not a terminal it also prints one plain line when a
+step or unit finishes: the first, then at most one every :data:`EVERY_S` seconds, and
+the last, each with the count, the elapsed time and the time left (rich's estimate
+from the recent rate).
+
+>>> import io
+>>> from rich.console import Console
+>>> log = io.StringIO()
+>>> with progress("sweep", console=Console(file=log, width=80), every=0.0) as bar:
+...     task = bar.add_task("", total=2)
+...     bar.advance(task)
+...     bar.advance(task)
+>>> [line.split(",")[0] for line in log.getvalue().splitlines() if line]
+['sweep: 1/2 done (50%)', 'sweep: 2/2 done (100%)']
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress, ProgressColumn, TaskID
+
+EVERY_S = 10.0
+"""The least time between two progress lines in a log (the last is always printed)."""
+
+
+def _clock(seconds: float | None) -> str:
+    """``0:01:05``; ``?`` when unknown.
+
+    >>> _clock(65.2), _clock(None)
+    ('0:01:05', '?')
+    """
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+class LoggedProgress(Progress):
+    """:class:`rich.progress.Progress` that, on a console that is not a terminal, also
+    prints a line as work finishes (module doc). Everything else is rich's."""
+
+    def __init__(self, *columns: str | ProgressColumn, label: str, every: float, **kwargs: Any):
+        super().__init__(*columns, **kwargs)
+        self.label = label
+        self.every = every
+        self.logging = not kwargs.get("disable", False) and not self.console.is_terminal
+        self._done: dict[TaskID, float] = {}
+        self._printed = -math.inf
+
+    def update(self, task_id: TaskID, **kwargs: Any) -> None:
+        super().update(task_id, **kwargs)
+        self._log(task_id)
+
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
+        super().advance(task_id, advance)
+        self._log(task_id)
+
+    def add_task(self, description: str, *args: Any, **kwargs: Any) -> TaskID:
+        task_id = super().add_task(description, *args, **kwargs)
+        self._done[task_id] = self._tasks[task_id].completed  # resumed work is not news
+        return task_id
+
+    def _log(self, task_id: TaskID) -> None:
+        if not self.logging:
+            return
+        task = self._tasks[task_id]
+        before = self._done.get(task_id, 0.0)
+        if task.completed <= before:
+            return
+        first = not math.isfinite(self._printed)
+        last = task.total is not None and task.completed >= task.total
+        now = time.monotonic()
+        if not (first or last or now - self._printed >= self.every):
+            return
+        self._done[task_id] = task.completed
+        self._printed = now
+        total = "?" if task.total is None else f"{task.total:g}"
+        share = f" ({100 * task.completed / task.total:.0f}%)" if task.total else ""
+        left = 0.0 if last else task.time_remaining
+        text = task.description.strip()
+        about = f" {text}" if text and text != self.label else ""
+        self.console.print(
+            f"{self.label}: {task.completed:g}/{total} done{share}, {_clock(task.elapsed)} "
+            f"elapsed, ~{_clock(left)} left{about}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def progress(
+    label: str,
+    *columns: str | ProgressColumn,
+    console: Console | None,
+    every: float = EVERY_S,
+    transient: bool = True,
+) -> LoggedProgress:
+    """The bar of a long command (``label``: ``train``, ``sweep``...): rich's
+    ``columns`` on a terminal (silent without ``console``), plain lines in a log."""
+    return LoggedProgress(
+        *columns,
+        label=label,
+        every=every,
+        console=console,
+        disable=console is None,
+        transient=transient,
+    )

@@ -1,0 +1,64 @@
+"""Progress reaches a log (issue 28): when the output is not a terminal, the long
+commands print a plain line as work finishes (count, elapsed, time left), the first and
+the last always and at most one every ``EVERY_S`` seconds between; on a terminal only
+rich's live bar."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from lostmid.runs.progress import progress
+
+RunCli = Callable[..., tuple[int, str, str]]
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_a_log_gets_the_first_and_last_lines_at_a_modest_rate() -> None:
+    log = io.StringIO()
+    with progress("train", console=Console(file=log, width=80), every=3600.0) as bar:
+        task = bar.add_task("train", total=50)
+        for _ in range(50):
+            bar.advance(task)
+    lines = _lines(log.getvalue())
+    assert [line.split(",")[0] for line in lines] == [
+        "train: 1/50 done (2%)",
+        "train: 50/50 done (100%)",
+    ]
+    assert "elapsed" in lines[0] and "left" in lines[0]
+
+
+def test_a_terminal_gets_no_plain_lines() -> None:
+    log = io.StringIO()
+    terminal = Console(file=log, width=80, force_terminal=True)
+    with progress("sweep", console=terminal, every=0.0) as bar:
+        task = bar.add_task("", total=3)
+        for _ in range(3):
+            bar.advance(task)
+    assert "done (" not in log.getvalue()
+
+
+def test_resumed_work_is_not_reported_again() -> None:
+    log = io.StringIO()
+    with progress("sweep", console=Console(file=log, width=80), every=0.0) as bar:
+        task = bar.add_task("", total=4, completed=3)
+        bar.update(task, last="x")  # a field, not progress
+        bar.advance(task)
+    assert [line.split(",")[0] for line in _lines(log.getvalue())] == ["sweep: 4/4 done (100%)"]
+
+
+def test_sweep_and_train_print_progress_into_a_log(run_cli: RunCli, tmp_path: Path) -> None:
+    code, out, err = run_cli(
+        "sweep", "--task", "theory", "--lengths", "8,16", "--out", tmp_path / "s"
+    )
+    assert code == 0, err
+    assert "sweep: 1/2 done (50%)" in out and "sweep: 2/2 done (100%)" in out
+    code, out, err = run_cli("train", "--preset", "micro", "--steps", "12", "--out", tmp_path / "t")
+    assert code == 0, err
+    assert "train: 12/12 done (100%)" in out
