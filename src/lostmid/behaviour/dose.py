@@ -53,7 +53,7 @@ import numpy as np
 from lostmid.behaviour.learning import LearningReadouts
 from lostmid.errors import UserError
 from lostmid.files import schema_of
-from lostmid.stats import Interval, paired_difference, seed_interval
+from lostmid.stats import Interval, paired_difference, reference_points, seed_interval
 
 SUPPORTED = "supported"
 NOT_SUPPORTED = "not supported"
@@ -184,16 +184,6 @@ def variant_name(no_rope: bool, mix: float) -> str:
     """
     parts = (["no-rope"] if no_rope else []) + ([f"mix {mix:g}"] if mix > 0 else [])
     return "+".join(parts) or BASE
-
-
-def middle_record(records: int) -> int:
-    """The middle record (0-indexed) as :func:`lostmid.behaviour.summarise_positions`
-    picks it: nearest the midpoint, the lower one on a tie.
-
-    >>> middle_record(8), middle_record(3)
-    (3, 1)
-    """
-    return (records - 1) // 2
 
 
 def rho_over_records(
@@ -350,7 +340,7 @@ def _per_record(
 
 def _contrasts(accuracy: np.ndarray) -> dict[str, float]:
     """gap = max - min, primacy = first - middle, recency = last - middle."""
-    middle = accuracy[middle_record(accuracy.size)]
+    middle = accuracy[reference_points(range(accuracy.size))[1]]
     return {
         "mean": float(accuracy.mean()),
         "gap": float(accuracy.max() - accuracy.min()),

@@ -26,7 +26,13 @@ from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.prompts import encode, prompt_format
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.checks import check_choice
-from lostmid.stats import difference_interval, finite_or_none, seed_interval, wilson_interval
+from lostmid.stats import (
+    difference_interval,
+    finite_or_none,
+    reference_points,
+    seed_interval,
+    wilson_interval,
+)
 
 AXES = ("index", "depth")
 
@@ -170,8 +176,7 @@ def summarise_positions(scores: Sequence[PositionScore], metric: str) -> Retriev
         raise ValueError("no positions to summarise")
     scores = sorted(scores, key=lambda s: s.position)
     first, last = scores[0], scores[-1]
-    mid_point = (first.position + last.position) / 2
-    middle = min(scores, key=lambda s: (abs(s.position - mid_point), s.position))
+    middle = scores[reference_points([s.position for s in scores])[1]]
     best = max(scores, key=lambda s: (s.accuracy, -s.position))
     worst = min(scores, key=lambda s: (s.accuracy, s.position))
 

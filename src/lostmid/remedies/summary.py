@@ -15,8 +15,13 @@ from lostmid.remedies.base import Remedy
 from lostmid.remedies.config import RemediesConfig
 from lostmid.remedies.stats import RULE, gap_margin, halves_gap, verdict
 from lostmid.remedies.training import unit_sum
-from lostmid.stats import Interval, item_bootstrap, paired_difference, seed_interval
-from lostmid.stats.shape import reference_points
+from lostmid.stats import (
+    Interval,
+    item_bootstrap,
+    paired_difference,
+    reference_points,
+    seed_interval,
+)
 
 SCHEMA = schema_of("remedies")
 METRICS = ("mean_accuracy", "gap", "primacy", "recency", "log10_peak_to_valley")

@@ -54,7 +54,8 @@ from lostmid.compare.claims import (
     REPRODUCED,
     Claim,
 )
-from lostmid.stats import Interval, finite_or_none, seed_interval, spearman
+from lostmid.stats import Interval, finite_or_none, reference_points, seed_interval, spearman
+from lostmid.stats.shape import is_u
 from lostmid.train.claims import interval_text
 
 LINK_CLAIM = "The structural valley predicts the behavioural valley"
@@ -186,7 +187,7 @@ def has_valley(checkpoint: BehaviourCheckpoint) -> bool:
     from lostmid.behaviour import summarise_positions
 
     summary = summarise_positions(checkpoint.scores(), "teacher")
-    return summary.primacy.ci_low > 0 and summary.recency.ci_low > 0
+    return is_u(summary.primacy, summary.recency)
 
 
 def link(accuracy: np.ndarray, influence: Sequence[float]) -> float | None:
@@ -194,21 +195,10 @@ def link(accuracy: np.ndarray, influence: Sequence[float]) -> float | None:
     return finite_or_none(spearman(accuracy, influence))
 
 
-def middle_index(count: int) -> int:
-    """The record nearest the midpoint of 0 .. count-1 (the lower one on a tie), as
-    :func:`lostmid.behaviour.summarise_positions` picks the middle position.
-
-    >>> middle_index(8), middle_index(5)
-    (3, 2)
-    """
-    mid = (count - 1) / 2
-    return min(range(count), key=lambda i: (abs(i - mid), i))
-
-
 def contrasts(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     """(first - middle, last - middle) of a profile over the records."""
     v = np.asarray(values, dtype=np.float64)
-    m = middle_index(v.size)
+    m = reference_points(range(v.size))[1]
     return float(v[0] - v[m]), float(v[-1] - v[m])
 
 

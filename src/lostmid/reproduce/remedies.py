@@ -52,6 +52,7 @@ from lostmid.remedies.config import LAWS
 from lostmid.remedies.stats import RULE as REMEDY_RULE
 from lostmid.remedies.stats import gap_margin, verdict
 from lostmid.stats import Interval
+from lostmid.stats.shape import is_u
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "curriculum": (
@@ -200,7 +201,7 @@ class RemediesRun:
     def has_valley(self) -> bool:
         """Both ends of the baseline above its middle, with their t intervals."""
         p, r = self.baseline.primacy, self.baseline.recency
-        return p is not None and r is not None and p.ci_low > 0 and r.ci_low > 0
+        return p is not None and r is not None and is_u(p, r)
 
     @property
     def control(self) -> RemedyRow | None:

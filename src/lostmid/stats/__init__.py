@@ -27,7 +27,14 @@ from lostmid.stats.intervals import (
     wilson_interval,
 )
 from lostmid.stats.ranks import finite_or_none, ranks, spearman
-from lostmid.stats.shape import SHAPES, Contrast, Curve, ShapeIndices, shape_indices
+from lostmid.stats.shape import (
+    SHAPES,
+    Contrast,
+    Curve,
+    ShapeIndices,
+    reference_points,
+    shape_indices,
+)
 
 __all__ = [
     "SHAPES",
@@ -41,6 +48,7 @@ __all__ = [
     "item_bootstrap",
     "paired_difference",
     "ranks",
+    "reference_points",
     "seed_interval",
     "shape_indices",
     "spearman",

@@ -218,6 +218,23 @@ def classify(primacy: Contrast, recency: Contrast, margin: float) -> str:
     }[pair]
 
 
+def is_u(primacy: Any, recency: Any) -> bool:
+    """A resolved U (a valley between both ends): the class ``U`` of :func:`classify`,
+    both contrasts' intervals above 0. Takes anything with ``estimate``, ``ci_low`` and
+    ``ci_high`` (a :class:`Contrast`, a seed interval, a Newcombe difference).
+
+    >>> is_u(Contrast(0.3, 0.1, 0.5), Contrast(0.2, 0.01, 0.4))
+    True
+    >>> is_u(Contrast(0.3, 0.1, 0.5), Contrast(0.2, -0.01, 0.4))
+    False
+    """
+
+    def contrast(x: Any) -> Contrast:
+        return Contrast(float(x.estimate), float(x.ci_low), float(x.ci_high))
+
+    return classify(contrast(primacy), contrast(recency), 0.0) == "U"
+
+
 @dataclass(frozen=True)
 class ShapeIndices:
     """The shape indices of a curve (module doc); positions in the caller's convention."""
