@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lostmid.behaviour.dose import (
-    INCONCLUSIVE,
-    MIN_SLOPE,
-    NOT_SUPPORTED,
-    SUPPORTED,
-    dose_verdict,
-)
+from lostmid.behaviour.dose import MIN_SLOPE, dose_verdict
 from lostmid.errors import UserError
+from lostmid.stats.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
 # the dose: S grows with depth on every seed (0.2 apart between seeds)
 S = {2: [1.0, 1.2, 1.1], 4: [1.8, 2.0, 1.9], 8: [2.6, 2.8, 2.7]}

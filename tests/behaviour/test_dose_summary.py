@@ -7,15 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from lostmid.behaviour.dose import (
-    INCONCLUSIVE,
-    NOT_SUPPORTED,
-    SUPPORTED,
-    DoseRun,
-    DoseSummary,
-    rho_over_records,
-)
+from lostmid.behaviour.dose import DoseRun, DoseSummary, rho_over_records
 from lostmid.errors import UserError
+from lostmid.stats.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
 DOSE = {2: 1.0, 4: 2.0, 8: 3.0}  # S by depth, + 0.1 per seed
 

@@ -11,11 +11,6 @@ import pytest
 from scipy import stats
 
 from lostmid.compare.claims import (
-    BELOW_RESOLUTION,
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    PARTLY,
-    REPRODUCED,
     VERDICTS,
     Claim,
     floor_relation,
@@ -27,6 +22,13 @@ from lostmid.compare.claims import (
 )
 from lostmid.compare.scoring import MeanSpread
 from lostmid.errors import UserError
+from lostmid.stats.verdicts import (
+    BELOW_RESOLUTION,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    PARTLY,
+    REPRODUCED,
+)
 
 EPS = 1e-6  # well above the rules' 1e-9 slack, well below any margin used here
 # (paper value, tolerance, partial margin or None for the default 2 * tolerance)

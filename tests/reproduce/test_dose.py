@@ -9,9 +9,9 @@ import pytest
 
 import lostmid.reproduce.dose as dose_module
 from lostmid.behaviour.dose import DoseSummary
-from lostmid.compare.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from lostmid.reproduce.config import DOSE_CHOICES
 from lostmid.reproduce.dose import DOSE_CLAIM, DOSE_SCALES, DoseScale, DoseSection
+from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 SMALL = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
 SMALL += ["--train-steps", "0", "--behaviour-steps", "0", "--checkpoints", "off"]

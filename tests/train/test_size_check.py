@@ -38,7 +38,9 @@ def test_a_model_too_large_for_the_machine_is_refused_before_it_is_built(tmp_pat
     spec = replace(PRESETS["micro"].model, layers=4000, hidden=4096, heads=32, kv_heads=8,
                    intermediate=11008)  # fmt: skip
     config = replace(PRESETS["micro"], model=spec, steps=2)
-    with pytest.raises(UserError, match=r"train --preset micro needs about \d+(\.\d+)? TiB"):
+    with pytest.raises(
+        UserError, match=r"train --preset micro --steps 2 needs about \d+(\.\d+)? TiB"
+    ):
         run_training(config, out=tmp_path / "out")
     assert not (tmp_path / "out" / "dynamics.json").exists()
 

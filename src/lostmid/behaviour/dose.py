@@ -54,10 +54,8 @@ from lostmid.behaviour.learning import LearningReadouts
 from lostmid.errors import UserError
 from lostmid.files import schema_of
 from lostmid.stats import Interval, paired_difference, reference_points, seed_interval
+from lostmid.stats.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
-SUPPORTED = "supported"
-NOT_SUPPORTED = "not supported"
-INCONCLUSIVE = "inconclusive"
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)
 MIN_SLOPE = 0.1
 """The smallest slope of B on S worth calling a response (module docstring, rule 4)."""

@@ -31,12 +31,14 @@ import numpy as np
 from lostmid.checks import check_choice
 from lostmid.compare.scoring import MeanSpread
 from lostmid.errors import UserError
+from lostmid.stats.verdicts import (
+    BELOW_RESOLUTION,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    PARTLY,
+    REPRODUCED,
+)
 
-REPRODUCED = "reproduced"
-PARTLY = "partly"
-NOT_REPRODUCED = "not reproduced"
-INCONCLUSIVE = "inconclusive"
-BELOW_RESOLUTION = "below resolution"
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, BELOW_RESOLUTION)
 
 UNCERTAINTY = (

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.compare.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Verdict
+from lostmid.compare.claims import Verdict
 from lostmid.errors import UserError
-from lostmid.stats.link import side_of
+from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, side_of
 from lostmid.theory import summarize_profile
 from lostmid.typing import Float
 

@@ -32,10 +32,10 @@ wide one.
 from __future__ import annotations
 
 from lostmid.stats import Interval
+from lostmid.stats.verdicts import DOES_NOT_WORK, INCONCLUSIVE, WORKS, WORSE
 
 __all__ = ["RULE", "VERDICTS", "gap_margin", "halves_gap", "verdict"]
 
-WORKS, DOES_NOT_WORK, WORSE, INCONCLUSIVE = "works", "does not work", "worse", "inconclusive"
 VERDICTS = (WORKS, DOES_NOT_WORK, WORSE, INCONCLUSIVE)
 RULE = (
     "with the 95% intervals (paired by seed; inference remedies: paired by example, a "

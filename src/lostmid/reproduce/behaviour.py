@@ -47,15 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.compare.claims import (
-    BELOW_RESOLUTION,
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Claim,
-)
+from lostmid.compare.claims import Claim
 from lostmid.stats import Interval, finite_or_none, reference_points, seed_interval, spearman
 from lostmid.stats.shape import is_u
+from lostmid.stats.verdicts import BELOW_RESOLUTION, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from lostmid.train.claims import interval_text
 
 LINK_CLAIM = "The structural valley predicts the behavioural valley"

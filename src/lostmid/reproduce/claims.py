@@ -37,14 +37,9 @@ from rich.table import Table
 
 from lostmid.compare.candidates import Candidate, Scorecard, w1_difference
 from lostmid.compare.claims import (
-    BELOW_RESOLUTION,
     CLAIM_TOLERANCE,
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
     PAPER_SPEARMAN,
     PAPER_WASSERSTEIN1,
-    PARTLY,
-    REPRODUCED,
     Claim,
     Verdict,
     floor_relation,
@@ -56,6 +51,13 @@ from lostmid.compare.claims import (
 )
 from lostmid.compare.scoring import MeanSpread
 from lostmid.reproduce.analysis import FAITHFUL, SHOWN_BESIDE, WITH_MLP, ModelAnalysis
+from lostmid.stats.verdicts import (
+    BELOW_RESOLUTION,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    PARTLY,
+    REPRODUCED,
+)
 
 PAPER_PEAK_TO_VALLEY = 100.0
 DEPTH1_EXACT, DEPTH1_TOLERANCE = 0.0, 0.005

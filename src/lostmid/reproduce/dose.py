@@ -35,17 +35,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from lostmid.behaviour.dose import (
-    BASE,
-    DOSE_RULE,
+from lostmid.behaviour.dose import BASE, DOSE_RULE, DoseRun, DoseSummary
+from lostmid.compare.claims import Claim
+from lostmid.stats.verdicts import (
     INCONCLUSIVE,
+    NOT_REPRODUCED,
     NOT_SUPPORTED,
+    REPRODUCED,
     SUPPORTED,
-    DoseRun,
-    DoseSummary,
 )
-from lostmid.compare.claims import INCONCLUSIVE as CLAIM_INCONCLUSIVE
-from lostmid.compare.claims import NOT_REPRODUCED, REPRODUCED, Claim
 
 DOSE_CLAIM = "Structural primacy at birth predicts behavioural primacy during learning"
 DOSE_PAPER = (
@@ -55,7 +53,7 @@ DOSE_PAPER = (
 CLAIM_VERDICT = {
     SUPPORTED: REPRODUCED,
     NOT_SUPPORTED: NOT_REPRODUCED,
-    INCONCLUSIVE: CLAIM_INCONCLUSIVE,
+    INCONCLUSIVE: INCONCLUSIVE,
 }
 DOSE_JSON = "dose.json"
 
@@ -186,7 +184,7 @@ class DoseSection:
         )
         if verdict is None:
             ours = f"{scale}; fewer than 2 depths: no dose-response"
-            return (Claim(DOSE_CLAIM, DOSE_PAPER, ours, CLAIM_INCONCLUSIVE, DOSE_RULE),)
+            return (Claim(DOSE_CLAIM, DOSE_PAPER, ours, INCONCLUSIVE, DOSE_RULE),)
         slope = verdict.slope
         slope_text = (
             "n/a"

@@ -39,13 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lostmid.compare.claims import (
-    BELOW_RESOLUTION,
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Claim,
-)
+from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.files import read_result
 from lostmid.remedies.config import LAWS
@@ -53,6 +47,7 @@ from lostmid.remedies.stats import RULE as REMEDY_RULE
 from lostmid.remedies.stats import gap_margin, verdict
 from lostmid.stats import Interval
 from lostmid.stats.shape import is_u
+from lostmid.stats.verdicts import BELOW_RESOLUTION, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "curriculum": (

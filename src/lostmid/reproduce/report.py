@@ -12,13 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lostmid.compare.candidates import Candidate, Scorecard
-from lostmid.compare.claims import (
-    BELOW_RESOLUTION,
-    CLAIM_TOLERANCE,
-    PAPER_WASSERSTEIN1,
-    UNCERTAINTY,
-    VERDICTS,
-)
+from lostmid.compare.claims import CLAIM_TOLERANCE, PAPER_WASSERSTEIN1, UNCERTAINTY, VERDICTS
 from lostmid.report.html import Report
 from lostmid.reproduce.analysis import (
     FAITHFUL,
@@ -34,6 +28,7 @@ from lostmid.reproduce.claims import DEPTH1_CANDIDATE, DEPTH1_TOLERANCE, keyed_c
 from lostmid.reproduce.dose import add_dose_section
 from lostmid.reproduce.figures import overlay_key
 from lostmid.reproduce.remedies import add_remedies_section
+from lostmid.stats.verdicts import BELOW_RESOLUTION
 
 VERDICT_NOTE = (
     "Each verdict follows from our numbers by the rule under its row (open 'all numbers "

@@ -30,36 +30,14 @@ import numpy as np
 
 from lostmid.errors import UserError
 from lostmid.stats.ranks import spearman
+from lostmid.stats.verdicts import INCONCLUSIVE
+from lostmid.stats.verdicts import supported_if_above as _verdict
 
-SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not supported", "inconclusive"
 ACROSS = 0.5
 WITHIN = 0.55
 MIN_PER_DEPTH = 5
 """Fewer examples than this at any depth: both answers inconclusive (a bootstrap within a
 stratum of 2-4 examples understates the spread)."""
-
-
-def side_of(low: float, high: float, boundary: float) -> str:
-    """Where a 95% interval lies against a stated boundary: ``above``, ``below`` or
-    ``spans`` (also for an interval that is not finite). The one three-way rule behind
-    the verdicts that compare an interval with a boundary.
-
-    >>> side_of(0.6, 0.9, 0.5), side_of(0.1, 0.4, 0.5), side_of(0.4, 0.6, 0.5)
-    ('above', 'below', 'spans')
-    """
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return "spans"
-    if low > boundary:
-        return "above"
-    if high < boundary:
-        return "below"
-    return "spans"
-
-
-def _verdict(low: float, high: float, boundary: float) -> str:
-    return {"above": SUPPORTED, "below": NOT_SUPPORTED, "spans": INCONCLUSIVE}[
-        side_of(low, high, boundary)
-    ]
 
 
 def stratified_auc(depth: np.ndarray, right: np.ndarray, score: np.ndarray) -> float:

@@ -50,9 +50,10 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.compare.claims import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
+from lostmid.compare.claims import Claim
 from lostmid.compare.metrics import ProfileComparison
 from lostmid.stats import Interval, seed_interval
+from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
 from lostmid.theory import ProfileSummary
 from lostmid.train.dynamics import Checkpoint, CheckpointMeasurement
 

@@ -1,0 +1,50 @@
+"""The verdict vocabulary and the three-way rule every verdict of lostmid rests on.
+
+A verdict is a function of 95% intervals that states its boundary before the data and
+can come out three ways: the interval lies on the claim's side of the boundary, on the
+other side, or spans it (inconclusive; an infinite interval, one seed, always spans).
+The words differ by what is judged, and live here together so that no module spells
+its own:
+
+* a claim of the paper against our numbers (``compare``, ``reproduce``): *reproduced*,
+  *partly*, *not reproduced*, *inconclusive*, *below resolution* (the effect is smaller
+  than the noise floor);
+* a hypothesis about our own data (dose-response, the structure-behaviour link):
+  *supported*, *not supported*, *inconclusive*;
+* a remedy against its baseline: *works*, *does not work*, *worse*, *inconclusive*.
+
+>>> side_of(0.6, 0.9, 0.5), side_of(0.1, 0.4, 0.5), side_of(0.4, 0.6, 0.5)
+('above', 'below', 'spans')
+>>> supported_if_above(0.6, 0.9, 0.5), supported_if_above(-float("inf"), 1.0, 0.5)
+('supported', 'inconclusive')
+"""
+
+from __future__ import annotations
+
+import math
+
+INCONCLUSIVE = "inconclusive"
+REPRODUCED, PARTLY, NOT_REPRODUCED = "reproduced", "partly", "not reproduced"
+BELOW_RESOLUTION = "below resolution"
+SUPPORTED, NOT_SUPPORTED = "supported", "not supported"
+WORKS, DOES_NOT_WORK, WORSE = "works", "does not work", "worse"
+
+
+def side_of(low: float, high: float, boundary: float) -> str:
+    """Where a 95% interval lies against a stated boundary: ``above``, ``below`` or
+    ``spans`` (also for an interval that is not finite)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "spans"
+    if low > boundary:
+        return "above"
+    if high < boundary:
+        return "below"
+    return "spans"
+
+
+def supported_if_above(low: float, high: float, boundary: float) -> str:
+    """``supported`` when the interval lies above ``boundary``, ``not supported`` below,
+    else ``inconclusive``."""
+    return {"above": SUPPORTED, "below": NOT_SUPPORTED, "spans": INCONCLUSIVE}[
+        side_of(low, high, boundary)
+    ]
