@@ -32,6 +32,7 @@ from lostmid.influence.residual import forward_ratio
 from lostmid.models import LoadedModel, load_model
 from lostmid.models.budget import activation_bytes, dtype_bytes, parameter_count
 from lostmid.models.load import resolve_config
+from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, prepare_out, run_metadata
 from lostmid.runs.budget import check_budget
 from lostmid.runs.lock import holds_out
@@ -309,7 +310,7 @@ def run_measure(
         ),
     )
     if console is not None:
-        console.print(summary_table(result))
+        console.print(fit_table(summary_table(result)))
         console.print(f"wrote {out / 'measure.json'} and {out / 'measure.png'}")
     return result
 
