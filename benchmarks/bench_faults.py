@@ -2,9 +2,12 @@
 concurrent runs, hostile model directories. Prints the tables of docs/RELIABILITY.md.
 
 1. Bad inputs: every damaged, hostile or misplaced file of tests/faults, every request
-   too big to fit, and a battery of bad options over the nine commands, each run as
-   its own process: how many end in one line on stderr and exit 2, how many in a
-   traceback.
+   too big to fit, a battery of bad options over the nine commands, and issue 28's
+   cases (wrong-typed ``--data`` records and ``--measured`` fields, unreadable folders,
+   ``--export-lm-eval`` over a file, model configs that cannot be built, size and time
+   refusals, nonsense refused), each run as its own process: how many end in one line
+   on stderr and exit 2, how many in a traceback, how many hang (past
+   ``--case-timeout``) or are killed by a signal (the OOM killer's -9).
 2. Kills: the kill harness (tests/faults/harness.py) on ``reproduce``, ``remedies``,
    ``sweep`` and ``train --resume``: SIGKILL after a random delay, ``--kills`` times,
    then a rerun to completion, compared with an uninterrupted run (JSON value for
@@ -25,6 +28,7 @@ import main; main()"`` per run, as a shell would; ``--mode fork`` forks this pro
 
 Usage: python benchmarks/bench_faults.py [--scale micro|quick|default] [--kills 5]
            [--mode exec|fork] [--parts inputs,kills,disk,concurrency,hostile]
+           [--case-timeout 300]
 """
 
 from __future__ import annotations
@@ -129,11 +133,16 @@ def micro_commands() -> dict[str, list[str]]:
 # -- one process ------------------------------------------------------------------------
 
 
-def outcome(argv: list[str], root: Path, mode: str) -> dict[str, Any]:
-    """Run ``lostmid ARGV`` once: its exit code and how it ended on stderr."""
+def outcome(argv: list[str], root: Path, mode: str, timeout: float = 1200) -> dict[str, Any]:
+    """Run ``lostmid ARGV`` once: its exit code and how it ended on stderr; a run past
+    ``timeout`` is killed and counted as a hang (code None), one ended by a signal
+    (negative code: -9 is the OOM killer's) as killed."""
     log = root / f"run-{time.perf_counter_ns()}.log"
     run = Run(argv, log, mode)
-    code = run.wait(1200)
+    try:
+        code: int | None = run.wait(timeout)
+    except TimeoutError:
+        code = None
     text = log.read_text(errors="replace")
     lines = [line for line in text.splitlines() if line.startswith("error:")]
     return {
@@ -141,11 +150,65 @@ def outcome(argv: list[str], root: Path, mode: str) -> dict[str, Any]:
         "code": code,
         "one_line": code == 2 and len(lines) == 1 and "Traceback" not in text,
         "traceback": "Traceback" in text,
+        "hang": code is None,
+        "killed": code is not None and code < 0,
         "line": lines[0] if lines else text.strip().splitlines()[-1:] or [""],
     }
 
 
-def bad_inputs(root: Path, mode: str) -> list[dict[str, Any]]:
+def issue28_inputs(root: Path, hostile: dict[str, Path]) -> tuple[list[list[str]], list[str]]:
+    """Issue 28's second-round cases as command lines (the inputs of
+    tests/faults/test_bad_fields.py, test_inputs.py and test_sizes.py), and the cases
+    that cannot be made here, with why."""
+    from test_bad_fields import CONFIGS, DATA, KV, MEASURED, _config_dir, _edit
+    from test_inputs import CASES as INPUT_CASES
+
+    root.mkdir(parents=True, exist_ok=True)
+    retrieve = ["retrieve", "--model", "tiny-qwen2", "--tokenizer", "bytes", "--passes", "teacher"]
+    argvs: list[list[str]] = []
+    for i, (_, name, data, _) in enumerate(DATA):  # wrong-typed --data records
+        path = root / f"data{i}" / name
+        path.parent.mkdir()
+        path.write_bytes(data)
+        argvs.append([*retrieve, "--data", str(path)])
+    kv = root / "kv.jsonl"  # a --data file for another task
+    kv.write_text(json.dumps(KV) + "\n")
+    argvs.append([*retrieve, "--task", "niah", "--data", str(kv)])
+    good = json.loads(hostile["measure_json"].read_text())
+    for i, (field, value, _) in enumerate(MEASURED):  # wrong-typed --measured fields
+        bad = root / f"measure{i}.json"
+        bad.write_text(json.dumps(_edit(good, field, value)))
+        argvs.append(["compare", "--measured", str(bad)])
+    target = root / "tasks-file"  # --export-lm-eval over a file, a folder with files
+    target.write_bytes(b"my notes\n")
+    folder = root / "tasks-folder"
+    folder.mkdir()
+    (folder / "utils.py").write_bytes(b"# mine\n")
+    for there in (target, folder):
+        argvs.append(
+            ["retrieve", "--model", "tiny-qwen2", "--tokenizer", "bytes", "--pairs", "4",
+             "--examples", "1", "--export-lm-eval", str(there)]
+        )  # fmt: skip
+    for i, (_, changes, _) in enumerate(CONFIGS):  # model configs that cannot be built
+        model = _config_dir(root, f"model{i}", **changes)
+        argvs.append(["retrieve", "--model", str(model), "--tokenizer", "bytes"])
+    argvs += [list(argv) for argv, _ in INPUT_CASES]  # seeds, dtypes, sizes, nonsense
+    argvs.append(["theory", "--length", "8", "--out", ""])  # an empty --out
+    skipped = []
+    if os.geteuid() == 0:  # root reads any folder: the suite simulates these instead
+        skipped.append("unreadable --model/--tokenizer folders and --out (running as root)")
+    else:
+        for name, flag in (("truncated", "--model"), ("custom_tokenizer", "--tokenizer")):
+            locked = root / f"locked-{name}"
+            subprocess.run(["cp", "-r", str(hostile[name]), str(locked)], check=True)
+            locked.chmod(0)
+            model = ["--model", str(locked)] if flag == "--model" else [
+                "--model", "tiny-qwen2", "--tokenizer", str(locked)]  # fmt: skip
+            argvs.append(["retrieve" if flag == "--tokenizer" else "measure", *model])
+    return argvs, skipped
+
+
+def bad_inputs(root: Path, mode: str, timeout: float = 1200) -> list[dict[str, Any]]:
     """Every bad input of the suite, each as its own process."""
     from test_bad_files import CASES as FILE_CASES
     from test_sizes import CASES as SIZE_CASES
@@ -178,10 +241,14 @@ def bad_inputs(root: Path, mode: str) -> list[dict[str, Any]]:
         else:
             dynamics.write_text(dynamics.read_text()[:100])
         argvs.append(["train", "--preset", "micro", "--steps", "12", "--out", str(run), "--resume"])
+    second, skipped = issue28_inputs(root / "issue28", hostile)
+    argvs += second
     results = []
     for i, argv in enumerate(argvs):
         full = argv if "--out" in argv else [*argv, "--out", str(root / f"o{i}")]
-        results.append(outcome(full, root, mode))
+        results.append(
+            {**outcome(full, root, mode, timeout), "issue28": i >= len(argvs) - len(second)}
+        )
     results.append(
         {
             "argv": ["marker"],
@@ -190,6 +257,7 @@ def bad_inputs(root: Path, mode: str) -> list[dict[str, Any]]:
             "traceback": False,
             "line": "",
             "marker_written": hostile["marker"].exists(),
+            "skipped": skipped,
         }
     )
     return results
@@ -369,6 +437,9 @@ def main() -> None:
     parser.add_argument("--mode", choices=("exec", "fork"), default="exec")
     parser.add_argument("--parts", default="inputs,kills,disk,concurrency,hostile")
     parser.add_argument("--keep", type=Path, default=None, help="Work folder to keep.")
+    parser.add_argument(
+        "--case-timeout", type=float, default=300.0, help="Seconds before a bad input is a hang."
+    )
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     parts = set(args.parts.split(","))
@@ -380,14 +451,22 @@ def main() -> None:
     )
     start = time.perf_counter()
     if "inputs" in parts:
-        results = bad_inputs(root / "inputs", args.mode)
-        marker = results.pop()["marker_written"]
-        ones = sum(r["one_line"] for r in results)
-        tracebacks = sum(r["traceback"] for r in results)
-        print(
-            f"\nbad inputs: {len(results)} tried, {ones} one line + exit 2, "
-            f"{tracebacks} tracebacks; planted code ran: {marker}"
-        )
+        results = bad_inputs(root / "inputs", args.mode, args.case_timeout)
+        last = results.pop()
+        for label, rows in (
+            ("bad inputs", results),
+            (
+                "  of which issue 28's (test_bad_fields, test_inputs)",
+                [r for r in results if r["issue28"]],
+            ),
+        ):
+            print(
+                f"\n{label}: {len(rows)} tried, {sum(r['one_line'] for r in rows)} one line + "
+                f"exit 2, {sum(r['traceback'] for r in rows)} tracebacks, "
+                f"{sum(r['hang'] for r in rows)} hangs, {sum(r['killed'] for r in rows)} killed "
+                "by a signal"
+            )
+        print(f"planted code ran: {last['marker_written']}; not tried: {last['skipped'] or 'none'}")
         for r in results:
             if not r["one_line"]:
                 print(f"  NOT ONE LINE (exit {r['code']}): {' '.join(r['argv'])}: {r['line']}")

@@ -8,10 +8,17 @@ import numpy as np
 import pytest
 
 from lostmid.compare.baselines import BASELINE_FAMILIES
+from lostmid.compare.candidates import clipping_notes
+from lostmid.compare.claims import format_interval
 from lostmid.compare.fit import TheoryFamily
 from lostmid.compare.fitting import Family, FamilyFit
-from lostmid.compare.metrics import compare_profiles
-from lostmid.compare.scoring import noise_floor, pool_profiles, score_out_of_sample
+from lostmid.compare.metrics import AGREEMENT_METRICS, METRIC_RANGES, compare_profiles
+from lostmid.compare.scoring import (
+    MeanSpread,
+    noise_floor,
+    pool_profiles,
+    score_out_of_sample,
+)
 from lostmid.errors import UserError
 from lostmid.theory import influence_row
 
@@ -131,3 +138,48 @@ def test_one_seed_has_no_floor_and_no_folds() -> None:
         score_out_of_sample([TRUTH], FAMILIES)
     with pytest.raises(UserError, match=r"must be \(128,\) or \(2, 128\)"):
         score_out_of_sample([TRUTH, TRUTH], predicted={"bad": TRUTH[:10]})
+
+
+# -- intervals clipped to a metric's range --------------------------------------------
+
+
+def test_a_spearman_interval_is_clipped_at_one_and_says_so() -> None:
+    # two seeds: the t interval 0.94 -+ 12.7 * 0.0707 / sqrt(2) = [0.305, 1.575]
+    value = MeanSpread.of([0.99, 0.89], METRIC_RANGES["spearman"])
+    low, high = value.t_interval()
+    assert high > 1.5 and low == pytest.approx(0.94 - (high - 0.94))
+    assert value.interval() == (low, 1.0)
+    assert value.clipped
+    record = value.record()
+    assert record["ci_low"] == low and record["ci_high"] == 1.0 and record["clipped"] is True
+    assert format_interval(value) == f"0.94 [{low:.3g}, 1] (n=2)"
+
+
+def test_a_w1_interval_is_clipped_at_zero_and_an_inner_one_is_left_alone() -> None:
+    w1 = MeanSpread.of([0.0082, 0.0001, 0.0161], METRIC_RANGES["wasserstein1"])
+    assert w1.t_interval()[0] < 0 and w1.interval() == (0.0, w1.t_interval()[1])
+    inside = MeanSpread.of([0.5, 0.52, 0.51], METRIC_RANGES["spearman"])
+    assert inside.interval() == inside.t_interval() and not inside.clipped
+    assert inside.record()["clipped"] is False
+    difference = MeanSpread.of([-0.01, 0.02])  # a difference of W1 has no bound
+    assert difference.interval()[0] < -0.1 and not difference.clipped
+    assert not MeanSpread.of([], METRIC_RANGES["spearman"]).clipped  # nothing defined
+    one = MeanSpread.of([0.999], METRIC_RANGES["spearman"])
+    assert one.interval() == (0.999, 0.999) and not one.clipped
+
+
+def test_every_agreement_metric_has_a_range_the_floor_respects() -> None:
+    assert set(METRIC_RANGES) == set(AGREEMENT_METRICS)
+    rng = np.random.default_rng(0)
+    base = influence_row(16, 2, 0.7, kernel="jacobian")
+    rows = [base * rng.uniform(0.97, 1.03, base.size) for _ in range(2)]
+    floor = noise_floor(rows + [rows[0] * 1.0001])  # three seeds: 3 pairs, one near-exact
+    for metric, value in floor.metrics.items():
+        lo, hi = METRIC_RANGES[metric]
+        low, high = value.interval()
+        assert lo <= low <= high <= hi, metric
+    assert floor.wasserstein1.clipped  # W1 0.0 for the near-exact pair: t reaches below 0
+    notes = clipping_notes(floor, [])
+    assert len(notes) == 1 and "noise floor wasserstein1" in notes[0]
+    assert '"clipped": true' in notes[0]
+    assert clipping_notes(None, []) == []

@@ -6,6 +6,7 @@ rich's live bar."""
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,6 +60,10 @@ def test_sweep_and_train_print_progress_into_a_log(run_cli: RunCli, tmp_path: Pa
     )
     assert code == 0, err
     assert "sweep: 1/2 done (50%)" in out and "sweep: 2/2 done (100%)" in out
+    # each line names the unit that finished (its folder under units/) and how
+    units = json.loads((tmp_path / "s" / "sweep.json").read_text())["units"]
+    named = [line.split("; last: ")[-1] for line in out.splitlines() if "; last: " in line]
+    assert sorted(named) == sorted(f"done: {u['key']}" for u in units)
     code, out, err = run_cli("train", "--preset", "micro", "--steps", "12", "--out", tmp_path / "t")
     assert code == 0, err
     assert "train: 12/12 done (100%)" in out

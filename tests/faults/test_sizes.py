@@ -85,3 +85,55 @@ def test_the_override_skips_the_check(run_cli: RunCli, tmp_path: Path) -> None:
             "theory", "--length", "64", "--layers", "2", "--no-size-check", "--out", tmp_path
         )
         assert code == 0, err
+
+
+# The first step of each command after its size check, and a small request of it.
+AFTER_CHECK = {
+    "retrieve": ("lostmid.behaviour.run", "_check_out"),
+    "ablate": ("lostmid.ablate.run", "build_rung"),
+    "remedies": ("lostmid.remedies.run", "prepare_out"),
+}
+SMALL = {
+    "retrieve": ["retrieve", "--model", "tiny-gpt2", "--tokenizer", "bytes", "--task", "kv",
+                 "--pairs", "3", "--examples", "1"],
+    "ablate": ["ablate", "--model", "tiny-gpt2", "--length", "8", "--seeds", "1", "--samples",
+               "1", "--probes", "1"],
+    "remedies": ["remedies", "--quick", "--preset", "retrieval-micro", "--steps", "2", "--seeds",
+                 "1", "--remedies", "loss-weight"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", sorted(AFTER_CHECK))
+def test_no_size_check_lets_a_refused_request_through(
+    command: str, run_cli: RunCli, tmp_path: Path
+) -> None:
+    """With every estimate refusing (the budget check patched to refuse anything), the
+    request is refused in one line; with --no-size-check no estimate is asked for and the
+    command goes on to its next step (patched to stop there, so nothing runs)."""
+    import importlib
+
+    import lostmid.runs.budget as budget
+    from lostmid.errors import UserError
+
+    asked: list[str] = []
+
+    def refuse(what: str, **_: object) -> None:
+        asked.append(what)
+        raise UserError(f"{what}: refused by the test; pass --no-size-check to run it anyway")
+
+    def reached(*_: object, **__: object) -> None:
+        raise UserError("reached the step after the size check")
+
+    module, step = AFTER_CHECK[command]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(budget, "check_budget", refuse)
+        patch.setattr(importlib.import_module("lostmid.ablate.run"), "check_budget", refuse)
+        patch.setattr(importlib.import_module(module), step, reached)
+        code, out, err = run_cli(*SMALL[command], "--out", tmp_path / "out")
+        assert_one_line(code, out, err, "refused by the test", "--no-size-check")
+        assert asked
+        asked.clear()
+        code, out, err = run_cli(*SMALL[command], "--no-size-check", "--out", tmp_path / "out")
+        assert_one_line(code, out, err, "reached the step after the size check")
+        assert asked == []
+    assert not (tmp_path / "out").exists()

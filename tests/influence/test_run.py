@@ -226,3 +226,17 @@ def test_compile_auto_is_recorded_with_its_reason(tmp_path, monkeypatch, capsys)
     choice = json.loads((tmp_path / "a" / "measure.json").read_text())["config"]["compile"]
     assert choice["requested"] == "auto" and choice["used"] is False
     assert "saved by compiling" in choice["why"]
+
+
+def test_float16_on_the_cpu_is_said_in_the_file(tmp_path) -> None:
+    """It runs (torch has cpu half kernels) but rarely as meant: measure.json's notes say
+    so, and a float32 run has no such note."""
+    from lostmid.influence.run import CPU_HALF_NOTE
+
+    small = dict(model="tiny-gpt2", length=8, samples=1, probes=1)
+    for dtype in ("float16", "float32"):
+        run_measure(MeasureConfig(**small, dtype=dtype), out=tmp_path / dtype, console=None)
+    half = json.loads((tmp_path / "float16" / "measure.json").read_text())
+    full = json.loads((tmp_path / "float32" / "measure.json").read_text())
+    assert half["config"]["dtype"] == "float16" and half["notes"][0] == CPU_HALF_NOTE
+    assert CPU_HALF_NOTE not in full.get("notes", [])

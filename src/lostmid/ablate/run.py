@@ -67,6 +67,7 @@ from lostmid.ablate.rungs import (
 )
 from lostmid.errors import UserError
 from lostmid.influence.passes import NonFiniteError
+from lostmid.report.layout import fit_table
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.budget import STAGE_FLOOR_S, check_budget, check_work, pass_seconds
@@ -173,7 +174,7 @@ def run_ablate(
     write_json(out / "ablation.json", result)
     save_figure(ablation_figure(result), out / "ablation.png")
     if console is not None:
-        console.print(ablation_table(result))
+        console.print(fit_table(ablation_table(result)))
         gap = result.gap_rung
         if gap is not None:
             console.print(

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         RetrievalCheckpoint as RetrievalCheckpoint,
         RetrievalTask as RetrievalTask,
         RetrievalTrainConfig as RetrievalTrainConfig,
+        retrieval_preset as retrieval_preset,
         run_retrieval_training as run_retrieval_training,
     )
     # isort: on
@@ -108,6 +109,7 @@ __getattr__, __dir__, __all__ = attach(
             "RetrievalCheckpoint",
             "RetrievalTask",
             "RetrievalTrainConfig",
+            "retrieval_preset",
             "run_retrieval_training",
         ],
     },

@@ -57,6 +57,7 @@ from lostmid.behaviour.score import (
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.errors import UserError
 from lostmid.files import schema_of, write_text
+from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.claim import claim_out
 from lostmid.runs.lock import holds_out
@@ -375,7 +376,7 @@ def run_retrieve(
     write_json(out / "retrieve.json", record)
     _write_outputs(out, result, result_rows)
     if console is not None:
-        console.print(_table(result))
+        console.print(fit_table(_table(result)))
         if calibration is not None:
             console.print(calibration.outcome, highlight=False)
         for line in summary_lines(result):

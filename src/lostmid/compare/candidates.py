@@ -12,7 +12,7 @@ share is taken from it); ``fitted`` and ``baseline`` are fitted families
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from lostmid.compare.config import FIT_METRICS, LOG_BINS, SPIKE_POLICIES
 from lostmid.compare.fit import TheoryFamily, _log_scale
 from lostmid.compare.fitting import Family, pin_spike, place
 from lostmid.compare.inputs import TheoryProfile, check_same_model, check_theory_matches
-from lostmid.compare.metrics import ProfileComparison, compare_profiles
+from lostmid.compare.metrics import METRIC_RANGES, ProfileComparison, compare_profiles
 from lostmid.compare.predicted import (
     Prediction,
     forward_ratio_prediction,
@@ -104,7 +104,7 @@ class Candidate:
         are several seeds, else in sample (spread 0, n 1)."""
         if self.out_of_sample is not None:
             return self.out_of_sample.metrics[metric]
-        return MeanSpread.of([getattr(self.metrics, metric)])
+        return MeanSpread.of([getattr(self.metrics, metric)], METRIC_RANGES[metric])
 
 
 @dataclass(frozen=True)
@@ -294,6 +294,7 @@ def compare_measurements(
             bins=bins,
         )
         out = {name: _with(c, scores[name]) for name, c in out.items()}
+        notes += clipping_notes(floor, scores.values())
     else:
         notes.append(
             "one measurement: no held-out seed, so no out-of-sample scores and no noise "
@@ -370,6 +371,24 @@ def judge_predictions(
             )
         )
     return tuple(claims)
+
+
+def clipping_notes(floor: NoiseFloor | None, scores: Iterable[OutOfSample]) -> list[str]:
+    """One note naming the intervals cut at their metric's range, if any: a 95% t
+    interval over few seeds can pass a bound no value can (Spearman above 1, W1 below 0);
+    each such interval is clipped to it (:meth:`MeanSpread.interval`) and its record
+    says ``"clipped": true``."""
+    cut = (
+        [] if floor is None else [f"noise floor {m}" for m, v in floor.metrics.items() if v.clipped]
+    )
+    cut += [f"{s.name} {m}" for s in scores for m, v in s.metrics.items() if v.clipped]
+    if not cut:
+        return []
+    shown = ", ".join(cut[:4]) + (f" and {len(cut) - 4} more" if len(cut) > 4 else "")
+    return [
+        f"{len(cut)} 95% interval(s) clipped to their metric's range (correlations to "
+        f'[-1, 1], W1 and RMSE to >= 0; "clipped": true in compare.json): {shown}'
+    ]
 
 
 def w1_difference(ours: Candidate, theirs: Candidate) -> MeanSpread:

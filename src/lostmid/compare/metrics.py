@@ -18,6 +18,7 @@ influence, no longer dominates the ranks with its noise.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,18 @@ AGREEMENT_METRICS = (
 )
 """The fields of :class:`ProfileComparison` that measure agreement between two profiles
 (the others describe one side), summarised over seeds and folds."""
+
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    "wasserstein1": (0.0, math.inf),
+    "spearman": (-1.0, 1.0),
+    "binned_wasserstein1": (0.0, math.inf),
+    "binned_spearman": (-1.0, 1.0),
+    "log_correlation": (-1.0, 1.0),
+    "log10_rmse": (0.0, math.inf),
+}
+"""The values each agreement metric can take: correlations lie in [-1, 1], distances
+and RMSEs are >= 0. A 95% interval over seeds is clipped to them
+(:meth:`lostmid.compare.scoring.MeanSpread.interval`)."""
 
 
 def validate_profile(profile: np.ndarray, name: str = "profile") -> np.ndarray:

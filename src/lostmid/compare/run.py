@@ -24,6 +24,7 @@ from lostmid.compare.metrics import AGREEMENT_METRICS
 from lostmid.compare.plot import plot_overlay
 from lostmid.files import schema_of
 from lostmid.influence.record import read_measure
+from lostmid.report.layout import fit_table
 from lostmid.report.plots import save_figure
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.lock import holds_out
@@ -191,8 +192,8 @@ def run_compare(
     result = CompareResult(config, card, metadata)
     write_json(out / "compare.json", {"schema": schema_of("compare"), **result.record()})
     if console is not None:
-        console.print(comparison_table(card))
-        console.print(claims_table(card))
+        console.print(fit_table(comparison_table(card)))
+        console.print(fit_table(claims_table(card)))
         for note in [*pooled, *card.notes]:
             console.print(f"note: {note}")
         console.print(f"wrote {out / 'compare.json'} and {out / 'compare.png'}")

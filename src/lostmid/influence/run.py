@@ -32,6 +32,7 @@ from lostmid.influence.residual import forward_ratio
 from lostmid.models import LoadedModel, load_model
 from lostmid.models.budget import activation_bytes, dtype_bytes, parameter_count
 from lostmid.models.load import resolve_config
+from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, prepare_out, run_metadata
 from lostmid.runs.budget import check_budget
 from lostmid.runs.lock import holds_out
@@ -197,6 +198,15 @@ PASS_FLOPS_PER_S = 1e11
 only a run that would take over a day even at this rate is refused."""
 
 
+CPU_HALF_NOTE = (
+    "--dtype float16 on the cpu: torch's cpu half-precision kernels, slower than float32 "
+    "and about 3 significant digits per value; use float32 on a cpu unless half precision "
+    "is what is measured"
+)
+"""Said in measure.json's notes (and printed) when float16 runs on the cpu: it runs, but
+rarely as meant (issue 28)."""
+
+
 @holds_out("measure")
 def run_measure(
     config: MeasureConfig,
@@ -261,6 +271,8 @@ def run_measure(
             )
         with timer("residual_strength"):
             gains, forward, masks, notes = measure_strengths(loaded, ids, config)
+        if config.dtype == "float16" and config.device == "cpu" and config.device_map is None:
+            notes.insert(0, CPU_HALF_NOTE)
         if console is not None:
             for note in notes:
                 console.print(f"[yellow]note:[/] {escape(note)}")
@@ -309,7 +321,7 @@ def run_measure(
         ),
     )
     if console is not None:
-        console.print(summary_table(result))
+        console.print(fit_table(summary_table(result)))
         console.print(f"wrote {out / 'measure.json'} and {out / 'measure.png'}")
     return result
 

@@ -53,6 +53,7 @@ from lostmid.remedies.training import (
     train_remedy,
     training_setting,
 )
+from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.claim import claim_out
@@ -275,7 +276,7 @@ def run_remedies(
     document["metadata"]["backend"] = backend.record()
     write_json(out / RESULT, document)
     if console is not None:
-        console.print(remedies_table(result))
+        console.print(fit_table(remedies_table(result)))
         for line in verdict_lines(result):
             console.print(line, highlight=False)
         console.print(f"wrote {out / RESULT} and {out / FIGURE}")

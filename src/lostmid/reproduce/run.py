@@ -15,6 +15,7 @@ from rich.console import Console
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.influence.record import MeasureRecord, write_measure
+from lostmid.report.layout import fit_table
 from lostmid.reproduce.analysis import (
     ModelAnalysis,
     ReproduceResult,
@@ -314,7 +315,7 @@ def run_reproduce(
     write_json(out / "reproduce.json", result)
     build_report(result).write(out / "report.html")
     if console is not None:
-        console.print(claims_table(result.claims))
+        console.print(fit_table(claims_table(result.claims)))
         console.print(
             f"{len(store.computed)} stages computed, {len(store.reused)} reused, "
             f"{seconds:.0f} s; wrote {out / 'report.html'}, {out / 'claims.json'}"

@@ -6,7 +6,8 @@ makes the bar every long command uses (train, retrieve, remedies, sweep, reprodu
 stages), and when its console is not a terminal it also prints one plain line when a
 step or unit finishes: the first, then at most one every :data:`EVERY_S` seconds, and
 the last, each with the count, the elapsed time and the time left (rich's estimate
-from the recent rate).
+from the recent rate), and what finished last: the task's ``last`` field (sweep's unit
+and its status), else its description (the stage runner's stage).
 
 >>> import io
 >>> from rich.console import Console
@@ -86,8 +87,8 @@ class LoggedProgress(Progress):
         total = "?" if task.total is None else f"{task.total:g}"
         share = f" ({100 * task.completed / task.total:.0f}%)" if task.total else ""
         left = 0.0 if last else task.time_remaining
-        text = task.description.strip()
-        about = f" {text}" if text and text != self.label else ""
+        text = str(task.fields.get("last") or task.description).strip()
+        about = f"; last: {text}" if text and text != self.label else ""
         self.console.print(
             f"{self.label}: {task.completed:g}/{total} done{share}, {_clock(task.elapsed)} "
             f"elapsed, ~{_clock(left)} left{about}",

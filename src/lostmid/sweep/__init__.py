@@ -9,6 +9,9 @@ is done; ``sweep.json`` records every unit with its status, time and result file
 ['theory', 'theory']
 """
 
+from typing import TYPE_CHECKING
+
+from lostmid.lazy import attach
 from lostmid.sweep.grid import (
     Grid,
     Unit,
@@ -18,6 +21,20 @@ from lostmid.sweep.grid import (
     parse_seeds,
 )
 from lostmid.sweep.units import PENDING, TASKS, TaskSpec, task_spec
+
+# The command (lostmid sweep) as a function, imported on first use (lostmid.lazy): it
+# brings the run machinery and every unit's command. Type checkers read the same names
+# here (tests/test_lazy.py keeps the two in step).
+if TYPE_CHECKING:
+    # isort: off
+    from lostmid.sweep.run import (
+        SweepConfig as SweepConfig,
+        SweepResult as SweepResult,
+        run_sweep as run_sweep,
+    )
+    # isort: on
+
+__getattr__, _, _lazy = attach(__name__, {"run": ["SweepConfig", "SweepResult", "run_sweep"]})
 
 __all__ = [
     "PENDING",
@@ -30,4 +47,5 @@ __all__ = [
     "load_sweep_file",
     "parse_seeds",
     "task_spec",
+    *_lazy,
 ]

@@ -30,6 +30,7 @@ from rich.table import Table
 
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
+from lostmid.report.layout import fit_table
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.claim import claim_out
@@ -285,7 +286,7 @@ def run_sweep(
     record["summaries"] = summarise_tasks(finished, out, warn)
     write_json(out / SWEEP_JSON, record)
     if console is not None:
-        console.print(summary_table(result))
+        console.print(fit_table(summary_table(result)))
         for made in record["summaries"]:
             if "summary" in made:
                 verdict = made["summary"].get("verdict")

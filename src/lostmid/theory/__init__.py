@@ -11,6 +11,9 @@ gain per layer and source position, N_l = I + A_l diag(s_l), see
 1.0
 """
 
+from typing import TYPE_CHECKING
+
+from lostmid.lazy import attach
 from lostmid.theory.exact import (
     KERNELS,
     PathDecomposition,
@@ -34,6 +37,20 @@ from lostmid.theory.positional import positional_influence_row
 from lostmid.theory.schedules import parse_schedule, power_schedule, resolve_alphas
 from lostmid.theory.summary import ProfileSummary, summarize_profile
 
+# The command (lostmid theory) as a function, imported on first use (lostmid.lazy): it
+# brings rich and the run machinery, which the pure maths above does not need. Type
+# checkers read the same names here (tests/test_lazy.py keeps the two in step).
+if TYPE_CHECKING:
+    # isort: off
+    from lostmid.theory.run import (
+        TheoryConfig as TheoryConfig,
+        TheoryResult as TheoryResult,
+        run_theory as run_theory,
+    )
+    # isort: on
+
+__getattr__, _, _lazy = attach(__name__, {"run": ["TheoryConfig", "TheoryResult", "run_theory"]})
+
 __all__ = [
     "KERNELS",
     "Bidirectional",
@@ -56,4 +73,5 @@ __all__ = [
     "power_schedule",
     "resolve_alphas",
     "summarize_profile",
+    *_lazy,
 ]

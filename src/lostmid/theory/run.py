@@ -21,6 +21,7 @@ from rich.table import Table
 from lostmid.checks import check_choice, check_position, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.files import schema_of
+from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
 from lostmid.runs.budget import SIZE_CHECK_HELP, check_budget
 from lostmid.runs.lock import holds_out
@@ -292,7 +293,7 @@ def run_theory(
     record["metadata"] = run_metadata("theory", config.record(), config.seed, timer.seconds)
     write_json(out / "theory.json", record)
     if console is not None:
-        console.print(summary_table(result))
+        console.print(fit_table(summary_table(result)))
         console.print(f"wrote {out / 'theory.json'} and {out / 'theory.png'}")
     return result
 

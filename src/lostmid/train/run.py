@@ -30,6 +30,7 @@ from rich.table import Table
 
 from lostmid.errors import UserError
 from lostmid.files import read_result, schema_of
+from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.lock import holds_out
 from lostmid.runs.progress import progress as logged_progress
@@ -304,7 +305,7 @@ def run_training(
     )
     write_json(out / DYNAMICS, result)
     if console is not None:
-        console.print(summary_table(result))
+        console.print(fit_table(summary_table(result)))
         console.print(f"wrote {out / DYNAMICS}, {out / CHECKPOINTS}/ and plots in {out}")
     return result
 

@@ -40,6 +40,7 @@ from lostmid.behaviour.training.evaluate import HeldOut, RetrievalCheckpoint, ev
 from lostmid.behaviour.training.task import sequence_length
 from lostmid.errors import UserError
 from lostmid.files import read_json_object, schema_of
+from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
 from lostmid.runs.lock import holds_out
 from lostmid.train.model import ModelVariant
@@ -389,7 +390,7 @@ def run_retrieval_training(
     )
     write_json(out / RESULT, document)
     if console is not None:
-        console.print(training_table(result))
+        console.print(fit_table(training_table(result)))
     return result
 
 
