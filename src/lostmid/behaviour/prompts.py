@@ -89,37 +89,35 @@ class PromptFormat:
                 "example (or --query-aware) has none"
             )
         text = self.text(example, tokenizer)
+        at = self._prompt_at(
+            text, example, "--design shared ", "; use --chat-template off or --design moved"
+        )
+        return text[: at + example.query_start], text[at + example.query_start :]
+
+    def _prompt_at(self, text: str, example: RetrievalExample, who: str, fix: str) -> int:
+        """Where ``example``'s prompt (its user turn) starts in its rendering ``text``."""
         if not self.applied:
-            return text[: example.query_start], text[example.query_start :]
+            return 0
         user, _ = self._user(example)
         at = text.find(user)
         if at < 0:
             raise UserError(
-                "--design shared cannot find the prompt verbatim in the chat template's "
-                "rendering; use --chat-template off or --design moved"
+                f"{who}cannot find the prompt verbatim in the chat template's rendering{fix}"
             )
-        return text[: at + example.query_start], text[at + example.query_start :]
+        return at
 
     def context_tokens(self, example: RetrievalExample, tokenizer: Tokenizer) -> tuple[int, int]:
         """``[start, end)`` token indices of ``example``'s context
         (:attr:`~lostmid.behaviour.example.RetrievalExample.context_span`) in the ids
         :func:`encode` gives it: the token counts of the rendered text up to those
-        characters (exact for the byte tokenizer; a BPE
-        merge across an edge can move it by one token).
+        characters (exact for the byte tokenizer; a BPE merge across an edge can move it
+        by one token).
 
         Raises:
             UserError: the chat template does not keep the prompt verbatim.
         """
         text = self.text(example, tokenizer)
-        at = 0
-        if self.applied:
-            user, _ = self._user(example)
-            at = text.find(user)
-            if at < 0:
-                raise UserError(
-                    "cannot find the prompt verbatim in the chat template's rendering; "
-                    "use --chat-template off"
-                )
+        at = self._prompt_at(text, example, "", "; use --chat-template off")
         first, last = example.context_span
         start, end = at + first, at + last
         special = self.add_special_tokens
