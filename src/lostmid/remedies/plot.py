@@ -66,12 +66,14 @@ def plot_remedies(result: Any) -> Figure:
         ax.grid(alpha=0.3)
     for ax in axes.flat[panels:]:
         ax.set_visible(False)
+    needles = result.config.task.startswith("niah-")
+    seeds = len(result.config.resolved_seeds())
     for ax in axes[-1]:
-        ax.set_xlabel("gold index (0-indexed)", fontsize=8)
+        ax.set_xlabel("needle depth (%)" if needles else "gold index (0-indexed)", fontsize=8)
     for ax in axes[:, 0]:
-        ax.set_ylabel("accuracy (95% over seeds)", fontsize=8)
+        ax.set_ylabel("accuracy" + (" (95% over seeds)" if seeds > 1 else ""), fontsize=8)
     fig.suptitle(
-        f"remedies at equal budget, {len(result.config.resolved_seeds())} seeds (grey: baseline)",
+        f"remedies at equal budget, {seeds} seed{'s' if seeds > 1 else ''} (grey: baseline)",
         fontsize=10,
     )
     return fig
