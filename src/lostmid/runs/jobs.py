@@ -205,10 +205,45 @@ def _ray_job(job: Job, out: str, retries: int) -> UnitOutcome:
     return execute_job(job, Path(out), retries)
 
 
-def _process_job(job: Job, out: str, retries: int, threads: int, pipe: Any) -> None:
+def die_with_parent(parent: int) -> None:
+    """End this worker process when its parent ``parent`` ends, however it ends: a
+    ``kill -9`` of lostmid must not leave its workers computing (and writing into the run
+    folder) beside the rerun. On Linux the kernel sends SIGKILL on the parent's death
+    (``prctl(PR_SET_PDEATHSIG)``); everywhere, a daemon thread checks once a second that
+    the parent is still the same process."""
+    import os
+    import signal
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no libc: the thread does it
+            pass
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(1.0)
+
+    if os.getppid() != parent:  # it died before we could ask
+        os._exit(1)
+    threading.Thread(target=watch, name="lostmid-parent-watch", daemon=True).start()
+
+
+def _process_job(
+    job: Job, out: str, retries: int, threads: int, pipe: Any, parent: int | None = None
+) -> None:
     """The body of a job's worker process: compute and save it (the stage store under
     ``out``), then send its outcome without the result (the parent reads that from the
-    store), so the message stays small whatever the result's size."""
+    store), so the message stays small whatever the result's size. The worker ends with
+    ``parent`` (:func:`die_with_parent`)."""
+    if parent is not None:
+        die_with_parent(parent)
     set_threads(threads)
     outcome = execute_job(job, Path(out), retries)
     pipe.send(replace(outcome, summary=None))
@@ -237,6 +272,7 @@ def run_processes(
     On an interrupt the running processes are stopped (results are written atomically:
     nothing half-done is ever saved) and the queued jobs never start."""
     import multiprocessing
+    import os
     from multiprocessing.connection import wait
 
     context = multiprocessing.get_context("spawn")
@@ -249,7 +285,9 @@ def run_processes(
             receive, send = context.Pipe(duplex=False)
             wanted = threads if job.threads is None else min(job.threads, threads)
             process = context.Process(
-                target=_process_job, args=(job, str(out), retries, wanted, send), daemon=True
+                target=_process_job,
+                args=(job, str(out), retries, wanted, send, os.getpid()),
+                daemon=True,
             )
             try:
                 process.start()
