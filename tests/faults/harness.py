@@ -162,7 +162,7 @@ class Run:
                 # matmul on 2 threads), the child's first one waits forever for threads
                 # that do not exist (libgomp is not fork-safe; CI hung 600 s per run).
                 # One thread never starts a team. Micro runs are small-model stages,
-                # which run on one thread anyway (reproduce.run.SMALL_MODEL_THREADS).
+                # which run on one thread anyway (lostmid.runs.jobs.stage_threads).
                 import torch
 
                 torch.set_num_threads(1)

@@ -46,7 +46,7 @@ def test_the_scales_are_those_the_config_accepts() -> None:
     assert (*DOSE_SCALES, "off") == DOSE_CHOICES
     full = DOSE_SCALES["full"]
     assert full.depths == (2, 4, 8) and full.seeds == 3 and full.variants == ("no-rope", "mix 0.5")
-    names = [name for name, *_ in dose_module.dose_stages("full", 0, Path("."))]
+    names = [stage.name for stage in dose_module.dose_stages("full", 0, Path("."))]
     assert len(names) == 15 and len(set(names)) == 15  # the whole design, one stage per run
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_args import SECTIONS_OFF
 
 from lostmid.errors import UserError
 from lostmid.reproduce.remedies import FAMILIES, RemediesRun, RemediesSection
@@ -177,16 +178,7 @@ def test_reproduce_judges_finished_remedies_runs_under_both_laws(run_cli, tmp_pa
     for law in ("tilt", "replace"):
         run_remedies(replace(config, law=law), out=tmp_path / "rem" / law)
     args = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
-    args += [
-        "--train-steps",
-        "0",
-        "--behaviour-steps",
-        "0",
-        "--dose",
-        "off",
-        "--checkpoints",
-        "off",
-    ]
+    args += SECTIONS_OFF
     args += ["--remedies", str(tmp_path / "rem")]
     code, _, err = run_cli("reproduce", *args, "--out", tmp_path / "out")
     assert code == 0, err

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_args import SECTIONS_OFF
 
 import lostmid.reproduce.run as rp
 from lostmid.compare.claims import VERDICTS
@@ -25,14 +26,7 @@ TINY = [
     "2",
     "--probes",
     "1",
-    "--train-steps",
-    "0",
-    "--behaviour-steps",
-    "0",
-    "--dose",
-    "off",
-    "--checkpoints",
-    "off",
+    *SECTIONS_OFF,
 ]
 
 

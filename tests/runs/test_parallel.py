@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_args import SECTIONS_OFF
 
 from lostmid.runs.backend import Backend
 from lostmid.runs.jobs import Job, UnitOutcome, run_jobs
@@ -80,14 +81,7 @@ def test_parallel_reproduce_gives_the_sequential_numbers(tmp_path: Path, run_cli
     args += [
         "--samples",
         "2",
-        "--train-steps",
-        "0",
-        "--behaviour-steps",
-        "0",
-        "--dose",
-        "off",
-        "--checkpoints",
-        "off",
+        *SECTIONS_OFF,
     ]
     code, _, err = run_cli(*args, "--jobs", "1", "--out", tmp_path / "seq")
     assert code == 0, err

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_args import SECTIONS_OFF
 
 from lostmid.errors import UserError
 from lostmid.runs.backend import Backend
@@ -28,14 +29,7 @@ TINY = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "2", "--samples", 
 TINY += [
     "--probes",
     "1",
-    "--train-steps",
-    "0",
-    "--behaviour-steps",
-    "0",
-    "--dose",
-    "off",
-    "--checkpoints",
-    "off",
+    *SECTIONS_OFF,
 ]
 
 

@@ -45,12 +45,9 @@ from lostmid.compare.metrics import compare_profiles
 from lostmid.compare.predicted import pooled_measurement
 from lostmid.compare.scoring import MeanSpread, summarize
 from lostmid.influence.record import MeasureRecord
-from lostmid.reproduce.behaviour import Behaviour
 from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.depth import DepthGrowth, LayerStrengths, depth_growth
-from lostmid.reproduce.remedies import RemediesSection
 from lostmid.reproduce.stages import SeedMeasurement
-from lostmid.reproduce.training import Training
 from lostmid.theory import KERNELS, summarize_profile
 
 
@@ -336,10 +333,8 @@ class ReproduceResult:
     Attributes:
         config: the run's configuration.
         models: the analysis of each model, by spec.
-        training: the training runs, one per seed (None when training was skipped).
-        behaviour: the retrieval runs, one per seed (None when skipped).
-        remedies: the remedies run the remedies claims judge (None without --remedies).
-        dose: the depth dose-response section (None when ``--dose off``).
+        sections: each section's result by its key (:data:`lostmid.reproduce.sections.
+            SECTIONS`; None, or absent, when the run had none).
         claims: the claims table, in order.
         figures: figure name -> PNG path.
         metadata: provenance (:func:`lostmid.runinfo.run_metadata`), with the stages
@@ -348,26 +343,25 @@ class ReproduceResult:
 
     config: ReproduceConfig
     models: Mapping[str, ModelAnalysis]
-    training: Training | None
-    behaviour: Behaviour | None
-    remedies: RemediesSection | None
+    sections: Mapping[str, Any]
     claims: tuple[Claim, ...]
     figures: Mapping[str, Path]
     metadata: Mapping[str, Any]
-    dose: Any = None  # reproduce.dose.DoseSection (issue 19); None when off
-    checkpoints: Any = None  # reproduce.checkpoints.CheckpointSection (issue 24); None: off
+
+    def section(self, key: str) -> Any:
+        """The result of the section ``key`` (None when the run had none)."""
+        return self.sections.get(key)
 
     def record(self) -> dict[str, Any]:
+        from lostmid.reproduce.sections import SECTIONS
+
         return {
             "scale": self.config.record()["scale"],
             "models": {m: a.record() for m, a in self.models.items()},
-            "training": None if self.training is None else self.training.record(),
-            "behaviour": None if self.behaviour is None else self.behaviour.record(),
-            "remedies": None
-            if self.remedies is None
-            else {"source": self.remedies.source, "table": self.remedies.table()},
-            "dose": None if self.dose is None else self.dose.record(),
-            "checkpoints": None if self.checkpoints is None else self.checkpoints.record(),
+            **{
+                s.key: None if self.section(s.key) is None else s.record(self.section(s.key))
+                for s in SECTIONS
+            },
             "claims": list(self.claims),
             "figures": {k: str(v) for k, v in self.figures.items()},
             "metadata": dict(self.metadata),

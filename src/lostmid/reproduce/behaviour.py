@@ -42,16 +42,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lostmid.compare.claims import Claim
+from lostmid.report.html import Report
+from lostmid.reproduce.plan import PlannedStage, figures_named, preset_threads
 from lostmid.stats import Interval, finite_or_none, reference_points, seed_interval, spearman
 from lostmid.stats.shape import is_u
 from lostmid.stats.verdicts import BELOW_RESOLUTION, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from lostmid.train.claims import interval_text
+
+if TYPE_CHECKING:
+    from lostmid.reproduce.config import ReproduceConfig
 
 LINK_CLAIM = "The structural valley predicts the behavioural valley"
 LINK_RULE = (
@@ -399,12 +405,65 @@ def behaviour_figure(behaviour: Behaviour, folder: Path) -> Path:
     return save_figure(fig, folder / "behaviour.png")
 
 
-def add_behaviour_section(report: Any, behaviour: Behaviour, figures: Sequence[Path]) -> None:
-    """The report's behavioural section (:class:`lostmid.report.html.Report`)."""
-    report.add_section(
-        "Behaviour: retrieval accuracy by gold index",
-        paragraphs=behaviour.paragraphs(),
-        table=behaviour.table(),
-        figures=[p for p in figures if p.exists()],
-        verdicts=behaviour.claims,
-    )
+class BehaviourPlugin:
+    """The behavioural section (:class:`lostmid.reproduce.plan.Section`): a retrieval
+    model trained per seed, its accuracy by gold index at every checkpoint and the link
+    claim."""
+
+    key = "behaviour"
+
+    def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
+        from lostmid.behaviour.training import retrieval_preset
+
+        scale = config.scale
+        if scale.behaviour_steps == 0:
+            return []
+        threads = preset_threads(retrieval_preset(scale.behaviour_preset).train.model)
+        return [
+            PlannedStage(
+                f"behaviour-seed{seed}",
+                {
+                    "preset": scale.behaviour_preset,
+                    "record": 2,  # BehaviourSeed with its gold law
+                    "steps": scale.behaviour_steps,
+                    "seed": seed,
+                },
+                partial(
+                    behaviour_stage,
+                    scale.behaviour_preset,
+                    scale.behaviour_steps,
+                    seed,
+                    out / "behaviour" / f"seed-{seed}",
+                ),
+                BehaviourSeed.from_record,
+                threads=threads,
+            )
+            for seed in config.behaviour_seeds()
+        ]
+
+    def collect(
+        self, config: ReproduceConfig, results: Mapping[str, Any], out: Path
+    ) -> Behaviour | None:
+        names = [f"behaviour-seed{s}" for s in config.behaviour_seeds()]
+        runs = [results[n] for n in names if n in results]
+        return Behaviour(tuple(runs)) if runs else None
+
+    def figures(self, value: Behaviour, folder: Path) -> dict[str, Path]:
+        return {"behaviour": behaviour_figure(value, folder)}
+
+    def record(self, value: Behaviour) -> dict[str, Any]:
+        return value.record()
+
+    def report(self, report: Report, value: Behaviour | None, figures: Mapping[str, Path]) -> None:
+        if value is None:
+            return
+        report.add_section(
+            "Behaviour: retrieval accuracy by gold index",
+            paragraphs=value.paragraphs(),
+            table=value.table(),
+            figures=figures_named(figures, "behaviour"),
+            verdicts=value.claims,
+        )
+
+
+SECTION = BehaviourPlugin()

@@ -25,8 +25,9 @@ import io
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ from lostmid.errors import UserError
 from lostmid.files import write_bytes, write_text
 from lostmid.influence import influence_profile
 from lostmid.models import CHECKPOINTS, load_model
+from lostmid.report.html import Report
+from lostmid.reproduce.plan import PlannedStage, figures_named
 
 INPUT_KINDS = ("random", "text", "records")
 KV_HEAD = (
@@ -347,7 +350,7 @@ class CheckpointSection:
     cells: dict[str, dict[str, Any]]
 
     @classmethod
-    def of(cls, value: str, results: dict[str, Any], out: Path) -> CheckpointSection | None:
+    def of(cls, value: str, results: Mapping[str, Any], out: Path) -> CheckpointSection | None:
         """From the stage result of a scale, or read from a finished study's folder."""
         if value == "off":
             return None
@@ -442,6 +445,53 @@ class CheckpointSection:
             "cells": self.cells,
             "claims": list(self.claims),
         }
+
+
+class CheckpointsPlugin:
+    """The real-checkpoint section (:class:`lostmid.reproduce.plan.Section`): SmolLM2 and
+    Gemma 3 against their twins at birth, does pretraining deepen the valley (issue 24)."""
+
+    key = "checkpoints"
+
+    def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
+        scale = config.scale.checkpoints
+        if scale not in CHECKPOINT_SCALES:
+            return []
+        return [
+            PlannedStage(
+                f"checkpoints-{scale}",
+                {"scale": scale, "seed": 0, "record": 1},
+                partial(checkpoint_stage, scale, out / "checkpoints"),
+                dict,
+            )
+        ]
+
+    def collect(
+        self, config: Any, results: Mapping[str, Any], out: Path
+    ) -> CheckpointSection | None:
+        return CheckpointSection.of(config.scale.checkpoints, results, out)
+
+    def figures(self, value: CheckpointSection, folder: Path) -> dict[str, Path]:
+        return {"checkpoints": value.figure(folder)}
+
+    def record(self, value: CheckpointSection) -> dict[str, Any]:
+        return value.record()
+
+    def report(
+        self, report: Report, value: CheckpointSection | None, figures: Mapping[str, Path]
+    ) -> None:
+        if value is None:
+            return
+        report.add_section(
+            "Real checkpoints: does pretraining deepen the valley, and where is it?",
+            paragraphs=value.paragraphs(),
+            table=value.table(),
+            figures=figures_named(figures, "checkpoints"),
+            verdicts=value.claims,
+        )
+
+
+SECTION = CheckpointsPlugin()
 
 
 def _fmt(e: dict[str, Any], digits: int = 2) -> str:

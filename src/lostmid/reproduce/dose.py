@@ -29,14 +29,16 @@ under ``OUT/dose/H{H}-{variant}/seed-S/``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lostmid.behaviour.dose import BASE, DOSE_RULE, DoseRun, DoseSummary
 from lostmid.compare.claims import Claim
+from lostmid.report.html import Report
+from lostmid.reproduce.plan import PlannedStage, figures_named, preset_threads
 from lostmid.stats.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -44,6 +46,9 @@ from lostmid.stats.verdicts import (
     REPRODUCED,
     SUPPORTED,
 )
+
+if TYPE_CHECKING:
+    from lostmid.reproduce.config import ReproduceConfig
 
 DOSE_CLAIM = "Structural primacy at birth predicts behavioural primacy during learning"
 DOSE_PAPER = (
@@ -117,24 +122,23 @@ def dose_run(
     return DoseRun.from_retrieval(read_json_object(folder / RESULT), str(folder))
 
 
-Stage = tuple[str, Mapping[str, Any], Callable[[], Any], Callable[[Mapping[str, Any]], Any]]
-"""(name, identifying config, compute, read the record back): one stage of the plan."""
-
-
-def dose_stages(dose: str, seed: int, out: Path) -> list[Stage]:
+def dose_stages(dose: str, seed: int, out: Path) -> list[PlannedStage]:
     """The stages of the section at scale ``dose`` (none for ``off`` or a folder)."""
+    from lostmid.behaviour.training import retrieval_preset
+
     scale = DOSE_SCALES.get(dose)
     if scale is None:
         return []
     arms = [(h, BASE) for h in scale.depths] + [(max(scale.depths), v) for v in scale.variants]
-    stages: list[Stage] = []
+    stages: list[PlannedStage] = []
     for layers, variant in arms:
         slug = f"H{layers}-{variant.replace(' ', '')}"
+        preset = scale.preset_at(layers)
+        spec = replace(retrieval_preset(preset).train.model, layers=layers)
         for s in range(seed, seed + scale.seeds):
-            preset = scale.preset_at(layers)
             folder = out / "dose" / slug / f"seed-{s}"
             stages.append(
-                (
+                PlannedStage(
                     f"dose-{scale.name}-{slug}-seed{s}",
                     {
                         "preset": preset,
@@ -146,6 +150,7 @@ def dose_stages(dose: str, seed: int, out: Path) -> list[Stage]:
                     },
                     partial(dose_run, preset, layers, variant, scale.steps, s, folder),
                     DoseRun.from_record,
+                    threads=preset_threads(spec),
                 )
             )
     return stages
@@ -165,7 +170,7 @@ class DoseSection:
         if dose == "off":
             return None
         if dose in DOSE_SCALES:
-            names = [name for name, *_ in dose_stages(dose, seed, Path("."))]
+            names = [stage.name for stage in dose_stages(dose, seed, Path("."))]
             runs = tuple(results[n] for n in names if n in results)
             return cls(f"{dose} scale", DoseSummary(runs)) if runs else None
         from lostmid.files import read_json_object
@@ -261,12 +266,39 @@ def _text(interval: Mapping[str, Any] | None, digits: int = 2) -> str:
     )
 
 
-def add_dose_section(report: Any, section: DoseSection, figures: Sequence[Path]) -> None:
-    """The report's dose-response section (:class:`lostmid.report.html.Report`)."""
-    report.add_section(
-        "Depth dose-response: does the structure at birth shape the order of learning?",
-        paragraphs=section.paragraphs(),
-        table=section.table(),
-        figures=[p for p in figures if p.exists()],
-        verdicts=section.claims,
-    )
+class DosePlugin:
+    """The depth dose-response section (:class:`lostmid.reproduce.plan.Section`):
+    retrieval models of several depths trained alike, the dose at birth against the order
+    of learning (issue 19)."""
+
+    key = "dose"
+
+    def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
+        return dose_stages(config.scale.dose, config.seed, out)
+
+    def collect(
+        self, config: ReproduceConfig, results: Mapping[str, Any], out: Path
+    ) -> DoseSection | None:
+        return DoseSection.of(config.scale.dose, results, config.seed)
+
+    def figures(self, value: DoseSection, folder: Path) -> dict[str, Path]:
+        return {"dose": value.figure(folder)}
+
+    def record(self, value: DoseSection) -> dict[str, Any]:
+        return value.record()
+
+    def report(
+        self, report: Report, value: DoseSection | None, figures: Mapping[str, Path]
+    ) -> None:
+        if value is None:
+            return
+        report.add_section(
+            "Depth dose-response: does the structure at birth shape the order of learning?",
+            paragraphs=value.paragraphs(),
+            table=value.table(),
+            figures=figures_named(figures, "dose"),
+            verdicts=value.claims,
+        )
+
+
+SECTION = DosePlugin()

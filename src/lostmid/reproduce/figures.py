@@ -21,9 +21,8 @@ import numpy as np
 from lostmid.compare.plot import plot_overlay
 from lostmid.report.plots import plot_depth_growth, plot_profiles, save_figure
 from lostmid.reproduce.analysis import FAITHFUL, ModelAnalysis
-from lostmid.reproduce.behaviour import Behaviour, behaviour_figure
+from lostmid.reproduce.behaviour import Behaviour
 from lostmid.reproduce.config import model_slug
-from lostmid.reproduce.training import Training
 
 OVERLAY_THEORIES = (
     FAITHFUL,
@@ -138,18 +137,12 @@ def summary_figure(
 
 
 def make_figures(
-    analyses: Mapping[str, ModelAnalysis],
-    training: Training | None,
-    behaviour: Behaviour | None,
-    folder: Path,
+    analyses: Mapping[str, ModelAnalysis], behaviour: Behaviour | None, folder: Path
 ) -> dict[str, Path]:
-    """All report figures; returns name -> path (training figures as ``train-NAME``,
-    the behavioural one as ``behaviour``)."""
+    """The core's figures: the summary (with the behavioural U when the run has one) and
+    each model's; returns name -> path. Each section adds its own
+    (:meth:`lostmid.reproduce.plan.Section.figures`)."""
     figures: dict[str, Path] = {"summary": summary_figure(analyses, behaviour, folder)}
     for analysis in analyses.values():
         figures |= model_figures(analysis, folder)
-    if training is not None:
-        figures |= {f"train-{name}": path for name, path in training.figures.items()}
-    if behaviour is not None:
-        figures["behaviour"] = behaviour_figure(behaviour, folder)
     return figures

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ from lostmid.files import read_result
 from lostmid.remedies.config import LAWS
 from lostmid.remedies.stats import RULE as REMEDY_RULE
 from lostmid.remedies.stats import gap_margin, verdict
+from lostmid.report.html import Report
+from lostmid.reproduce.plan import PlannedStage
 from lostmid.stats import Interval
 from lostmid.stats.shape import is_u
 from lostmid.stats.verdicts import BELOW_RESOLUTION, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
@@ -381,7 +384,47 @@ def remedies_stage(scale: str, seed: int, folder: Path) -> RemediesSection:
     return RemediesSection.read(folder)
 
 
-def add_remedies_section(report: Any, remedies: RemediesSection | None) -> None:
+class RemediesPlugin:
+    """The remedies section (:class:`lostmid.reproduce.plan.Section`): ``lostmid
+    remedies`` run as a stage (``--remedies quick|default``) or read from a finished
+    run's folder (``--remedies DIR``), judged by the remedy claims."""
+
+    key = "remedies"
+
+    def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
+        if config.remedies not in ("quick", "default"):
+            return []
+        return [
+            PlannedStage(
+                "remedies",
+                {"scale": config.remedies, "seed": config.seed},
+                partial(remedies_stage, str(config.remedies), config.seed, out / "remedies"),
+                RemediesSection.from_record,
+            )
+        ]
+
+    def collect(self, config: Any, results: Mapping[str, Any], out: Path) -> RemediesSection | None:
+        found: RemediesSection | None = results.get("remedies")
+        if found is None and config.remedies is not None:  # a finished run's folder
+            found = RemediesSection.read(Path(config.remedies))
+        return found
+
+    def figures(self, value: RemediesSection, folder: Path) -> dict[str, Path]:
+        return {}  # each run's remedies.png is beside its remedies.json (see report)
+
+    def record(self, value: RemediesSection) -> dict[str, Any]:
+        return {"source": value.source, "table": value.table()}
+
+    def report(
+        self, report: Report, value: RemediesSection | None, figures: Mapping[str, Path]
+    ) -> None:
+        add_remedies_section(report, value)
+
+
+SECTION = RemediesPlugin()
+
+
+def add_remedies_section(report: Report, remedies: RemediesSection | None) -> None:
     """The report's remedies section, or how to get it when the run had none."""
     if remedies is None:
         report.add_section(

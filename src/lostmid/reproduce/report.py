@@ -14,6 +14,7 @@ from typing import Any
 from lostmid.compare.candidates import Candidate, Scorecard
 from lostmid.compare.claims import CLAIM_TOLERANCE, PAPER_WASSERSTEIN1, UNCERTAINTY, VERDICTS
 from lostmid.report.html import Report
+from lostmid.reproduce import sections as registry
 from lostmid.reproduce.analysis import (
     FAITHFUL,
     FLOOR_TARGET,
@@ -23,11 +24,9 @@ from lostmid.reproduce.analysis import (
     ModelAnalysis,
     ReproduceResult,
 )
-from lostmid.reproduce.behaviour import add_behaviour_section
 from lostmid.reproduce.claims import DEPTH1_CANDIDATE, DEPTH1_TOLERANCE, keyed_claims, pm
-from lostmid.reproduce.dose import add_dose_section
 from lostmid.reproduce.figures import overlay_key
-from lostmid.reproduce.remedies import add_remedies_section
+from lostmid.reproduce.plan import figures_named
 from lostmid.stats.verdicts import BELOW_RESOLUTION
 
 VERDICT_NOTE = (
@@ -224,10 +223,6 @@ def _model_section(report: Report, a: ModelAnalysis, result: ReproduceResult) ->
     )
 
 
-def _figures(result: ReproduceResult, prefix: str) -> list[Any]:
-    return [path for key, path in result.figures.items() if key.startswith(prefix)]
-
-
 def depth1_rows(result: ReproduceResult) -> list[dict[str, Any]]:
     """The zero-parameter candidates at depth 1, per model."""
     return [
@@ -372,7 +367,7 @@ def build_report(result: ReproduceResult) -> Report:
             }
             for m, a in result.models.items()
         ],
-        figures=_figures(result, "positional-"),
+        figures=figures_named(result.figures, "positional-"),
     )
     depth_rows = [
         {
@@ -397,30 +392,10 @@ def build_report(result: ReproduceResult) -> Report:
                 "uniform kernels with a_l = s_l/(1+s_l)."
             ],
             table=depth_rows,
-            figures=_figures(result, "depth-"),
+            figures=figures_named(result.figures, "depth-"),
         )
-    if result.training is not None:
-        report.add_section(
-            "Training dynamics",
-            paragraphs=result.training.paragraphs,
-            table=[row.record() for row in result.training.table],
-            figures=[p for p in _figures(result, "train-") if p.exists()],
-            verdicts=result.training.claims,
-        )
-    if result.behaviour is not None:
-        add_behaviour_section(report, result.behaviour, _figures(result, "behaviour"))
-    if result.dose is not None:  # the depth dose-response (issue 19)
-        add_dose_section(report, result.dose, _figures(result, "dose"))
-    if result.checkpoints is not None:  # real checkpoints (issue 24)
-        section = result.checkpoints
-        report.add_section(
-            "Real checkpoints: does pretraining deepen the valley, and where is it?",
-            paragraphs=section.paragraphs(),
-            table=section.table(),
-            figures=[p for p in _figures(result, "checkpoints") if p.exists()],
-            verdicts=section.claims,
-        )
-    add_remedies_section(report, result.remedies)
+    for section in registry.SECTIONS:  # each section's own part (lostmid.reproduce.sections)
+        section.report(report, result.section(section.key), result.figures)
     report.add_section(
         "Provenance",
         paragraphs=[

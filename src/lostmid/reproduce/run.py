@@ -4,8 +4,8 @@ the figures and the report."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -16,22 +16,19 @@ from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.influence.record import MeasureRecord, write_measure
 from lostmid.report.layout import fit_table
+from lostmid.reproduce import sections as registry
 from lostmid.reproduce.analysis import (
     ModelAnalysis,
     ReproduceResult,
     analyse_model,
     measured_profiles,
 )
-from lostmid.reproduce.behaviour import Behaviour, BehaviourSeed, behaviour_stage
-from lostmid.reproduce.checkpoints import CHECKPOINT_SCALES, CheckpointSection, checkpoint_stage
 from lostmid.reproduce.claims import claims_table, model_claims
 from lostmid.reproduce.config import ReproduceConfig, model_slug
-from lostmid.reproduce.dose import DoseSection, dose_stages
 from lostmid.reproduce.figures import make_figures
-from lostmid.reproduce.remedies import RemediesSection, remedies_stage
+from lostmid.reproduce.plan import PlannedStage, claims_of
 from lostmid.reproduce.report import build_report
 from lostmid.reproduce.stages import SeedMeasurement, check_models, measure_stage, run_device
-from lostmid.reproduce.training import Training, TrainingSummary, training_stage
 from lostmid.runinfo import run_metadata, write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.claim import claim_out
@@ -41,31 +38,13 @@ from lostmid.runs.stages import run_stages as run_backend_stages
 from lostmid.runs.store import StageStore
 
 
-@dataclass(frozen=True)
-class PlannedStage:
-    """One stage of the plan: its name, the configuration that identifies its saved
-    result, how to compute it and how to read its record back."""
-
-    name: str
-    config: Mapping[str, Any]
-    compute: Callable[[], Any]
-    read: Callable[[Mapping[str, Any]], Any]
-    threads: int | None = None  # what the stage is worth (Job.threads); None: its share
-
-
-SMALL_MODEL_THREADS = 1
-"""The training and retrieval stages train models of well under a million parameters
-(presets tiny, retrieval-valley): one thread runs them as fast as two
-(:func:`lostmid.runs.jobs.threads_for`), the other core goes to another stage."""
-
-
 def measure_stage_name(model: str, seed: int) -> str:
     return f"measure-{model_slug(model)}-seed{seed}"
 
 
 def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
-    """Every stage of the run, in order: each model at each seed, then each training
-    seed, then each retrieval (behaviour) seed."""
+    """Every stage of the run, in order: each model at each seed, then each section's
+    (:data:`lostmid.reproduce.sections.SECTIONS`)."""
     scale, seeds = config.scale, config.seeds()
     plan = []
     for model in config.models:
@@ -93,62 +72,8 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                     SeedMeasurement.from_record,
                 )
             )
-    if scale.train_steps != 0:
-        for seed in config.train_seeds():
-            plan.append(
-                PlannedStage(
-                    f"train-seed{seed}",
-                    {"preset": scale.train_preset, "steps": scale.train_steps, "seed": seed},
-                    partial(training_stage, config, seed, out / "train" / f"seed-{seed}"),
-                    TrainingSummary.from_record,
-                    threads=SMALL_MODEL_THREADS,
-                )
-            )
-    if scale.behaviour_steps != 0:
-        for seed in config.behaviour_seeds():
-            plan.append(
-                PlannedStage(
-                    f"behaviour-seed{seed}",
-                    {
-                        "preset": scale.behaviour_preset,
-                        "record": 2,  # BehaviourSeed with its gold law
-                        "steps": scale.behaviour_steps,
-                        "seed": seed,
-                    },
-                    partial(
-                        behaviour_stage,
-                        scale.behaviour_preset,
-                        scale.behaviour_steps,
-                        seed,
-                        out / "behaviour" / f"seed-{seed}",
-                    ),
-                    BehaviourSeed.from_record,
-                    threads=SMALL_MODEL_THREADS,
-                )
-            )
-    # the depth dose-response (issue 19): one stage per run of the section's scale
-    plan += [
-        PlannedStage(*stage, threads=SMALL_MODEL_THREADS)
-        for stage in dose_stages(scale.dose, config.seed, out)
-    ]
-    if scale.checkpoints in CHECKPOINT_SCALES:  # real checkpoints (issue 24)
-        plan.append(
-            PlannedStage(
-                f"checkpoints-{scale.checkpoints}",
-                {"scale": scale.checkpoints, "seed": 0, "record": 1},
-                partial(checkpoint_stage, scale.checkpoints, out / "checkpoints"),
-                dict,
-            )
-        )
-    if config.remedies in ("quick", "default"):
-        plan.append(
-            PlannedStage(
-                "remedies",
-                {"scale": config.remedies, "seed": config.seed},
-                partial(remedies_stage, str(config.remedies), config.seed, out / "remedies"),
-                RemediesSection.from_record,
-            )
-        )
+    for section in registry.SECTIONS:
+        plan += section.stages(config, device, out)
     return plan
 
 
@@ -257,37 +182,13 @@ def run_reproduce(
         for model in config.models
     }
     analyses = {model: analyse_model(model, runs[model]) for model in config.models}
-    trained = [
-        results[f"train-seed{s}"] for s in config.train_seeds() if f"train-seed{s}" in results
-    ]
-    training = Training(tuple(trained)) if trained else None
-    runs_b = [
-        results[f"behaviour-seed{s}"]
-        for s in config.behaviour_seeds()
-        if f"behaviour-seed{s}" in results
-    ]
-    behaviour = Behaviour(tuple(runs_b)) if runs_b else None
+    sections = {s.key: s.collect(config, results, out) for s in registry.SECTIONS}
     claims: list[Claim] = [c for a in analyses.values() for c in model_claims(a)]
-    if training is not None:
-        claims += training.claims
-    if behaviour is not None:
-        claims += behaviour.claims
-    remedies: RemediesSection | None = results.get("remedies")
-    if remedies is None and config.remedies is not None:  # a finished run's folder
-        remedies = RemediesSection.read(Path(config.remedies))
-    if remedies is not None:
-        claims += remedies.claims
-    dose = DoseSection.of(config.scale.dose, results, config.seed)  # issue 19
-    if dose is not None:
-        claims += dose.claims
-    checkpoints = CheckpointSection.of(config.scale.checkpoints, results, out)  # issue 24
-    if checkpoints is not None:
-        claims += checkpoints.claims
-    figures = make_figures(analyses, training, behaviour, out / "figures")
-    if dose is not None:
-        figures["dose"] = dose.figure(out / "figures")
-    if checkpoints is not None:
-        figures["checkpoints"] = checkpoints.figure(out / "figures")
+    claims += [c for s in registry.SECTIONS for c in claims_of(sections[s.key])]
+    figures = make_figures(analyses, sections["behaviour"], out / "figures")
+    for s in registry.SECTIONS:
+        if sections[s.key] is not None:
+            figures |= s.figures(sections[s.key], out / "figures")
     seconds = time.perf_counter() - start
     metadata = run_metadata(
         "reproduce",
@@ -300,11 +201,7 @@ def run_reproduce(
     result = ReproduceResult(
         config=config,
         models=analyses,
-        training=training,
-        behaviour=behaviour,
-        remedies=remedies,
-        dose=dose,
-        checkpoints=checkpoints,
+        sections=sections,
         claims=tuple(claims),
         figures=figures,
         metadata=metadata,

@@ -7,16 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.reproduce.config import ReproduceConfig
+from lostmid.reproduce.plan import PlannedStage, figures_named, preset_threads
 from lostmid.train.claims import SeedEvidence, pooled_training_claims
-from lostmid.train.config import resolve_cli_config
+from lostmid.train.config import preset, resolve_cli_config
 from lostmid.train.dynamics import Checkpoint
 from lostmid.train.run import RESUME, TrainResult, run_training
+
+if TYPE_CHECKING:
+    from lostmid.report.html import Report
 
 TRAINING_COLUMNS = {  # TrainingRow field -> its column in the report and reproduce.json
     "seed": "seed",
@@ -180,3 +185,53 @@ def summarise_training(trained: TrainResult, seed: int, folder: Path) -> Trainin
             f"Full dynamics: {folder / 'dynamics.json'}.",
         ),
     )
+
+
+class TrainingPlugin:
+    """The training section (:class:`lostmid.reproduce.plan.Section`): a small model
+    trained per seed with ``lostmid train``, its dynamics and the training claims."""
+
+    key = "training"
+
+    def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
+        scale = config.scale
+        if scale.train_steps == 0:
+            return []
+        threads = preset_threads(preset(scale.train_preset).model)
+        return [
+            PlannedStage(
+                f"train-seed{seed}",
+                {"preset": scale.train_preset, "steps": scale.train_steps, "seed": seed},
+                partial(training_stage, config, seed, out / "train" / f"seed-{seed}"),
+                TrainingSummary.from_record,
+                threads=threads,
+            )
+            for seed in config.train_seeds()
+        ]
+
+    def collect(
+        self, config: ReproduceConfig, results: Mapping[str, Any], out: Path
+    ) -> Training | None:
+        names = [f"train-seed{s}" for s in config.train_seeds()]
+        trained = [results[n] for n in names if n in results]
+        return Training(tuple(trained)) if trained else None
+
+    def figures(self, value: Training, folder: Path) -> dict[str, Path]:
+        return {f"train-{name}": path for name, path in value.figures.items()}
+
+    def record(self, value: Training) -> dict[str, Any]:
+        return value.record()
+
+    def report(self, report: Report, value: Training | None, figures: Mapping[str, Path]) -> None:
+        if value is None:
+            return
+        report.add_section(
+            "Training dynamics",
+            paragraphs=value.paragraphs,
+            table=[row.record() for row in value.table],
+            figures=figures_named(figures, "train-"),
+            verdicts=value.claims,
+        )
+
+
+SECTION = TrainingPlugin()

@@ -167,13 +167,14 @@ SMALL_MODEL = 1_000_000
 and take a core from the others; from 1.6M parameters on they buy 1.3-1.9x)."""
 
 
-def threads_for(parameters: int, cores: int) -> int:
-    """The torch threads a stage on a model of ``parameters`` is worth on ``cores``.
+def stage_threads(parameters: int) -> int | None:
+    """The torch threads a stage on a model of ``parameters`` is worth: one below
+    :data:`SMALL_MODEL`, else None (its share of the cores, :class:`Job`'s default).
 
-    >>> threads_for(430_000, 2), threads_for(360_000_000, 2)
-    (1, 2)
+    >>> stage_threads(430_000), stage_threads(1_130_000)
+    (1, None)
     """
-    return 1 if parameters < SMALL_MODEL else max(1, cores)
+    return 1 if parameters < SMALL_MODEL else None
 
 
 def set_threads(threads: int) -> None:

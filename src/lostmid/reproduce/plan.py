@@ -1,0 +1,95 @@
+"""The two plug-in shapes of ``lostmid reproduce``: a stage of the plan and a section.
+
+A **stage** (:class:`PlannedStage`) is one unit of work with a name, the configuration
+that identifies its saved result, how to compute it and how to read its record back; the
+stages of every section run together (:func:`lostmid.reproduce.run.run_stages`: in this
+process, in worker processes or on Ray) and a finished one is reused.
+
+A **section** (:class:`Section`) is one part of the run and of its report beside the
+core (the measured models against the theory): its stages, what it makes of their
+results, its claims, figures and record in ``reproduce.json``, and its part of the
+report. The sections of a run are :data:`lostmid.reproduce.sections.SECTIONS`, in the
+order of their claims; adding one is one module that defines a :class:`Section` and one
+entry in that list (docs/ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from lostmid.compare.claims import Claim
+    from lostmid.report.html import Report
+    from lostmid.reproduce.config import ReproduceConfig
+
+
+@dataclass(frozen=True)
+class PlannedStage:
+    """One stage of the plan: its name, the configuration that identifies its saved
+    result, how to compute it and how to read its record back."""
+
+    name: str
+    config: Mapping[str, Any]
+    compute: Callable[[], Any]
+    read: Callable[[Mapping[str, Any]], Any]
+    threads: int | None = None  # what the stage is worth (Job.threads); None: its share
+
+
+class Section(Protocol):
+    """One optional part of a reproduce run and of its report.
+
+    ``key`` names it in ``reproduce.json`` (its :meth:`record` there, ``null`` when the
+    run had none) and in :attr:`lostmid.reproduce.analysis.ReproduceResult.sections`.
+    What :meth:`collect` returns (the section's result, or None when the run has none)
+    has a ``claims`` attribute: a sequence of :class:`~lostmid.compare.claims.Claim`,
+    appended to the run's claims in the order of the sections.
+    """
+
+    key: str
+
+    def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
+        """The stages this section adds to the plan (none when it is off)."""
+        ...
+
+    def collect(self, config: ReproduceConfig, results: Mapping[str, Any], out: Path) -> Any:
+        """The section's result from the stage results by name (or a folder the
+        configuration names); None when the run has none."""
+        ...
+
+    def figures(self, value: Any, folder: Path) -> dict[str, Path]:
+        """Figure name -> PNG written under ``folder`` (names unique across sections)."""
+        ...
+
+    def record(self, value: Any) -> Any:
+        """What ``reproduce.json`` keeps of the section's result."""
+        ...
+
+    def report(self, report: Report, value: Any, figures: Mapping[str, Path]) -> None:
+        """Add the section to the report (``value`` None: the run had none; a section may
+        then say how to get it); ``figures`` is every figure of the run by name."""
+        ...
+
+
+def claims_of(value: Any) -> Sequence[Claim]:
+    """A section result's claims (none for no result)."""
+    return () if value is None else tuple(value.claims)
+
+
+def figures_named(figures: Mapping[str, Path], prefix: str) -> list[Path]:
+    """The figures whose name starts with ``prefix`` and that were written."""
+    return [path for name, path in figures.items() if name.startswith(prefix) and path.exists()]
+
+
+def preset_threads(spec: Any) -> int | None:
+    """The threads of a stage that trains the model of ``spec`` (a
+    :class:`lostmid.train.config.ModelSpec`): one for a model under
+    :data:`lostmid.runs.jobs.SMALL_MODEL` parameters, else its share
+    (:func:`lostmid.runs.jobs.stage_threads`, counted from the config, no weights built)."""
+    from lostmid.models.budget import parameter_count
+    from lostmid.runs.jobs import stage_threads
+    from lostmid.train.model import hf_config
+
+    return stage_threads(parameter_count(hf_config(spec)))
