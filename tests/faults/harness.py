@@ -308,7 +308,9 @@ def survive_kills(
     rng = random.Random(seed)
     report = KillReport(name)
     reference, killed = root / "reference", root / "killed"
-    code, report.reference_seconds = run_to_end(argv(reference), root / "reference.log", mode)
+    code, report.reference_seconds = run_to_end(
+        argv(reference), root / "reference.log", mode, timeout
+    )
     if code != 0:
         raise AssertionError(f"{name}: the uninterrupted run failed (exit {code}); see {root}")
     again = rerun_argv or argv

@@ -31,6 +31,8 @@ MICRO = {
         "off",
         "--checkpoints",
         "off",  # its stages are retrieval training runs, killed under remedies here
+        "--real-behaviour",
+        "off",
     ],
     "remedies": [
         "remedies",

@@ -15,6 +15,7 @@ from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 SMALL = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
 SMALL += ["--train-steps", "0", "--behaviour-steps", "0", "--checkpoints", "off"]
+SMALL += ["--real-behaviour", "off"]
 
 
 def _runs(made_dose_run, response: float, seeds: int = 3) -> tuple:

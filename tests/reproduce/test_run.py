@@ -226,6 +226,8 @@ def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
         "off",
         "--checkpoints",
         "off",
+        "--real-behaviour",
+        "off",
     ]
     code, _, err = run_cli("reproduce", *args, "--out", tmp_path)
     assert code == 0, err
@@ -314,6 +316,8 @@ def test_behaviour_section_pools_its_seeds(run_cli, tmp_path) -> None:
         "--dose",
         "off",
         "--checkpoints",
+        "off",
+        "--real-behaviour",
         "off",
     ]
     code, _, err = run_cli("reproduce", *args, "--out", tmp_path)

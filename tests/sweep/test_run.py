@@ -248,6 +248,7 @@ def test_reproduce_and_remedies_units_give_what_the_commands_give(tmp_path: Path
         "behaviour_steps=0",
         "dose=off",
         "checkpoints=off",
+        "real_behaviour=off",
     ]
     # --seeds of a multi-seed task: one unit running those seeds (first 1, count 2)
     reproduce = grid_from_flags("reproduce", models="tiny-gpt2", seeds="1-2", params=small)
@@ -271,6 +272,7 @@ def test_reproduce_and_remedies_units_give_what_the_commands_give(tmp_path: Path
         behaviour_steps=0,
         dose="off",
         checkpoints="off",
+        real_behaviour="off",
     )
     run_reproduce(direct, out=tmp_path / "direct")
     swept = json.loads((tmp_path / "sweep" / units["reproduce", 1].result).read_text())

@@ -34,6 +34,7 @@ SCALE_OVERRIDES = (
     "behaviour_seeds",
     "dose",
     "checkpoints",
+    "real_behaviour",
 )
 FLAGS = {"models": Flag(parse=parse_models)} | {
     f: Flag(override="the scale's") for f in SCALE_OVERRIDES

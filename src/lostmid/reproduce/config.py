@@ -62,6 +62,27 @@ def check_checkpoints(value: str) -> str:
     )
 
 
+REAL_CHOICES = ("quick", "default", "full", "off")
+"""The scales of the behavioural section for real checkpoints
+(:data:`lostmid.reproduce.real_behaviour.REAL_SCALES`) and ``off``, named here so that this
+module stays free of torch."""
+
+
+def check_real_behaviour(value: str) -> str:
+    """A scale of the real-checkpoint behaviour section, ``off``, or a folder of a finished
+    one (``MODEL/retrieve.json`` under it); else one line.
+
+    >>> check_real_behaviour("quick")
+    'quick'
+    """
+    if value in REAL_CHOICES or any(Path(value).glob("*/retrieve.json")):
+        return value
+    raise UserError(
+        f"--real-behaviour {value}: not {', '.join(REAL_CHOICES)} or a folder with "
+        "MODEL/retrieve.json (a finished run of this section: OUT/real-behaviour/SCALE)"
+    )
+
+
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "quick": "Short contexts, short training (3 seeds each): about 4 min on 2 quiet CPUs "
     "(218 s measured, docs/BENCHMARKS.md).",
@@ -87,6 +108,10 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "checkpoints": "The real-checkpoint section (issue 24): SmolLM2-135M and Gemma 3 270M "
     "against their random-init twins: quick (SmolLM2, L = 128) | default (both, L = 512, "
     "3 input kinds) | full (L = 512 and 2048) | off, or DIR (a finished study).",
+    "real_behaviour": "The behavioural section for real checkpoints (issue 25): RULER's "
+    "multi-key needle on SmolLM2-135M and Gemma 3 270M, accuracy by depth: quick (SmolLM2, "
+    "512 tokens, 3 depths x 6) | default (both, 1024 tokens, calibrated, 5 depths x 20) | "
+    "full (5 depths x 90) | off, or DIR (a finished OUT/real-behaviour/SCALE).",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
@@ -138,6 +163,7 @@ class Scale:
     behaviour_seeds: int = 3
     dose: str = "default"  # the dose-response section's scale (reproduce.dose.DOSE_SCALES)
     checkpoints: str = "default"  # the real-checkpoint section (reproduce.checkpoints)
+    real_behaviour: str = "default"  # its behaviour (reproduce.real_behaviour)
     vocab_size: int | None = 512
     depth_points: int | None = 6
     off_samples: int = 1
@@ -166,6 +192,7 @@ class Scale:
         check_choice("--behaviour-preset", self.behaviour_preset, BEHAVIOUR_PRESETS)
         check_dose(self.dose)  # dose-response (issue 19)
         check_checkpoints(self.checkpoints)  # real checkpoints (issue 24)
+        check_real_behaviour(self.real_behaviour)  # their behaviour (issue 25)
         check_positive("batch size", self.batch_size)
 
     @property
@@ -195,6 +222,7 @@ SCALES = {
         depth_points=4,
         dose="quick",
         checkpoints="quick",
+        real_behaviour="quick",
     ),
     "default": Scale(
         "default",
@@ -220,6 +248,7 @@ SCALES = {
         batch_size=8,
         dose="full",
         checkpoints="full",
+        real_behaviour="full",
     ),
 }
 """The named scales. Why they are what they are (the timings behind each choice are in

@@ -4,12 +4,12 @@ report. A section is one :class:`lostmid.reproduce.plan.Section`; adding one is 
 that defines it and one entry here (docs/ARCHITECTURE.md).
 
 >>> [section.key for section in SECTIONS]
-['training', 'behaviour', 'remedies', 'dose', 'checkpoints']
+['training', 'behaviour', 'remedies', 'dose', 'checkpoints', 'real_behaviour']
 """
 
 from __future__ import annotations
 
-from lostmid.reproduce import behaviour, checkpoints, dose, remedies, training
+from lostmid.reproduce import behaviour, checkpoints, dose, real_behaviour, remedies, training
 from lostmid.reproduce.plan import Section
 
 SECTIONS: tuple[Section, ...] = (
@@ -18,4 +18,5 @@ SECTIONS: tuple[Section, ...] = (
     remedies.SECTION,
     dose.SECTION,
     checkpoints.SECTION,
+    real_behaviour.SECTION,
 )

@@ -1,0 +1,313 @@
+"""The behavioural section for real checkpoints (issue 25): does a real LLM lose the
+middle of what it read?
+
+One stage per checkpoint runs ``lostmid retrieve`` on it (:func:`lostmid.behaviour.run.
+run_retrieve`): RULER's multi-key needle (a needle among distractor needles, placed at
+evenly spaced depths of a haystack), prompted as the model expects (``--chat-template
+auto``: an instruct model's template with an answer prefix inside the assistant turn, a
+base model's raw text) and, at the default and full scales, its difficulty first placed
+by a pilot (``--calibrate``: the distractors that put greedy accuracy at the middle depth
+in 0.3-0.8, pilot examples kept out of the measured ones). A task at its ceiling or its
+floor shows no curve, so a verdict needs the middle inside that band.
+
+The claim, one row per checkpoint, "a real LLM loses the middle", is judged by the shape
+of greedy accuracy by depth (:func:`lostmid.stats.shape.classify` on retrieve's primacy
+and recency: accuracy at the first and at the last depth minus that at the middle, 95%
+Newcombe intervals, margin 0.05): :func:`shape_verdict`.
+
+Scales (:data:`REAL_SCALES`): ``quick`` SmolLM2 at 512 tokens, 3 depths x 6 examples, two
+distractors, no pilot (a minute once cached; too few examples to decide: inconclusive
+is the expected verdict); ``default`` both checkpoints at 1024 tokens, 5 depths x 20
+examples, calibrated; ``full`` the same with 90 examples per depth (primacy and recency
+intervals about 0.28 wide). A folder of a finished run (``--real-behaviour DIR``: one
+``retrieve.json`` per checkpoint under ``DIR/<model>/``) is read back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from lostmid.compare.claims import Claim
+from lostmid.errors import UserError
+from lostmid.files import read_json_object
+from lostmid.report.html import Report
+from lostmid.reproduce.plan import PlannedStage, figures_named
+from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+CLAIM = "A real LLM loses the middle"
+PAPER = "U-shaped accuracy by position (Liu et al. 2023), present from initialisation"
+RULE = (
+    "greedy accuracy by depth: primacy (first - middle) and recency (last - middle), 95% "
+    "Newcombe intervals, margin 0.05; reproduced when both lie above the margin (a U), "
+    "not reproduced when the shape is resolved and not a U (flat, primacy, recency, "
+    "inverted U), inconclusive when an interval straddles the margin or the middle depth "
+    "is outside the calibration band (a task at its floor or ceiling shows no curve)"
+)
+FOLDER = "real-behaviour"
+RESULT = "retrieve.json"
+
+
+@dataclass(frozen=True)
+class RealScale:
+    """One scale of the section: which checkpoints, the task and its size."""
+
+    name: str
+    models: tuple[str, ...]
+    length: int
+    depths: int
+    examples: int
+    calibrate: bool
+    distractors: int | None = None
+    task: str = "niah-multikey"
+    pilot_examples: int = 12
+    band: tuple[float, float] = (0.3, 0.8)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def retrieve_config(self, model: str, seed: int) -> Any:
+        """The :class:`~lostmid.behaviour.retrieve_config.RetrieveConfig` of ``model``."""
+        from lostmid.behaviour.retrieve_config import RetrieveConfig
+
+        return RetrieveConfig(
+            model=model,
+            task=self.task,
+            length=self.length,
+            positions=self.depths,
+            examples=self.examples,
+            distractors=None if self.calibrate else self.distractors,
+            calibrate=self.calibrate,
+            band=self.band,
+            pilot_examples=self.pilot_examples,
+            passes="generate",
+            chat_template="auto",
+            seed=seed,
+            **self.extra,
+        )
+
+
+CHECKPOINTS = ("smollm2-135m", "gemma3-270m")
+REAL_SCALES = {
+    "quick": RealScale("quick", ("smollm2-135m",), 512, 3, 6, False, distractors=2),
+    "default": RealScale("default", CHECKPOINTS, 1024, 5, 20, True),
+    "full": RealScale("full", CHECKPOINTS, 1024, 5, 90, True),
+}
+
+
+def shape_verdict(shape: str, in_band: bool | None) -> str:
+    """The claim's verdict from retrieve's shape class (:data:`lostmid.stats.shape.SHAPES`)
+    and whether the middle depth was inside the calibration band (None: not calibrated).
+
+    >>> shape_verdict("U", True), shape_verdict("flat", None), shape_verdict("U", False)
+    ('reproduced', 'not reproduced', 'inconclusive')
+    >>> shape_verdict("undetermined", True)
+    'inconclusive'
+    """
+    if in_band is False or shape == "undetermined":
+        return INCONCLUSIVE
+    return REPRODUCED if shape == "U" else NOT_REPRODUCED
+
+
+def slug(model: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "-" for c in Path(model).name)
+
+
+def real_stage(scale: str, model: str, seed: int, folder: Path) -> dict[str, Any]:
+    """Run (or resume: retrieve keeps its cells as stages) ``retrieve`` on ``model``."""
+    from lostmid.behaviour.run import run_retrieve
+
+    config = REAL_SCALES[scale].retrieve_config(model, seed)
+    try:
+        run_retrieve(config, out=folder)
+    except UserError as err:
+        if "another configuration" not in str(err):  # another scale's run is replaced
+            raise
+        run_retrieve(config, out=folder, overwrite=True)
+    return summary_record(read_json_object(folder / RESULT), model, folder)
+
+
+def summary_record(result: Mapping[str, Any], model: str, folder: Path) -> dict[str, Any]:
+    """What the section keeps of one ``retrieve.json``."""
+    calibration = result.get("calibration") or None
+    measured = result.get("measured_config") or result.get("config") or {}
+    return {
+        "model": model,
+        "folder": str(folder),
+        "task": result["task"],
+        "length": measured.get("length"),
+        "knob": None if calibration is None else calibration["knob"],
+        "chosen": None if calibration is None else calibration["chosen"],
+        "in_band": None if calibration is None else bool(calibration["in_band"]),
+        "calibration": None if calibration is None else calibration["outcome"],
+        "chat_template": bool(result["prompt"]["applied"]),
+        "positions": result["positions"],
+        "shape": result["shape"],
+        "seconds": result["seconds"],
+    }
+
+
+@dataclass(frozen=True)
+class RealBehaviour:
+    """The section's result: one summary record per checkpoint (:func:`summary_record`)."""
+
+    source: str
+    runs: tuple[Mapping[str, Any], ...]
+
+    @property
+    def claims(self) -> tuple[Claim, ...]:
+        rows = []
+        for run in self.runs:
+            s = run["shape"]
+            design = (
+                f"{run['model']}: {run['task']} at {run['length']} tokens, "
+                f"{len(run['positions'])} depths x {run['positions'][0]['n']} examples"
+                + ("" if run["knob"] is None else f", {run['knob']} = {run['chosen']}")
+            )
+            middle = _middle(run)
+            ours = (
+                f"{design}; accuracy first/middle/last {_acc(run['positions'][0])} / "
+                f"{_acc(middle)} / {_acc(run['positions'][-1])}; primacy "
+                f"{_ci(s['primacy'])}, recency {_ci(s['recency'])}; shape {s['shape']}"
+                + ("" if run["in_band"] is not False else "; middle outside the band")
+            )
+            verdict = shape_verdict(s["shape"], run["in_band"])
+            rows.append(Claim(CLAIM, PAPER, ours, verdict, RULE))
+        return tuple(rows)
+
+    def table(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "model": run["model"],
+                "depth %": f"{_depth(p, run):.0f}",
+                "examples": p["n"],
+                "correct": p["correct"],
+                "accuracy [Wilson 95%]": f"{p['accuracy']:.2f} [{p['ci_low']:.2f}, "
+                f"{p['ci_high']:.2f}]",
+            }
+            for run in self.runs
+            for p in run["positions"]
+        ]
+
+    def paragraphs(self) -> tuple[str, ...]:
+        lines = [
+            f"Runs: {self.source}. Each checkpoint answers RULER's multi-key needle task "
+            "(find the number of one key among distractor needles in a haystack) with the "
+            "needle at evenly spaced depths; greedy decoding, scored by the answer's "
+            "presence in the reply. An instruct model gets its chat template and an answer "
+            "prefix inside the assistant turn; a base model the raw prompt.",
+        ]
+        for run in self.runs:
+            how = "chat template" if run["chat_template"] else "raw prompt"
+            lines.append(
+                f"{run['model']} ({how}, {run['seconds']:.0f} s): "
+                + (run["calibration"] or "difficulty fixed, no pilot")
+                + f". Files: {run['folder']}."
+            )
+        lines.append("Rule: " + RULE + ".")
+        return tuple(lines)
+
+    def record(self) -> dict[str, Any]:
+        return {"source": self.source, "runs": list(self.runs), "claims": list(self.claims)}
+
+    @classmethod
+    def read(cls, folder: Path) -> RealBehaviour:
+        """The runs of ``--real-behaviour DIR``: every ``DIR/<model>/retrieve.json``."""
+        runs = []
+        for path in sorted(Path(folder).glob(f"*/{RESULT}")):  # DIR/<model>/retrieve.json
+            result = read_json_object(path, option="--real-behaviour")
+            runs.append(summary_record(result, str(result["model"]["model"]), path.parent))
+        if not runs:
+            raise UserError(f"--real-behaviour {folder}: no MODEL/{RESULT} there")
+        return cls(f"the runs in {folder}", tuple(runs))
+
+
+def _axis(run: Mapping[str, Any]) -> str:
+    return "depth" if "depth" in run["positions"][0] else "index"
+
+
+def _middle(run: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The position record at the shape's middle (a depth in %, or a gold index)."""
+    axis, middle = _axis(run), float(run["shape"]["middle"])
+    return next(p for p in run["positions"] if float(p[axis]) == middle)
+
+
+def _depth(p: Mapping[str, Any], run: Mapping[str, Any]) -> float:
+    """Depth in % of a position record (a gold index as its share of the indices)."""
+    if "depth" in p:
+        return float(p["depth"])
+    k = len(run["positions"])
+    return 100.0 * run["positions"].index(p) / max(1, k - 1)
+
+
+def _acc(p: Mapping[str, Any]) -> str:
+    return f"{p['correct']}/{p['n']}"
+
+
+def _ci(c: Mapping[str, Any]) -> str:
+    return f"{c['estimate']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"
+
+
+class RealBehaviourPlugin:
+    """The section (:class:`lostmid.reproduce.plan.Section`), key ``real_behaviour``;
+    ``--real-behaviour`` chooses its scale (:func:`lostmid.reproduce.config.
+    check_real_behaviour`)."""
+
+    key = "real_behaviour"
+
+    def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
+        scale = REAL_SCALES.get(config.scale.real_behaviour)
+        if scale is None:
+            return []
+        return [
+            PlannedStage(
+                f"real-behaviour-{scale.name}-{slug(model)}",
+                {"scale": scale.name, "model": model, "seed": config.seed, "record": 1},
+                partial(
+                    real_stage,
+                    scale.name,
+                    model,
+                    config.seed,
+                    out / FOLDER / scale.name / slug(model),
+                ),
+                dict,
+            )
+            for model in scale.models
+        ]
+
+    def collect(self, config: Any, results: Mapping[str, Any], out: Path) -> RealBehaviour | None:
+        value = config.scale.real_behaviour
+        if value == "off":
+            return None
+        scale = REAL_SCALES.get(value)
+        if scale is None:
+            return RealBehaviour.read(Path(value))
+        names = [s.name for s in self.stages(config, "cpu", out)]
+        runs = tuple(results[n] for n in names if n in results)
+        return RealBehaviour(f"{value} scale", runs) if runs else None
+
+    def figures(self, value: RealBehaviour, folder: Path) -> dict[str, Path]:
+        return {
+            f"real-behaviour-{slug(run['model'])}": Path(run["folder"]) / "retrieve.png"
+            for run in value.runs
+        }
+
+    def record(self, value: RealBehaviour) -> dict[str, Any]:
+        return value.record()
+
+    def report(
+        self, report: Report, value: RealBehaviour | None, figures: Mapping[str, Path]
+    ) -> None:
+        if value is None:
+            return
+        report.add_section(
+            "Real checkpoints: does a real LLM lose the middle?",
+            paragraphs=value.paragraphs(),
+            table=value.table(),
+            figures=figures_named(figures, "real-behaviour-"),
+            verdicts=value.claims,
+        )
+
+
+SECTION = RealBehaviourPlugin()

@@ -1,0 +1,83 @@
+"""The behavioural section for real checkpoints (lostmid.reproduce.real_behaviour): its
+verdict rule on constructed runs (yes, no, undecided, out of band) and the section end to
+end through reproduce, on a tiny BPE model standing in for a checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_args import SECTIONS_OFF
+
+from lostmid.reproduce import real_behaviour as rb
+from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+
+def _run(accuracy: list[float], shape: str, in_band: bool | None, n: int = 40) -> dict:
+    depths = [0, 50, 100]
+    positions = [
+        {"depth": d, "n": n, "correct": round(a * n), "accuracy": a, "ci_low": a - 0.1,
+         "ci_high": a + 0.1}
+        for d, a in zip(depths, accuracy, strict=True)
+    ]  # fmt: skip
+    contrast = {"estimate": accuracy[0] - accuracy[1], "ci_low": 0.0, "ci_high": 0.5}
+    return {
+        "model": "m", "folder": "f", "task": "niah-multikey", "length": 512,
+        "knob": "distractors", "chosen": 2, "in_band": in_band, "calibration": "c",
+        "chat_template": True, "positions": positions, "seconds": 1.0,
+        "shape": {"first": 0, "middle": 50, "last": 100, "primacy": contrast,
+                  "recency": contrast, "shape": shape},
+    }  # fmt: skip
+
+
+def test_the_verdict_comes_out_yes_no_and_undecided_on_constructed_runs() -> None:
+    runs = (
+        _run([0.9, 0.4, 0.8], "U", True),
+        _run([0.6, 0.6, 0.6], "flat", True),
+        _run([0.7, 0.5, 0.6], "undetermined", True),
+        _run([0.9, 0.95, 0.9], "U", False),  # the middle at the ceiling: no curve to read
+        _run([0.9, 0.5, 0.2], "primacy", None),
+    )
+    claims = rb.RealBehaviour("constructed", runs).claims
+    verdicts = [c.verdict for c in claims]
+    assert verdicts == [REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, INCONCLUSIVE, NOT_REPRODUCED]
+    assert "first/middle/last 36/40 / 16/40 / 32/40" in claims[0].ours  # the middle by depth
+    assert "middle outside the band" in claims[3].ours
+
+
+def test_the_section_runs_retrieve_on_each_checkpoint_and_reads_it_back(
+    bpe_model_dir: Path, tmp_path: Path, run_cli, monkeypatch
+) -> None:
+    scale = rb.RealScale(
+        "quick", (str(bpe_model_dir),), 300, 3, 2, True, pilot_examples=2,
+        extra={"knob_values": (0, 1)},
+    )  # fmt: skip
+    monkeypatch.setitem(rb.REAL_SCALES, "quick", scale)
+    args = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
+    args += ["--probes", "1", *SECTIONS_OFF[:-2], "--real-behaviour", "quick", "--jobs", "1"]
+    code, _, err = run_cli("reproduce", "--quick", *args, "--out", tmp_path / "r")
+    assert code == 0, err
+    record = json.loads((tmp_path / "r" / "reproduce.json").read_text())
+    (run,) = record["real_behaviour"]["runs"]
+    assert run["knob"] == "distractors" and run["chosen"] in (0, 1)
+    assert [p["depth"] for p in run["positions"]] == [0, 50, 100]
+    assert all(p["n"] == 2 for p in run["positions"])
+    claims = [c for c in record["claims"] if c["claim"] == rb.CLAIM]
+    assert len(claims) == 1
+    # a random model answers nothing: the middle below the band, so no verdict on a shape
+    assert claims[0]["verdict"] == INCONCLUSIVE
+    folder = tmp_path / "r" / "real-behaviour" / "quick"
+    assert (
+        "Real checkpoints: does a real LLM lose the middle?"
+        in (tmp_path / "r" / "report.html").read_text()
+    )
+    # a finished run's folder is read back into another report with the same claims
+    args[-4:-2] = ["--real-behaviour", str(folder)]
+    code, _, err = run_cli("reproduce", "--quick", *args, "--out", tmp_path / "again")
+    assert code == 0, err
+    again = json.loads((tmp_path / "again" / "reproduce.json").read_text())
+    assert [c for c in again["claims"] if c["claim"] == rb.CLAIM] == claims
+    code, _, err = run_cli(
+        "reproduce", "--quick", "--real-behaviour", str(tmp_path), "--out", tmp_path / "x"
+    )
+    assert code == 2 and "--real-behaviour" in err and len(err.strip().splitlines()) == 1
