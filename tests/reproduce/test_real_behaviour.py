@@ -81,3 +81,9 @@ def test_the_section_runs_retrieve_on_each_checkpoint_and_reads_it_back(
         "reproduce", "--quick", "--real-behaviour", str(tmp_path), "--out", tmp_path / "x"
     )
     assert code == 2 and "--real-behaviour" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_config_names_the_scales_the_section_has() -> None:
+    from lostmid.reproduce.config import REAL_CHOICES
+
+    assert (*rb.REAL_SCALES, "off") == REAL_CHOICES

@@ -379,20 +379,15 @@ class CheckpointSection:
                 f"{design}; log10 PtV {_fmt(p['log10_ptv'])} vs twins "
                 f"{_fmt(c['twins']['log10_ptv'])}, change {_fmt(d)}"
             )
-            claims.append(
-                Claim(
-                    DEEPEN_CLAIM, DEEPEN_PAPER, ours, c["deepens"]["verdict"], c["deepens"]["rule"]
-                )
-            )
             where = (
                 f"{design}; valley at {_fmt(p['valley_fraction'])} of the context "
                 f"(twins {_fmt(c['twins']['valley_fraction'])})"
             )
-            claims.append(
-                Claim(
-                    MIDDLE_CLAIM, MIDDLE_PAPER, where, c["middle"]["verdict"], c["middle"]["rule"]
-                )
-            )
+            for claim, paper, text, key in (
+                (DEEPEN_CLAIM, DEEPEN_PAPER, ours, "deepens"),
+                (MIDDLE_CLAIM, MIDDLE_PAPER, where, "middle"),
+            ):
+                claims.append(Claim(claim, paper, text, c[key]["verdict"], c[key]["rule"]))
         return tuple(claims)
 
     def table(self) -> list[dict[str, Any]]:

@@ -24,62 +24,53 @@ BEHAVIOUR_PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retriev
 """Retrieval presets (:data:`lostmid.behaviour.RETRIEVAL_PRESETS`, named here so that this
 module stays free of torch for ``lostmid --help``)."""
 
-DOSE_CHOICES = ("quick", "default", "full", "off")
-"""The dose-response section's scales (:data:`lostmid.reproduce.dose.DOSE_SCALES`) and
-``off``, named here so that this module stays free of torch."""
+SECTION_SCALES = ("quick", "default", "full", "off")
+"""The scales of a section (``off`` skips it), named here so that this module stays free
+of torch: the dose-response's (:data:`lostmid.reproduce.dose.DOSE_SCALES`), the real
+checkpoints' (:data:`lostmid.reproduce.checkpoints.CHECKPOINT_SCALES`) and their
+behaviour's (:data:`lostmid.reproduce.real_behaviour.REAL_SCALES`)."""
+DOSE_CHOICES = CHECKPOINT_CHOICES = REAL_CHOICES = SECTION_SCALES
+
+
+def check_section_value(option: str, value: str, saved: str, what: str) -> str:
+    """A section's scale, ``off``, or a folder holding a finished run of it (a file
+    matching the glob ``saved`` inside); else one line naming ``option`` and ``what``.
+
+    >>> check_section_value("--dose", "quick", "dose.json", "")
+    'quick'
+    """
+    if value in SECTION_SCALES or any(Path(value).glob(saved)):
+        return value
+    raise UserError(
+        f"{option} {value}: not {', '.join(SECTION_SCALES)} or a folder with {saved} ({what})"
+    )
 
 
 def check_dose(value: str) -> str:
-    """A dose-response scale, ``off``, or a folder with ``dose.json``; else one line.
-
-    >>> check_dose("quick")
-    'quick'
-    """
-    if value in DOSE_CHOICES or (Path(value) / "dose.json").is_file():
-        return value
-    raise UserError(
-        f"--dose {value}: not {', '.join(DOSE_CHOICES)} or a folder with dose.json (a "
-        "finished lostmid sweep --task train-retrieval --out)"
+    """A dose-response scale, ``off``, or a folder with ``dose.json``."""
+    return check_section_value(
+        "--dose", value, "dose.json", "a finished lostmid sweep --task train-retrieval --out"
     )
-
-
-CHECKPOINT_CHOICES = ("quick", "default", "full", "off")
-"""The real-checkpoint section's scales (:data:`lostmid.reproduce.checkpoints.CHECKPOINT_SCALES`)
-and ``off``, named here so that this module stays free of torch."""
 
 
 def check_checkpoints(value: str) -> str:
-    """A real-checkpoint scale, ``off``, or a folder with ``study.json``; else one line.
-
-    >>> check_checkpoints("off")
-    'off'
-    """
-    if value in CHECKPOINT_CHOICES or (Path(value) / "study.json").is_file():
-        return value
-    raise UserError(
-        f"--checkpoints {value}: not {', '.join(CHECKPOINT_CHOICES)} or a folder with "
-        "study.json (a finished checkpoint study, benchmarks/bench_checkpoints.py)"
+    """A real-checkpoint scale, ``off``, or a folder with ``study.json``."""
+    return check_section_value(
+        "--checkpoints",
+        value,
+        "study.json",
+        "a finished checkpoint study, benchmarks/bench_checkpoints.py",
     )
-
-
-REAL_CHOICES = ("quick", "default", "full", "off")
-"""The scales of the behavioural section for real checkpoints
-(:data:`lostmid.reproduce.real_behaviour.REAL_SCALES`) and ``off``, named here so that this
-module stays free of torch."""
 
 
 def check_real_behaviour(value: str) -> str:
     """A scale of the real-checkpoint behaviour section, ``off``, or a folder of a finished
-    one (``MODEL/retrieve.json`` under it); else one line.
-
-    >>> check_real_behaviour("quick")
-    'quick'
-    """
-    if value in REAL_CHOICES or any(Path(value).glob("*/retrieve.json")):
-        return value
-    raise UserError(
-        f"--real-behaviour {value}: not {', '.join(REAL_CHOICES)} or a folder with "
-        "MODEL/retrieve.json (a finished run of this section: OUT/real-behaviour/SCALE)"
+    one (``MODEL/retrieve.json`` under it)."""
+    return check_section_value(
+        "--real-behaviour",
+        value,
+        "*/retrieve.json",
+        "a finished run of this section: OUT/real-behaviour/SCALE",
     )
 
 
