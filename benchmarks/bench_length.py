@@ -119,10 +119,11 @@ def main() -> None:
         )
     if len(rows) >= 2:
         ls = [r["length"] for r in rows]
+        above = [max(1e-3, r["peak_gib"] - r["loaded_gib"]) for r in rows]
         print(
             f"log-log slope: time {slope(ls, [r['seconds_per_sample'] for r in rows]):.2f}, "
             f"peak memory {slope(ls, [r['peak_gib'] for r in rows]):.2f}, memory above the "
-            f"loaded model {slope(ls, [max(1e-3, r['peak_gib'] - r['loaded_gib']) for r in rows]):.2f}"
+            f"loaded model {slope(ls, above):.2f}"
         )
     load = os.getloadavg()
     print(f"load at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
