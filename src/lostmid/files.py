@@ -133,6 +133,19 @@ here (those without a tag yet are known by their ``metadata.command``), and
 :func:`read_result` names the kind of a file given in the wrong place."""
 
 
+def check_out_dir(out: Path) -> Path:
+    """``out`` as a Path, refused in one line when it names a file (every ``--out`` is a
+    directory); the one place this is checked.
+
+    >>> check_out_dir(Path("results/run")).name
+    'run'
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a directory")
+    return out
+
+
 def schema_of(kind: str) -> str:
     """The schema tag a result of ``kind`` carries.
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.errors import UserError
-from lostmid.files import write_text
+from lostmid.files import check_out_dir, write_text
 
 _PACKAGES = ("lostmid", "numpy", "scipy", "torch", "transformers", "gguf", "matplotlib")
 
@@ -113,8 +113,7 @@ def prepare_out(out: Path, files: list[str], overwrite: bool, state: str | None 
     ``state``: the file a resumable run saves its state in (``resume.pt``): when it is
     there the refusal says to continue the run with ``--resume`` (the same command with
     ``--resume`` resumes; ``--overwrite`` would discard it)."""
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; give a directory")
+    check_out_dir(out)
     if state is not None and (out / state).is_file() and not overwrite:
         raise UserError(
             f"--out {out} holds a run with its saved state ({state}): add --resume to the "

@@ -176,3 +176,27 @@ def test_reproduce_and_train_refuse_a_negative_seed(run_cli: Any, tmp_path: Path
         code, _, err = run_cli(*command, "--seed", "-1", "--out", tmp_path / command[0])
         assert code == 2 and err.strip().endswith("got -1"), err
         assert not (tmp_path / command[0] / "stages").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["theory", "--length", "8"],
+        ["measure", "--model", "tiny-gpt2", "--length", "8", "--samples", "1"],
+        ["reproduce", "--quick", "--models", "tiny-gpt2"],
+        ["sweep", "--task", "theory"],
+        ["ablate", "--model", "tiny-gpt2"],
+        ["retrieve", "--model", "tiny-gpt2"],
+        ["train", "--preset", "micro"],
+        ["remedies", "--quick"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_an_out_that_is_a_file_is_refused_once_in_one_line(
+    args: list[str], tmp_path: Path, run_cli
+) -> None:
+    target = tmp_path / "taken"
+    target.write_text("mine\n")
+    code, _, err = run_cli(*args, "--out", target)
+    assert code == 2 and err.count("is a file; give a directory") == 1, err
+    assert len(err.strip().splitlines()) == 1 and target.read_text() == "mine\n"

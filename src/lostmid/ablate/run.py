@@ -125,8 +125,6 @@ def run_ablate(
     big for this machine first (:func:`check_ablate_size`); off for ``--no-size-check``.
     """
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; give a directory")
     # Fail in seconds on a request too big (the token ids and profiles of every sample)
     # and on a bad model or length, before any stage.
     if size_check:

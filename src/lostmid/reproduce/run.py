@@ -13,7 +13,6 @@ from typing import Any
 from rich.console import Console
 
 from lostmid.compare.claims import Claim
-from lostmid.errors import UserError
 from lostmid.influence.record import MeasureRecord, write_measure
 from lostmid.report.layout import fit_table
 from lostmid.reproduce import sections as registry
@@ -165,8 +164,6 @@ def run_reproduce(
     result's record), ``stages/*.json``, ``figures/*.png``, ``MODEL/measure.json`` per
     model and ``train/``. A finished stage is reused unless ``overwrite``.
     """
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; give a directory")
     device = run_device(config)
     check_models(config, device)  # fail in seconds, not after a stage
     claim_out(out, "reproduce", config.record(), overwrite=overwrite)

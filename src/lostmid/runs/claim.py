@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.errors import UserError
-from lostmid.files import read_json
+from lostmid.files import check_out_dir, read_json
 from lostmid.runinfo import to_jsonable, write_json
 from lostmid.runs.lock import LOCK_FILE
 
@@ -111,8 +111,7 @@ def claim_out(
             file is damaged, and not ``overwrite``.
     """
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; give a directory")
+    check_out_dir(out)
     wanted = {"command": command, "config": to_jsonable(config)}
     path = out / CLAIM_FILE
     if not overwrite and _holds_files(out):

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from lostmid.errors import UserError
-from lostmid.files import disk_full_error, is_disk_full
+from lostmid.files import check_out_dir, disk_full_error, is_disk_full
 
 LOCK_FILE = ".lostmid.lock"
 WAIT_ENV = "LOSTMID_WAIT"
@@ -182,8 +182,7 @@ def lock_out(out: Path, command: str, wait: float | None = None) -> Iterator[Pat
     """Hold the lock of ``out`` (created if missing) for the ``with`` block; ``wait``
     seconds for another holder (None: :func:`wait_seconds`). Yields ``out``."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; give a directory")
+    check_out_dir(out)
     created = _first_missing(out)  # removed again if the run leaves nothing there
     try:
         out.mkdir(parents=True, exist_ok=True)

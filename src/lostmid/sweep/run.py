@@ -203,8 +203,6 @@ def run_sweep(
 
     from lostmid.runs.progress import progress as logged_progress
 
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; give a directory")
     start = time.perf_counter()
     plan = plan_sweep(config.grids, config.max_units)
     # another sweep's folder (other seeds, params, task) is refused before anything in it
