@@ -17,7 +17,7 @@ from lostmid.ablate.rungs import RUNG_SPECS, RungMeasurement, RungSpec
 from lostmid.compare.candidates import Candidate, compare_measurements
 from lostmid.compare.scoring import MeanSpread, NoiseFloor
 from lostmid.report.plots import new_figure
-from lostmid.theory import KERNELS, summarize_profile
+from lostmid.theory import KERNELS, summarise_profile
 from lostmid.typing import Float
 
 GAP_FACTOR = 2.0
@@ -160,7 +160,7 @@ def score_rung(spec: RungSpec, measurements: Sequence[RungMeasurement]) -> RungR
     card = compare_measurements(
         [m.measurement for m in measurements], predict=True, kernels=KERNELS
     )
-    summary = summarize_profile(card.measured.influence, target=card.measured.target)
+    summary = summarise_profile(card.measured.influence, target=card.measured.target)
     return RungResult(
         spec=spec,
         seeds=tuple(measurements),

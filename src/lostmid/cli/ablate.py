@@ -18,7 +18,7 @@ from lostmid.cli.options import (
 )
 from lostmid.runs.budget import SIZE_CHECK_HELP
 
-FLAGS = {"length": Flag(names=("--length", "-L")), "rungs": Flag(parse=parse_rungs)}
+FLAGS = {"rungs": Flag(parse=parse_rungs)}
 
 
 def _run(*, out: Any, overwrite: bool, no_size_check: bool, **fields: Any) -> None:

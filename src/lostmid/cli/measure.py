@@ -8,7 +8,7 @@ from typing import Any
 from lostmid.cli.options import Flag, command, console, options, out_option, overwrite_option
 from lostmid.influence.config import HELP, MeasureConfig
 
-FLAGS = {"length": Flag(names=("--length", "-L"))}
+FLAGS: dict[str, Flag] = {}
 
 
 def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:

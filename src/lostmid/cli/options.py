@@ -63,6 +63,11 @@ class Flag:
     hidden: bool = False
 
 
+SHORT_FLAGS = {"length": "-L"}
+"""The short flag of a field wherever a command has it (``-L`` for ``--length`` on every
+command with a length), so the same letter means the same thing everywhere."""
+
+
 def flag_name(field: str) -> str:
     """``per_position_gains`` -> ``--per-position-gains``."""
     return "--" + field.replace("_", "-")
@@ -134,7 +139,8 @@ def options(
             kind = base | None if optional else base
         if flag.override and "default" not in text:
             text = f"{text} (default: {flag.override})"
-        names_ = flag.names or (flag_name(name),)
+        short = (SHORT_FLAGS[name],) if name in SHORT_FLAGS else ()
+        names_ = flag.names or (flag_name(name), *short)
         info = typer.Option(*names_, help=text, hidden=flag.hidden)
         params.append(
             inspect.Parameter(

@@ -9,7 +9,6 @@ from lostmid.theory.run import HELP, TheoryConfig
 
 FLAGS = {
     "layers": Flag(names=("--layers", "-H")),
-    "length": Flag(names=("--length", "-L")),
     "alpha": Flag(names=("--alpha", "-a")),
 }
 

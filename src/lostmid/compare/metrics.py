@@ -28,7 +28,7 @@ from lostmid.compare.config import LOG_BINS
 from lostmid.errors import UserError
 from lostmid.records import check_profile
 from lostmid.stats.ranks import pearson, spearman
-from lostmid.theory import summarize_profile
+from lostmid.theory import summarise_profile
 from lostmid.typing import Float, Int
 
 AGREEMENT_METRICS = (
@@ -122,7 +122,7 @@ def _log_correlation(a: np.ndarray, b: np.ndarray) -> float:
 @dataclass(frozen=True)
 class PeakToValley:
     """Peak-to-valley ratios of two profiles side by side (see
-    :func:`lostmid.theory.summarize_profile`: peak = largest value over the support,
+    :func:`lostmid.theory.summarise_profile`: peak = largest value over the support,
     valley = smallest value excluding the target). None where a ratio is undefined
     (a zero valley or a one-position support).
 
@@ -146,8 +146,8 @@ def peak_to_valley(a: np.ndarray, b: np.ndarray, target: int | None = None) -> P
     (100.0, 10.0, 1.0)
     """
     a, b = _pair(a, b)
-    sa = summarize_profile(a, target=target)
-    sb = summarize_profile(b, target=target)
+    sa = summarise_profile(a, target=target)
+    sb = summarise_profile(b, target=target)
     diff = None
     if sa.log10_peak_to_valley is not None and sb.log10_peak_to_valley is not None:
         diff = sa.log10_peak_to_valley - sb.log10_peak_to_valley

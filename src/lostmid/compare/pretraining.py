@@ -3,7 +3,7 @@
 The design: one pretrained model and S random-init twins of the same architecture (one
 per seed), each measured on the same N inputs, one influence profile per input
 (``profiles[n, j]``, position j = 1..L at index j - 1). Readouts are taken on the mean
-profile over inputs with :func:`lostmid.theory.summarize_profile` (the one home of
+profile over inputs with :func:`lostmid.theory.summarise_profile` (the one home of
 peak, valley and peak-to-valley; the valley excludes the target, the last position):
 
 * ``log10_ptv``: log10 peak-to-valley;
@@ -39,7 +39,7 @@ import numpy as np
 from lostmid.compare.claims import Verdict
 from lostmid.errors import UserError
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, side_of
-from lostmid.theory import summarize_profile
+from lostmid.theory import summarise_profile
 from lostmid.typing import Float
 
 READOUTS = ("log10_ptv", "valley_fraction", "sink_share", "last_share")
@@ -59,7 +59,7 @@ def readouts(profile: Float[np.ndarray, " L"]) -> dict[str, float]:
     values = np.asarray(profile, dtype=np.float64)
     if values.ndim != 1 or values.size < 3:
         raise UserError("a profile for readouts is 1-D with at least 3 positions")
-    summary = summarize_profile(values)
+    summary = summarise_profile(values)
     total = float(values.sum())
     position = summary.valley_position
     return {

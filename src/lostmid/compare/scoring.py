@@ -115,7 +115,7 @@ class MeanSpread:
         }
 
 
-def summarize(comparisons: Sequence[ProfileComparison]) -> dict[str, MeanSpread]:
+def summarise(comparisons: Sequence[ProfileComparison]) -> dict[str, MeanSpread]:
     """Each agreement metric (:data:`~lostmid.compare.metrics.AGREEMENT_METRICS`) of
     several comparisons as mean and spread, their intervals clipped to the metric's
     range (:data:`~lostmid.compare.metrics.METRIC_RANGES`)."""
@@ -179,7 +179,7 @@ def noise_floor(
         for i in range(len(rows))
         for j in range(i + 1, len(rows))
     )
-    return NoiseFloor(seeds=len(rows), pairs=pairs, metrics=summarize(pairs))
+    return NoiseFloor(seeds=len(rows), pairs=pairs, metrics=summarise(pairs))
 
 
 def pool_profiles(
@@ -277,7 +277,7 @@ def score_out_of_sample(
             name=name,
             folds=tuple(c for c, _ in entries),
             parameters=tuple(p for _, p in entries),
-            metrics=summarize([c for c, _ in entries]),
+            metrics=summarise([c for c, _ in entries]),
         )
         for name, entries in folds.items()
     }

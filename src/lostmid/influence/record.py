@@ -61,7 +61,7 @@ from lostmid.records import (
 )
 from lostmid.runinfo import to_jsonable, write_json
 from lostmid.stats.shape import ShapeIndices, profile_shape
-from lostmid.theory import summarize_profile
+from lostmid.theory import summarise_profile
 from lostmid.theory.masks import layer_masks as parse_layer_masks
 from lostmid.typing import Float
 
@@ -253,7 +253,7 @@ class MeasureRecord:
                 "gain_directions": self.gain_directions,
                 "layer_masks": None if self.layer_masks is None else list(self.layer_masks),
                 "notes": list(self.notes),
-                "summary": summarize_profile(self.influence, target=self.target),
+                "summary": summarise_profile(self.influence, target=self.target),
                 "shape": self.shape,
                 "config": facts,
                 "requested": None if self.requested is None else dict(self.requested),

@@ -36,7 +36,7 @@ from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, prepare_out, run_metadata
 from lostmid.runs.budget import check_budget
 from lostmid.runs.lock import holds_out
-from lostmid.theory import ProfileSummary, summarize_profile
+from lostmid.theory import ProfileSummary, summarise_profile
 from lostmid.typing import Float
 
 FILES = ["measure.json", "measure.png"]
@@ -276,7 +276,7 @@ def run_measure(
         if console is not None:
             for note in notes:
                 console.print(f"[yellow]note:[/] {escape(note)}")
-        summary = summarize_profile(profile.influence, target=profile.target)
+        summary = summarise_profile(profile.influence, target=profile.target)
     resolved = {
         **loaded.describe(),
         "length": config.length,

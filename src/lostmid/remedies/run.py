@@ -7,7 +7,7 @@ counts reported; a remedy that adds parameters says how many), same steps, batch
 tokens, optimiser and schedule, same initial weights and held-out examples for the same
 seed. At the end of training: teacher-forced argmax accuracy by gold index, its mean,
 gap (max - min), primacy (first - middle), recency (last - middle), and log10
-peak-to-valley of the influence profile (:func:`lostmid.theory.summarize_profile` of the
+peak-to-valley of the influence profile (:func:`lostmid.theory.summarise_profile` of the
 measured profile over the prompt, query position included).
 
 Inference-time remedies (``--model``). Each seed draws its own kv examples (Liu et al.'s

@@ -92,9 +92,9 @@ def training_setting(rconfig: Any, alpha: float, law: str = "tilt") -> Setting:
 
 def log10_ptv(profile: Any) -> float | None:
     """log10 peak-to-valley of a profile, negative values clipped to 0 (None: no valley)."""
-    from lostmid.theory import summarize_profile
+    from lostmid.theory import summarise_profile
 
-    return summarize_profile(
+    return summarise_profile(
         np.clip(np.asarray(profile, dtype=np.float64), 0.0, None)
     ).log10_peak_to_valley
 

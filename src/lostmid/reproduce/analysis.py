@@ -43,12 +43,12 @@ from lostmid.compare.claims import Claim
 from lostmid.compare.config import LOG_BINS
 from lostmid.compare.metrics import compare_profiles
 from lostmid.compare.predicted import pooled_measurement
-from lostmid.compare.scoring import MeanSpread, summarize
+from lostmid.compare.scoring import MeanSpread, summarise
 from lostmid.influence.record import MeasureRecord
 from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.depth import DepthGrowth, LayerStrengths, depth_growth
 from lostmid.reproduce.stages import SeedMeasurement
-from lostmid.theory import KERNELS, summarize_profile
+from lostmid.theory import KERNELS, summarise_profile
 
 
 class ScoringPolicy(TypedDict):
@@ -290,7 +290,7 @@ def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
     halves = [r.on.halves for r in runs if r.on.halves is not None]
     sampling = None
     if len(halves) == len(runs):
-        sampling = summarize(
+        sampling = summarise(
             [compare_profiles(np.sqrt(h[1]), np.sqrt(h[0]), bins=SCORING["bins"]) for h in halves]
         )
     budget = None
@@ -308,7 +308,7 @@ def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
         switch=first.switch,
         scorecard=card,
         off=pooled_measurement(off),
-        positional_on_vs_off=summarize(
+        positional_on_vs_off=summarise(
             [
                 compare_profiles(r.off.influence, r.on.first_part(), bins=SCORING["bins"])
                 for r in runs
@@ -317,7 +317,7 @@ def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:
         sampling_floor=sampling,
         budget=budget,
         log10_peak_to_valley=MeanSpread.of(
-            [summarize_profile(r.on.influence).log10_peak_to_valley for r in runs]
+            [summarise_profile(r.on.influence).log10_peak_to_valley for r in runs]
         ),
         strengths=LayerStrengths.over(runs),
         depth1=score(name, runs, layer=1),

@@ -35,7 +35,7 @@ from lostmid.theory.masks import (
 )
 from lostmid.theory.positional import positional_influence_row
 from lostmid.theory.schedules import parse_schedule, power_schedule, resolve_alphas
-from lostmid.theory.summary import ProfileSummary, summarize_profile
+from lostmid.theory.summary import ProfileSummary, summarise_profile
 
 # The command (lostmid theory) as a function, imported on first use (lostmid.lazy): it
 # brings rich and the run machinery, which the pure maths above does not need. Type
@@ -72,6 +72,6 @@ __all__ = [
     "positional_influence_row",
     "power_schedule",
     "resolve_alphas",
-    "summarize_profile",
+    "summarise_profile",
     *_lazy,
 ]

@@ -29,7 +29,7 @@ from lostmid.theory._ops import LinearOps, LogOps
 from lostmid.theory.exact import KERNELS, _influence, _path_weights
 from lostmid.theory.masks import MASK_HELP, Causal, MaskLike, parse_mask
 from lostmid.theory.schedules import SCHEDULE_HELP, parse_schedule
-from lostmid.theory.summary import ProfileSummary, _summarize
+from lostmid.theory.summary import ProfileSummary, _summarise
 from lostmid.typing import Float
 
 if TYPE_CHECKING:  # the continuum imports scipy: loaded by compute_theory when needed
@@ -230,7 +230,7 @@ def compute_theory(config: TheoryConfig) -> TheoryResult:
     else:
         with np.errstate(divide="ignore"):
             log10 = np.log10(influence)
-    summary = _summarize(log10, None, t, support)
+    summary = _summarise(log10, None, t, support)
     cont = cerr = reg = None
     if isinstance(mask, Causal) and length <= _CONTINUUM_MAX_LENGTH:
         cont = _continuum_row(length, alphas, kernel, t)

@@ -53,7 +53,7 @@ class ProfileSummary:
         return to_jsonable(asdict(self))
 
 
-def summarize_profile(
+def summarise_profile(
     influence: Float[np.ndarray, " L"] | None = None,
     *,
     log10_influence: Float[np.ndarray, " L"] | None = None,
@@ -66,7 +66,7 @@ def summarize_profile(
     the last position; ``support`` (1-indexed, inclusive) defaults to the positions
     with non-zero influence up to the target's end of the sequence.
 
-    >>> s = summarize_profile(np.array([0.5, 0.1, 0.05, 0.35]))
+    >>> s = summarise_profile(np.array([0.5, 0.1, 0.05, 0.35]))
     >>> (s.valley_position, round(s.peak_to_valley, 3))
     (3, 10.0)
     """
@@ -84,16 +84,16 @@ def summarize_profile(
     if log10.ndim != 1 or log10.size == 0:
         raise UserError("an influence profile is a non-empty 1-D array")
     t = check_position("target", target, log10.size)
-    return _summarize(log10, values, t, support)
+    return _summarise(log10, values, t, support)
 
 
-def _summarize(
+def _summarise(
     log10: Float[np.ndarray, " L"],
     values: Float[np.ndarray, " L"] | None,
     t: int,
     support: tuple[int, int] | None,
 ) -> ProfileSummary:
-    """:func:`summarize_profile` on checked input (``values`` may be None: use 10**log10)."""
+    """:func:`summarise_profile` on checked input (``values`` may be None: use 10**log10)."""
     if support is None:
         nonzero = np.flatnonzero(np.isfinite(log10))
         lo, hi = (int(nonzero[0]) + 1, int(nonzero[-1]) + 1) if nonzero.size else (t, t)

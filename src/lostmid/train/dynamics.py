@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from lostmid.compare.metrics import ProfileComparison, compare_profiles
 from lostmid.influence import influence_profile, residual_strength
-from lostmid.theory import KERNELS, ProfileSummary, influence_row, summarize_profile
+from lostmid.theory import KERNELS, ProfileSummary, influence_row, summarise_profile
 from lostmid.train.config import TrainConfig
 from lostmid.train.model import as_loaded, frozen
 from lostmid.train.signal import learning_signal, rho_cell_masses
@@ -114,11 +114,11 @@ class CheckpointMeasurement:
 
     @cached_property
     def influence_summary(self) -> ProfileSummary:
-        return summarize_profile(np.clip(self.influence, 0.0, None))
+        return summarise_profile(np.clip(self.influence, 0.0, None))
 
     @cached_property
     def learning_signal_summary(self) -> ProfileSummary:
-        return summarize_profile(np.clip(self.learning_signal, 0.0, None))
+        return summarise_profile(np.clip(self.learning_signal, 0.0, None))
 
     @cached_property
     def influence_vs_theory(self) -> dict[str, ProfileComparison]:
