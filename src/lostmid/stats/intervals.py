@@ -37,7 +37,9 @@ Z95 = 1.959963984540054  # the 0.975 quantile of the standard normal
 
 
 def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``correct / n``:
+    """Wilson score interval of a proportion ``correct / n`` (equal to scipy's
+    ``binomtest(...).proportion_ci(method="wilson")``, tests/behaviour/test_score.py; ours
+    is closed-form, takes n = 0 and stays pure numpy for the many small calls):
 
         centre = (p + z^2/(2n)) / (1 + z^2/n),
         half   = z / (1 + z^2/n) * sqrt(p (1 - p) / n + z^2 / (4 n^2)).

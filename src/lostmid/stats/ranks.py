@@ -4,6 +4,10 @@ rho = Pearson(rank(a), rank(b)), tied values given the average of the ranks they
 It is nan when either side is constant (its ranks have no variance) or has fewer than
 two values: undefined, not zero. Records that must hold JSON-ready numbers write
 :func:`finite_or_none` of it (nan -> None).
+
+Ours rather than ``scipy.stats.spearmanr`` (which it equals to 1e-12, tests/stats/
+test_ranks.py): scipy warns on a constant side, a case the package meets in ordinary runs
+(a flat accuracy curve) and treats as undefined without a warning.
 """
 
 from __future__ import annotations
