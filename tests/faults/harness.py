@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -49,11 +50,13 @@ VOLATILE = frozenset(
     }
 )
 STATUS_SAME = {"done": "ok", "reused": "ok"}  # a sweep unit computed now or reused
+SPEED_IN_TEXT = re.compile(r"[0-9][0-9,.]* tokens/s")  # a timing quoted in a paragraph
 
 
 def strip(obj: Any, outs: Sequence[str]) -> Any:
     """``obj`` without :data:`VOLATILE` keys, unit statuses folded, paths of ``outs``
-    replaced by ``OUT``."""
+    replaced by ``OUT`` and a speed quoted in text (the training section's "(N tokens/s)")
+    by ``SPEED``."""
     if isinstance(obj, dict):
         clean = {}
         for key, value in obj.items():
@@ -68,7 +71,7 @@ def strip(obj: Any, outs: Sequence[str]) -> Any:
     if isinstance(obj, str):
         for out in outs:
             obj = obj.replace(out, "OUT")
-        return obj
+        return SPEED_IN_TEXT.sub("SPEED", obj)
     return obj
 
 

@@ -236,19 +236,23 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="lostmid-parent-watch", daemon=True).start()
 
 
-def _process_job(
-    job: Job, out: str, retries: int, threads: int, pipe: Any, parent: int | None = None
-) -> None:
-    """The body of a job's worker process: compute and save it (the stage store under
-    ``out``), then send its outcome without the result (the parent reads that from the
-    store), so the message stays small whatever the result's size. The worker ends with
-    ``parent`` (:func:`die_with_parent`)."""
+def _worker_loop(out: str, retries: int, conn: Any, parent: int | None = None) -> None:
+    """The body of a long-lived worker process: it imports the library once and then runs
+    the jobs it is sent, one at a time, until it is sent None. Each job is computed and
+    saved (the stage store under ``out``), then its outcome is sent back without the
+    result (the parent reads that from the store), so the message stays small whatever
+    the result's size. The worker ends with ``parent`` (:func:`die_with_parent`)."""
     if parent is not None:
         die_with_parent(parent)
-    set_threads(threads)
-    outcome = execute_job(job, Path(out), retries)
-    pipe.send(replace(outcome, summary=None))
-    pipe.close()
+    while True:
+        message = conn.recv()
+        if message is None:
+            break
+        job, threads = message
+        set_threads(threads)
+        outcome = execute_job(job, Path(out), retries)
+        conn.send(replace(outcome, summary=None))
+    conn.close()
 
 
 Started = Callable[[Job], None]
@@ -264,13 +268,16 @@ def run_processes(
     threads: int,
     started: Started | None = None,
 ) -> None:
-    """Run the jobs ``workers`` at once, each in a process of its own with ``threads``
-    torch threads, in plan order (the next starts as one ends); report each as it ends.
+    """Run the jobs ``workers`` at once in long-lived worker processes, each job with
+    ``threads`` torch threads (fewer when the job asks), in plan order (the next starts as
+    one ends); report each as it ends.
 
-    A process per job: one that dies (killed, out of memory) takes nothing else with it
-    and is reported as failed, and the others go on. The processes are spawned (a fresh
-    interpreter: no forked torch state), so a job's ``compute`` must pickle, as on Ray.
-    On an interrupt the running processes are stopped (results are written atomically:
+    A worker imports torch, transformers and lostmid once and runs one job after another
+    (an interpreter's start and those imports cost seconds a job: docs/BENCHMARKS.md,
+    "reproduce"). A worker that dies (killed, out of memory) takes only its job with it:
+    that job is reported as failed, a fresh worker takes the next one, the others go on.
+    The workers are spawned (no forked torch state), so a job's ``compute`` must pickle,
+    as on Ray. On an interrupt the workers are stopped (results are written atomically:
     nothing half-done is ever saved) and the queued jobs never start."""
     import multiprocessing
     import os
@@ -278,35 +285,43 @@ def run_processes(
 
     context = multiprocessing.get_context("spawn")
     queue = list(jobs)
-    running: dict[Any, tuple[Any, Any, Job, float]] = {}  # pipe -> (process, pipe, job, t0)
+    idle: list[tuple[Any, Any]] = []  # (process, connection) waiting for a job
+    running: dict[Any, tuple[Any, Any, Job, float]] = {}  # conn -> (process, conn, job, t0)
+
+    def worker() -> tuple[Any, Any]:
+        if idle:
+            return idle.pop()
+        mine, theirs = context.Pipe(duplex=True)
+        process = context.Process(
+            target=_worker_loop, args=(str(out), retries, theirs, os.getpid()), daemon=True
+        )
+        process.start()
+        theirs.close()
+        return process, mine
 
     def launch() -> None:
         while queue and len(running) < workers:
             job = queue.pop(0)
-            receive, send = context.Pipe(duplex=False)
+            process, conn = worker()
             wanted = threads if job.threads is None else min(job.threads, threads)
-            process = context.Process(
-                target=_process_job,
-                args=(job, str(out), retries, wanted, send, os.getpid()),
-                daemon=True,
-            )
             try:
-                process.start()
+                conn.send((job, wanted))
             except Exception as err:  # e.g. a compute that does not pickle
+                idle.append((process, conn))
                 raise UserError(
                     f"job {job.name} cannot run in a worker process: {one_line(err)}"
                 ) from None
-            send.close()
-            running[receive] = (process, receive, job, time.perf_counter())
+            running[conn] = (process, conn, job, time.perf_counter())
             if started is not None:
                 started(job)
 
-    def finish(receive: Any) -> None:
-        process, _, job, t0 = running.pop(receive)
+    def finish(conn: Any) -> None:
+        process, _, job, t0 = running.pop(conn)
         try:
-            outcome: UnitOutcome = receive.recv()
-        except (EOFError, OSError):  # the process died before it could say anything
+            outcome: UnitOutcome = conn.recv()
+        except (EOFError, OSError):  # the worker died before it could say anything
             process.join()
+            conn.close()
             outcome = UnitOutcome(
                 key=job.name,
                 status="failed",
@@ -316,24 +331,28 @@ def run_processes(
                 error=f"its worker process ended with exit code {process.exitcode}",
             )
         else:
-            process.join()
+            idle.append((process, conn))
             if outcome.status == "done":
                 saved = StageStore(out).load(job.name, dict(job.config))
                 outcome = replace(outcome, summary=saved)
-        receive.close()
         report(job, outcome)
 
     try:
         launch()
         while running:
-            for receive in wait(list(running)):
-                finish(receive)
+            for conn in wait(list(running)):
+                finish(conn)
             launch()
+        for _, conn in idle:  # done: each worker ends its loop
+            conn.send(None)
+            conn.close()
+        for process, _ in idle:
+            process.join(timeout=30)
     except BaseException:
-        for process, receive, _, _ in running.values():
+        for process, conn in [*idle, *((p, c) for p, c, _, _ in running.values())]:
             process.terminate()
             process.join()
-            receive.close()
+            conn.close()
         raise
 
 
