@@ -159,3 +159,17 @@ def test_branch_gains_refuse_a_model_that_inserts_tokens_and_its_plain_twin_meas
     assert a.shape == (SPEC.layers,) and ((a > 0) & (a < 1)).all()
     with pytest.raises(LengthChangedError, match="sees 13 positions for an input of 11"):
         residual_strength(as_loaded(channelled, 0), ids, method="jacobian", seed=0)
+
+
+def test_a_variant_draws_its_weights_from_the_seed_not_from_what_ran_before() -> None:
+    # found by the quick-scale kill benchmark: the channels remedy's memory tokens came
+    # from the global generator, so a rerun after a kill gave other numbers
+    from lostmid.remedies.surgery import MEMORY, channels_variant
+
+    variant = channels_variant(context=9, count=2)
+    torch.manual_seed(1)
+    first = getattr(build_model(SPEC, seed=3, variant=variant), MEMORY).vectors.detach()
+    torch.randn(100)  # other work in the same process moves the global generator
+    again = getattr(build_model(SPEC, seed=3, variant=variant), MEMORY).vectors.detach()
+    other = getattr(build_model(SPEC, seed=4, variant=variant), MEMORY).vectors.detach()
+    assert torch.equal(first, again) and not torch.equal(first, other)

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
@@ -56,7 +57,9 @@ def hf_config(spec: ModelSpec) -> PretrainedConfig:
 
 
 def build_model(spec: ModelSpec, seed: int, variant: ModelVariant | None = None) -> PreTrainedModel:
-    """A randomly initialised model of shape ``spec``; the same seed gives the same weights.
+    """A randomly initialised model of shape ``spec``; the same seed gives the same weights,
+    those a ``variant`` adds included (drawn from ``seed``, whatever the process ran
+    before: a remedy's rerun after a kill gives the uninterrupted run's numbers).
 
     >>> m = build_model(ModelSpec(layers=2, hidden=32, heads=2, kv_heads=1,
     ...                           intermediate=64, context=16), seed=0)
@@ -64,8 +67,10 @@ def build_model(spec: ModelSpec, seed: int, variant: ModelVariant | None = None)
     2
     """
     model = build_causal_lm(hf_config(spec), seed=seed, attention="sdpa")
-    if variant is not None:
-        model = variant.apply(model)
+    if variant is not None:  # what the variant draws (memory tokens...) from the seed too,
+        with torch.random.fork_rng(devices=[]):  # not from whatever ran before it
+            torch.manual_seed(seed)
+            model = variant.apply(model)
     return model
 
 
