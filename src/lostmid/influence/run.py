@@ -190,7 +190,8 @@ def check_measure_size(config: MeasureConfig, attention: str) -> None:
         f"measure --model {config.model} --length {config.length} --samples "
         f"{config.samples} --probes {config.probes}"
     )
-    check_budget(what, need_bytes=weights + acts + ids + 200e6, seconds=seconds)
+    # + what a measuring process holds besides (interpreter, torch, buffers): about 1 GiB
+    check_budget(what, need_bytes=weights + acts + ids + 2**30, seconds=seconds)
 
 
 PASS_FLOPS_PER_S = 1e11

@@ -61,14 +61,17 @@ def activation_bytes(
 ) -> float:
     """Activations a backward pass keeps for ``tokens`` tokens in sequences of
     ``length``: per layer and token about 8 d + m values, plus the attention
-    probabilities (heads x L per token) when attention is eager, plus the logits.
+    probabilities (heads x L per token) of every layer when attention is eager, or of the
+    one layer whose backward is running when it is not (a fused kernel keeps none, but
+    its backward on the CPU makes them for a layer at a time), plus the logits.
 
-    Checked once against a real run (qwen2-0.5b shape, L = 1024, one sequence, eager:
-    this gives 2.6 GiB of activations + 1.8 GiB of weights; peak RSS 4.86 GiB,
-    docs/BENCHMARKS.md "measure")."""
+    Checked against real runs: the qwen2-0.5b shape, L = 1024, one sequence, eager (this
+    gives 2.6 GiB of activations + 1.8 GiB of weights; peak RSS 4.86 GiB), and
+    SmolLM2-135M under sdpa at L = 512-8192 (docs/BENCHMARKS.md, "scale in length": with
+    the 1 GiB a measuring process needs besides, 3.5 / 5.7 / 10.9 GiB at L = 2048 / 4096 /
+    8192 against peaks of 3.3 / 5.8 / 11.0)."""
     s = shape_of(config)
     per_token = s["layers"] * (8 * s["hidden"] + s["intermediate"])
-    if eager:
-        per_token += s["layers"] * s["heads"] * length
+    per_token += (s["layers"] if eager else 1) * s["heads"] * length
     per_token += s["vocab"]
     return float(tokens) * per_token * max(dtype_bytes(dtype), 4)
