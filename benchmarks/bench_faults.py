@@ -438,6 +438,9 @@ def main() -> None:
     parser.add_argument("--parts", default="inputs,kills,disk,concurrency,hostile")
     parser.add_argument("--keep", type=Path, default=None, help="Work folder to keep.")
     parser.add_argument(
+        "--commands", default="", help="Kill only these commands (comma-separated; all)."
+    )
+    parser.add_argument(
         "--case-timeout", type=float, default=300.0, help="Seconds before a bad input is a hang."
     )
     args = parser.parse_args()
@@ -472,6 +475,8 @@ def main() -> None:
                 print(f"  NOT ONE LINE (exit {r['code']}): {' '.join(r['argv'])}: {r['line']}")
     if "kills" in parts:
         commands = micro_commands() if args.scale == "micro" else SCALES[args.scale]
+        if args.commands:
+            commands = {k: v for k, v in commands.items() if k in args.commands.split(",")}
         print(f"\nkills ({args.kills} per command, scale {args.scale}):")
         reports = kills(root / "kills", commands, args.kills, args.mode)
         print(
