@@ -49,8 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lostmid.compare.claims import Claim
-from lostmid.report.html import Report
-from lostmid.reproduce.plan import PlannedStage, figures_named, preset_threads
+from lostmid.reproduce.plan import PlannedStage, StandardSection, preset_threads
 from lostmid.stats import Interval, finite_or_none, reference_points, seed_interval, spearman
 from lostmid.stats.shape import is_u
 from lostmid.stats.verdicts import BELOW_RESOLUTION, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
@@ -405,12 +404,14 @@ def behaviour_figure(behaviour: Behaviour, folder: Path) -> Path:
     return save_figure(fig, folder / "behaviour.png")
 
 
-class BehaviourPlugin:
+class BehaviourPlugin(StandardSection):
     """The behavioural section (:class:`lostmid.reproduce.plan.Section`): a retrieval
     model trained per seed, its accuracy by gold index at every checkpoint and the link
     claim."""
 
     key = "behaviour"
+    title = "Behaviour: retrieval accuracy by gold index"
+    figure_prefix = "behaviour"
 
     def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
         from lostmid.behaviour.training import retrieval_preset
@@ -450,20 +451,6 @@ class BehaviourPlugin:
 
     def figures(self, value: Behaviour, folder: Path) -> dict[str, Path]:
         return {"behaviour": behaviour_figure(value, folder)}
-
-    def record(self, value: Behaviour) -> dict[str, Any]:
-        return value.record()
-
-    def report(self, report: Report, value: Behaviour | None, figures: Mapping[str, Path]) -> None:
-        if value is None:
-            return
-        report.add_section(
-            "Behaviour: retrieval accuracy by gold index",
-            paragraphs=value.paragraphs(),
-            table=value.table(),
-            figures=figures_named(figures, "behaviour"),
-            verdicts=value.claims,
-        )
 
 
 SECTION = BehaviourPlugin()

@@ -41,8 +41,7 @@ from lostmid.errors import UserError
 from lostmid.files import write_bytes, write_text
 from lostmid.influence import influence_profile
 from lostmid.models import CHECKPOINTS, load_model
-from lostmid.report.html import Report
-from lostmid.reproduce.plan import PlannedStage, figures_named
+from lostmid.reproduce.plan import PlannedStage, StandardSection
 
 INPUT_KINDS = ("random", "text", "records")
 KV_HEAD = (
@@ -442,11 +441,13 @@ class CheckpointSection:
         }
 
 
-class CheckpointsPlugin:
+class CheckpointsPlugin(StandardSection):
     """The real-checkpoint section (:class:`lostmid.reproduce.plan.Section`): SmolLM2 and
     Gemma 3 against their twins at birth, does pretraining deepen the valley (issue 24)."""
 
     key = "checkpoints"
+    title = "Real checkpoints: does pretraining deepen the valley, and where is it?"
+    figure_prefix = "checkpoints"
 
     def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
         scale = config.scale.checkpoints
@@ -468,22 +469,6 @@ class CheckpointsPlugin:
 
     def figures(self, value: CheckpointSection, folder: Path) -> dict[str, Path]:
         return {"checkpoints": value.figure(folder)}
-
-    def record(self, value: CheckpointSection) -> dict[str, Any]:
-        return value.record()
-
-    def report(
-        self, report: Report, value: CheckpointSection | None, figures: Mapping[str, Path]
-    ) -> None:
-        if value is None:
-            return
-        report.add_section(
-            "Real checkpoints: does pretraining deepen the valley, and where is it?",
-            paragraphs=value.paragraphs(),
-            table=value.table(),
-            figures=figures_named(figures, "checkpoints"),
-            verdicts=value.claims,
-        )
 
 
 SECTION = CheckpointsPlugin()

@@ -37,8 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from lostmid.behaviour.dose import BASE, DOSE_RULE, DoseRun, DoseSummary
 from lostmid.compare.claims import Claim
-from lostmid.report.html import Report
-from lostmid.reproduce.plan import PlannedStage, figures_named, preset_threads
+from lostmid.reproduce.plan import PlannedStage, StandardSection, preset_threads
 from lostmid.stats.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -266,12 +265,14 @@ def _text(interval: Mapping[str, Any] | None, digits: int = 2) -> str:
     )
 
 
-class DosePlugin:
+class DosePlugin(StandardSection):
     """The depth dose-response section (:class:`lostmid.reproduce.plan.Section`):
     retrieval models of several depths trained alike, the dose at birth against the order
     of learning (issue 19)."""
 
     key = "dose"
+    title = "Depth dose-response: does the structure at birth shape the order of learning?"
+    figure_prefix = "dose"
 
     def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
         return dose_stages(config.scale.dose, config.seed, out)
@@ -283,22 +284,6 @@ class DosePlugin:
 
     def figures(self, value: DoseSection, folder: Path) -> dict[str, Path]:
         return {"dose": value.figure(folder)}
-
-    def record(self, value: DoseSection) -> dict[str, Any]:
-        return value.record()
-
-    def report(
-        self, report: Report, value: DoseSection | None, figures: Mapping[str, Path]
-    ) -> None:
-        if value is None:
-            return
-        report.add_section(
-            "Depth dose-response: does the structure at birth shape the order of learning?",
-            paragraphs=value.paragraphs(),
-            table=value.table(),
-            figures=figures_named(figures, "dose"),
-            verdicts=value.claims,
-        )
 
 
 SECTION = DosePlugin()

@@ -73,6 +73,31 @@ class Section(Protocol):
         ...
 
 
+class StandardSection:
+    """The usual :class:`Section` parts for a result with ``paragraphs()``, ``table()``,
+    ``claims`` and ``record()``: its record as is, and one report section titled
+    :attr:`title` with the figures whose names start with :attr:`figure_prefix` (none
+    when the run had no result). A section subclasses it and writes ``stages``,
+    ``collect`` and ``figures``."""
+
+    title: str = ""
+    figure_prefix: str = ""
+
+    def record(self, value: Any) -> Any:
+        return value.record()
+
+    def report(self, report: Report, value: Any, figures: Mapping[str, Path]) -> None:
+        if value is None:
+            return
+        report.add_section(
+            self.title,
+            paragraphs=list(value.paragraphs()),
+            table=value.table(),
+            figures=figures_named(figures, self.figure_prefix),
+            verdicts=value.claims,
+        )
+
+
 def claims_of(value: Any) -> Sequence[Claim]:
     """A section result's claims (none for no result)."""
     return () if value is None else tuple(value.claims)

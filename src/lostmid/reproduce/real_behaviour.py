@@ -34,8 +34,7 @@ from typing import Any
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.files import read_json_object
-from lostmid.report.html import Report
-from lostmid.reproduce.plan import PlannedStage, figures_named
+from lostmid.reproduce.plan import PlannedStage, StandardSection
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 CLAIM = "A real LLM loses the middle"
@@ -249,12 +248,14 @@ def _ci(c: Mapping[str, Any]) -> str:
     return f"{c['estimate']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"
 
 
-class RealBehaviourPlugin:
+class RealBehaviourPlugin(StandardSection):
     """The section (:class:`lostmid.reproduce.plan.Section`), key ``real_behaviour``;
     ``--real-behaviour`` chooses its scale (:func:`lostmid.reproduce.config.
     check_real_behaviour`)."""
 
     key = "real_behaviour"
+    title = "Real checkpoints: does a real LLM lose the middle?"
+    figure_prefix = "real-behaviour-"
 
     def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
         scale = REAL_SCALES.get(config.scale.real_behaviour)
@@ -292,22 +293,6 @@ class RealBehaviourPlugin:
             f"real-behaviour-{slug(run['model'])}": Path(run["folder"]) / "retrieve.png"
             for run in value.runs
         }
-
-    def record(self, value: RealBehaviour) -> dict[str, Any]:
-        return value.record()
-
-    def report(
-        self, report: Report, value: RealBehaviour | None, figures: Mapping[str, Path]
-    ) -> None:
-        if value is None:
-            return
-        report.add_section(
-            "Real checkpoints: does a real LLM lose the middle?",
-            paragraphs=value.paragraphs(),
-            table=value.table(),
-            figures=figures_named(figures, "real-behaviour-"),
-            verdicts=value.claims,
-        )
 
 
 SECTION = RealBehaviourPlugin()

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.reproduce.config import ReproduceConfig
-from lostmid.reproduce.plan import PlannedStage, figures_named, preset_threads
+from lostmid.reproduce.plan import PlannedStage, StandardSection, preset_threads
 from lostmid.train.claims import SeedEvidence, pooled_training_claims
 from lostmid.train.config import preset, resolve_cli_config
 from lostmid.train.dynamics import Checkpoint
 from lostmid.train.run import RESUME, TrainResult, run_training
 
 if TYPE_CHECKING:
-    from lostmid.report.html import Report
+    pass
 
 TRAINING_COLUMNS = {  # TrainingRow field -> its column in the report and reproduce.json
     "seed": "seed",
@@ -120,16 +120,15 @@ class Training:
     def claims(self) -> tuple[Claim, ...]:
         return tuple(pooled_training_claims([s.evidence for s in self.seeds]))
 
-    @property
-    def table(self) -> tuple[TrainingRow, ...]:
-        return tuple(row for s in self.seeds for row in s.table)
+    def table(self) -> list[dict[str, Any]]:
+        """Every seed's checkpoints, one row each."""
+        return [row.record() for s in self.seeds for row in s.table]
 
     @property
     def figures(self) -> Mapping[str, Path]:
         """The first seed's figures (every seed's are in its folder)."""
         return self.seeds[0].figures
 
-    @property
     def paragraphs(self) -> tuple[str, ...]:
         seeds = ", ".join(str(s.seed) for s in self.seeds)
         return (
@@ -187,11 +186,13 @@ def summarise_training(trained: TrainResult, seed: int, folder: Path) -> Trainin
     )
 
 
-class TrainingPlugin:
+class TrainingPlugin(StandardSection):
     """The training section (:class:`lostmid.reproduce.plan.Section`): a small model
     trained per seed with ``lostmid train``, its dynamics and the training claims."""
 
     key = "training"
+    title = "Training dynamics"
+    figure_prefix = "train-"
 
     def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
         scale = config.scale
@@ -218,20 +219,6 @@ class TrainingPlugin:
 
     def figures(self, value: Training, folder: Path) -> dict[str, Path]:
         return {f"train-{name}": path for name, path in value.figures.items()}
-
-    def record(self, value: Training) -> dict[str, Any]:
-        return value.record()
-
-    def report(self, report: Report, value: Training | None, figures: Mapping[str, Path]) -> None:
-        if value is None:
-            return
-        report.add_section(
-            "Training dynamics",
-            paragraphs=value.paragraphs,
-            table=[row.record() for row in value.table],
-            figures=figures_named(figures, "train-"),
-            verdicts=value.claims,
-        )
 
 
 SECTION = TrainingPlugin()
