@@ -38,7 +38,7 @@ from lostmid.reproduce.plan import PlannedStage, StandardSection
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 CLAIM = "A real LLM loses the middle"
-PAPER = "U-shaped accuracy by position (Liu et al. 2023), present from initialisation"
+PAPER = "U-shaped accuracy by position (Liu et al. 2023), the behaviour the paper explains"
 RULE = (
     "greedy accuracy by depth: primacy (first - middle) and recency (last - middle), 95% "
     "Newcombe intervals, margin 0.05; reproduced when both lie above the margin (a U), "
