@@ -87,3 +87,10 @@ def test_the_config_names_the_scales_the_section_has() -> None:
     from lostmid.reproduce.config import REAL_CHOICES
 
     assert (*rb.REAL_SCALES, "off") == REAL_CHOICES
+
+
+def test_the_section_table_has_no_empty_cell() -> None:
+    runs = (_run([0.9, 0.4, 0.8], "U", True), _run([0.6, 0.6, 0.6], "flat", None))
+    rows = rb.RealBehaviour("constructed", runs).table()
+    assert len(rows) == 6
+    assert all(str(v).strip() not in ("", "None", "nan") for row in rows for v in row.values())
