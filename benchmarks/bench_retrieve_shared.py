@@ -58,7 +58,9 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=None, help="override the layer count")
     parser.add_argument("--pairs", type=int, default=75)
     parser.add_argument("--moved-examples", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=16, help="questions a forward (shared)")
+    parser.add_argument(
+        "--batch-size", default="16", help="questions a forward (shared); a list times each"
+    )
     parser.add_argument("--bpe-vocab", type=int, default=1024)
     parser.add_argument("--extra-tokens", type=int, default=4)
     parser.add_argument("--modes", default="teacher,greedy")
@@ -89,13 +91,14 @@ def main() -> None:
         f"{context_tokens} tokens, questions {np.mean([len(q) for q in enc.questions]):.1f}, "
         f"targets {np.mean([len(t) for t in enc.targets]):.1f}, moved prompts "
         f"{np.mean([len(p) for p in moved_enc.prompts]):.0f} tokens; torch threads "
-        f"{torch.get_num_threads()}, batch {args.batch_size}, load "
+        f"{torch.get_num_threads()}, batch {args.batch_size}, packed "
+        f"{adapter.packs_exactly(model)}, load "
         f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}"
     )
     context = torch.tensor([enc.contexts[0]], device=loaded.input_device)
     adapter.prefill(model, context)  # warm-up
     prefill = min(_time(lambda: adapter.prefill(model, context)) for _ in range(2))
-    common = {"batch_size": args.batch_size, "device": loaded.input_device}
+    batches = [int(b) for b in str(args.batch_size).split(",")]
     head = adapter.lm_head(model)
     hidden = torch.randn(1, 256, loaded.hidden_size, device=loaded.input_device)
 
@@ -120,28 +123,34 @@ def main() -> None:
             moved_s = _time(
                 lambda: teacher_forced(model, moved_enc.prompts, moved_enc.targets, batch_size=1)
             )
-            shared_s = _time(
-                lambda: shared_scores(
-                    model, adapter, enc.contexts, enc.questions, enc.targets, **common
-                )
-            )
         else:
             after = [len(q) + new_tokens - 1 for q in enc.questions]
             moved_s = _time(
                 lambda: greedy_decode(model, moved_enc.prompts, new_tokens, batch_size=1)
             )
-            shared_s = _time(
-                lambda: shared_scores(
-                    model,
-                    adapter,
-                    enc.contexts,
-                    enc.questions,
-                    enc.targets,
-                    teacher=False,
-                    new_tokens=new_tokens,
-                    **common,
-                )  # fmt: skip
-            )
+        timed = []
+        for batch in batches:
+            common = {"batch_size": batch, "device": loaded.input_device}
+            if mode == "teacher":
+                shared_s = _time(
+                    lambda common=common: shared_scores(
+                        model, adapter, enc.contexts, enc.questions, enc.targets, **common
+                    )
+                )
+            else:
+                shared_s = _time(
+                    lambda common=common: shared_scores(
+                        model,
+                        adapter,
+                        enc.contexts,
+                        enc.questions,
+                        enc.targets,
+                        teacher=False,
+                        new_tokens=new_tokens,
+                        **common,
+                    )  # fmt: skip
+                )
+            timed.append((batch, shared_s))
         floor_s = prefill * (context_tokens + sum(after)) / context_tokens
         n_moved, n_shared = len(moved), len(shared_examples)
         if mode == "teacher":
@@ -149,12 +158,9 @@ def main() -> None:
         else:
             columns = n_shared * new_tokens
         logits_s = floor_s + head_seconds(columns, softmax=mode == "teacher")
-        rows = [
-            ("moved", n_moved, moved_s),
-            ("shared", n_shared, shared_s),
-            ("floor", n_shared, floor_s),
-            ("floor+logits", n_shared, logits_s),
-        ]
+        rows = [("moved", n_moved, moved_s)]
+        rows += [(f"shared b{b}", n_shared, t) for b, t in timed]
+        rows += [("floor", n_shared, floor_s), ("floor+logits", n_shared, logits_s)]
         print(
             f"\n{mode}: prefill of the context alone {prefill:.3f} s; {sum(after)} tokens read "
             f"after it; {columns} logit columns needed"
@@ -162,12 +168,13 @@ def main() -> None:
         print(f"{'design':<13} {'examples':>8} {'seconds':>9} {'examples/s':>11}")
         for name, n, seconds in rows:
             print(f"{name:<13} {n:>8} {seconds:>9.2f} {n / seconds:>11.3f}")
-        speedup = (n_shared / shared_s) / (n_moved / moved_s)
-        print(
-            f"shared / moved = {speedup:.1f}x (target >= 10x); shared time / floor = "
-            f"{shared_s / floor_s:.2f}, / floor+logits = {shared_s / logits_s:.2f} "
-            "(target <= 1.5)"
-        )
+        for batch, shared_s in timed:
+            speedup = (n_shared / shared_s) / (n_moved / moved_s)
+            print(
+                f"batch {batch}: shared / moved = {speedup:.1f}x (target >= 10x); shared time "
+                f"/ floor = {shared_s / floor_s:.2f}, / floor+logits = "
+                f"{shared_s / logits_s:.2f} (target <= 1.5)"
+            )
 
 
 if __name__ == "__main__":

@@ -9,8 +9,16 @@ every family the adapters name):
 
     logprob = sum_j log p(target_j | context, question, target_<j),
 
-and greedy decoding continues each question from the copied cache one token a step.
-Batches hold up to ``batch_size`` questions of one context: right-padded under teacher
+and greedy decoding continues each question from the cache one token a step.
+
+Where the family allows it (:meth:`~lostmid.models.adapters.cache.CacheContinuation.
+packs_exactly`: every layer causal, positions given, no ALiBi) up to ``batch_size``
+questions of one context are packed in one row after the cached context, each token
+masked to see the context, its own question and its own earlier tokens: the context's
+keys and values are read once for all of them (one copy, not one per row), and a
+greedy step reads one new token per question in one forward. Elsewhere
+(sliding windows, ALiBi) batches hold up to ``batch_size`` questions of one context
+as rows of their own: right-padded under teacher
 forcing (exact for every family; only the columns that predict a target get logits),
 left-padded for greedy decoding where every layer is causal, and of one length only
 where a sliding window would count the padding (:meth:`~lostmid.models.adapters.cache.
@@ -100,9 +108,30 @@ def shared_scores(
     logprob = np.zeros(n)
     argmax = np.zeros(n, dtype=bool)
     generated: list[list[int]] = [[] for _ in range(n)]
+    packed = adapter.packs_exactly(model)
     for context, rows in by_context.items():
         past = len(context)
         cache = adapter.prefill(model, torch.tensor([context], device=device))
+        if packed:
+            batches = [rows[lo : lo + batch_size] for lo in range(0, len(rows), batch_size)]
+            for batch in batches:
+                if teacher:
+                    scored = _packed_teacher(
+                        model, adapter, cache, past,
+                        [questions[i] for i in batch], [targets[i] for i in batch], device,
+                    )  # fmt: skip
+                    for i, (lp, hit) in zip(batch, scored, strict=True):
+                        logprob[i], argmax[i] = lp, hit
+                if new_tokens is not None:
+                    tokens = _packed_greedy(
+                        model, adapter, cache, past, [questions[i] for i in batch],
+                        new_tokens, device,
+                    )  # fmt: skip
+                    for i, continuation in zip(batch, tokens, strict=True):
+                        generated[i] = continuation
+            if progress is not None:
+                progress(len(rows))
+            continue
         if teacher:  # right-padded batches: exact for every family
             seqs = {i: list(questions[i]) + list(targets[i])[:-1] for i in rows}
             order = sorted(rows, key=lambda i: len(seqs[i]))
@@ -154,3 +183,78 @@ def shared_scores(
             progress(len(rows))
     scores = TeacherScores(logprob, argmax) if teacher else None
     return scores, (generated if new_tokens is not None else None)
+
+
+def _context_columns(past: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(owners, positions) of a cached context: owner -1, positions 0 .. past - 1."""
+    return torch.full((past,), -1, device=device), torch.arange(past, device=device)
+
+
+def _packed_teacher(
+    model: PreTrainedModel,
+    adapter: FamilyAdapter,
+    cache: object,
+    past: int,
+    questions: Sequence[Sequence[int]],
+    targets: Sequence[Sequence[int]],
+    device: torch.device,
+) -> list[tuple[float, bool]]:
+    """(log p(target), all-argmax) of each question read after the cached context, the
+    questions (and their targets but the last token) packed in one row."""
+    seqs = [list(q) + list(t)[:-1] for q, t in zip(questions, targets, strict=True)]
+    owners = torch.cat([torch.full((len(s),), b) for b, s in enumerate(seqs)]).to(device)
+    positions = torch.cat([past + torch.arange(len(s)) for s in seqs]).to(device)
+    starts = np.cumsum([0] + [len(s) for s in seqs])[:-1]
+    # column c predicts the token after it: the t columns from the question's last token
+    wanted = [
+        torch.arange(int(start) + len(q) - 1, int(start) + len(q) - 1 + len(t))
+        for start, q, t in zip(starts, questions, targets, strict=True)
+    ]
+    keep = torch.cat(wanted)
+    ids = torch.as_tensor([tok for s in seqs for tok in s], dtype=torch.long, device=device)
+    logits, _, _ = adapter.continue_packed(
+        model, adapter.repeat_cache(cache, 1), ids, owners, positions,
+        _context_columns(past, device), keep=keep,
+    )  # fmt: skip
+    out = []
+    lo = 0
+    for t in targets:
+        row = torch.log_softmax(logits[lo : lo + len(t)].float(), -1)
+        want = torch.as_tensor(list(t), device=row.device)
+        hit = bool((row.argmax(-1) == want).all())
+        out.append((float(row.gather(1, want[:, None]).sum()), hit))
+        lo += len(t)
+    return out
+
+
+def _packed_greedy(
+    model: PreTrainedModel,
+    adapter: FamilyAdapter,
+    cache: object,
+    past: int,
+    questions: Sequence[Sequence[int]],
+    new_tokens: int,
+    device: torch.device,
+) -> list[list[int]]:
+    """Greedy continuations of the questions read after the cached context: the
+    questions packed in one row, then one new token per question a step, each seeing
+    the context, its own question and its own earlier tokens."""
+    owners = torch.cat([torch.full((len(q),), b) for b, q in enumerate(questions)]).to(device)
+    positions = torch.cat([past + torch.arange(len(q)) for q in questions]).to(device)
+    ends = torch.as_tensor(np.cumsum([len(q) for q in questions]) - 1, device=device)
+    ids = torch.as_tensor([tok for q in questions for tok in q], dtype=torch.long, device=device)
+    branch = adapter.repeat_cache(cache, 1)
+    logits, branch, seen = adapter.continue_packed(
+        model, branch, ids, owners, positions, _context_columns(past, device), keep=ends
+    )
+    who = torch.arange(len(questions), device=device)
+    at = past + torch.as_tensor([len(q) for q in questions], device=device)
+    steps = []
+    for step in range(new_tokens):
+        token = logits.argmax(dim=-1)  # (B,)
+        steps.append(token)
+        if step == new_tokens - 1:
+            break
+        logits, branch, seen = adapter.continue_packed(model, branch, token, who, at, seen)
+        at = at + 1
+    return torch.stack(steps, dim=1).tolist()

@@ -99,6 +99,81 @@ class CacheContinuation:
             return False
         return all(spec == "causal" for spec in specs)
 
+    def packs_exactly(self, model: PreTrainedModel) -> bool:
+        """Whether several continuations can be read after one cached context in a single
+        row (:meth:`continue_packed`) with the numbers of separate rows: the forward takes
+        ``position_ids`` and a custom 4D mask, positions are not derived from the mask
+        (no ALiBi) and no layer has a sliding window (its cache and mask are built
+        apart from ours). False for the generic adapter (masks unknown)."""
+        config = model.config
+        try:
+            self.layer_masks(config, 1)
+        except UserError:
+            return False
+        kinds = set(getattr(config, "layer_types", None) or ())
+        window = getattr(config, "sliding_window", None)
+        sliding = any("sliding" in str(k) for k in kinds) or (
+            window is not None and bool(getattr(config, "use_sliding_window", True))
+        )
+        return (
+            self.takes_position_ids(model)
+            and not getattr(self, "has_alibi", False)
+            and not (sliding)
+        )
+
+    @torch.no_grad()
+    def continue_packed(
+        self,
+        model: PreTrainedModel,
+        cache: Any,
+        ids: torch.Tensor,
+        owners: torch.Tensor,
+        positions: torch.Tensor,
+        seen: tuple[torch.Tensor, torch.Tensor],
+        *,
+        keep: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, Any, tuple[torch.Tensor, torch.Tensor]]:
+        """(logits, cache, seen) of W tokens ``ids`` (W,) of several continuations packed
+        in one row after the cached columns; ``cache`` (batch 1) is extended in place.
+
+        Each cached or new column has an owner (-1: the shared context, i: continuation
+        i) and a position. A token sees a column when the column is the context's, or
+        its own continuation's at a position not after its own: what it sees on a row
+        of its own, so the numbers equal separate rows' (the test holds it to 1e-5),
+        while the context's keys and values are read once for all continuations.
+
+        Args:
+            owners, positions: (W,) the new tokens' continuation and position.
+            seen: (owners, positions) of the cached columns, in cache order.
+            keep: the columns (indices into the W) whose logits are computed (all W
+                when None).
+        """
+        owner_k = torch.cat([seen[0], owners])
+        pos_k = torch.cat([seen[1], positions])
+        visible = (owner_k[None, :] == -1) | (
+            (owner_k[None, :] == owners[:, None]) & (pos_k[None, :] <= positions[:, None])
+        )
+        dtype = next(model.parameters()).dtype
+        mask = torch.zeros(visible.shape, dtype=dtype, device=ids.device)
+        mask.masked_fill_(~visible.to(ids.device), torch.finfo(dtype).min)
+        kwargs: dict[str, Any] = {
+            "input_ids": ids[None],
+            "attention_mask": mask[None, None],
+            "position_ids": positions[None].to(ids.device),
+            "use_cache": True,
+            self.cache_argument(model): cache,
+        }
+        keep_name = next(
+            (n for n in ("logits_to_keep", "num_logits_to_keep") if _accepts(model, n)), None
+        )
+        if keep is not None and keep_name is not None:
+            kwargs[keep_name] = keep.to(ids.device)
+        out = model(**kwargs)
+        logits = out.logits[0]
+        if keep is not None and logits.shape[0] != len(keep):
+            logits = logits[keep.to(logits.device)]
+        return logits, output_cache(out), (owner_k, pos_k)
+
     @torch.no_grad()
     def continue_from(
         self,
