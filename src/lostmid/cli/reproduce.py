@@ -35,6 +35,7 @@ SCALE_OVERRIDES = (
     "dose",
     "checkpoints",
     "real_behaviour",
+    "real_remedies",
 )
 FLAGS = {"models": Flag(parse=parse_models)} | {
     f: Flag(override="the scale's") for f in SCALE_OVERRIDES

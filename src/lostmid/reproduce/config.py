@@ -30,6 +30,9 @@ of torch: the dose-response's (:data:`lostmid.reproduce.dose.DOSE_SCALES`), the 
 checkpoints' (:data:`lostmid.reproduce.checkpoints.CHECKPOINT_SCALES`) and their
 behaviour's (:data:`lostmid.reproduce.real_behaviour.REAL_SCALES`)."""
 DOSE_CHOICES = CHECKPOINT_CHOICES = REAL_CHOICES = SECTION_SCALES
+REAL_REMEDY_CHOICES = ("quick", "default", "off")
+"""The scales of the inference remedies on real checkpoints
+(:data:`lostmid.reproduce.real_remedies.REAL_REMEDY_SCALES`), and off."""
 
 
 def check_section_value(option: str, value: str, saved: str, what: str) -> str:
@@ -74,6 +77,19 @@ def check_real_behaviour(value: str) -> str:
     )
 
 
+def check_real_remedies(value: str) -> str:
+    """A scale of the real-checkpoint remedies section, ``off``, or a folder of finished
+    ``lostmid remedies --model`` runs (``remedies.json`` in it or in ``MODEL/`` under it)."""
+    if value in REAL_REMEDY_CHOICES or (Path(value) / "remedies.json").is_file():
+        return value
+    return check_section_value(
+        "--real-remedies",
+        value,
+        "*/remedies.json",
+        "a finished lostmid remedies --model run, or OUT/real-remedies/SCALE",
+    )
+
+
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "quick": "Short contexts, short training (3 seeds each): about 4 min on 2 quiet CPUs "
     "(218 s measured, docs/BENCHMARKS.md).",
@@ -103,6 +119,11 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "multi-key needle on SmolLM2-135M and Gemma 3 270M, accuracy by depth: quick (SmolLM2, "
     "512 tokens, 3 depths x 6) | default (both, 1024 tokens, calibrated, 5 depths x 20) | "
     "full (5 depths x 90) | off, or DIR (a finished OUT/real-behaviour/SCALE).",
+    "real_remedies": "The inference remedies on real checkpoints (issue 25): the query "
+    "before and after, attention calibration and Ms-PoE against the baseline on RULER's "
+    "multi-key needle, a claim row per remedy and checkpoint: quick (SmolLM2, 512 tokens, "
+    "4 items a depth) | default (both, 1024 tokens, 20 a depth; about an hour each) | off "
+    "(the default), or DIR (finished lostmid remedies --model runs).",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
@@ -155,6 +176,7 @@ class Scale:
     dose: str = "default"  # the dose-response section's scale (reproduce.dose.DOSE_SCALES)
     checkpoints: str = "default"  # the real-checkpoint section (reproduce.checkpoints)
     real_behaviour: str = "default"  # its behaviour (reproduce.real_behaviour)
+    real_remedies: str = "off"  # inference remedies on them (reproduce.real_remedies)
     vocab_size: int | None = 512
     depth_points: int | None = 6
     off_samples: int = 1
@@ -184,6 +206,7 @@ class Scale:
         check_dose(self.dose)  # dose-response (issue 19)
         check_checkpoints(self.checkpoints)  # real checkpoints (issue 24)
         check_real_behaviour(self.real_behaviour)  # their behaviour (issue 25)
+        check_real_remedies(self.real_remedies)  # inference remedies on them (issue 25)
         check_positive("batch size", self.batch_size)
 
     @property

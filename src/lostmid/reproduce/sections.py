@@ -4,12 +4,20 @@ report. A section is one :class:`lostmid.reproduce.plan.Section`; adding one is 
 that defines it and one entry here (docs/ARCHITECTURE.md).
 
 >>> [section.key for section in SECTIONS]
-['training', 'behaviour', 'remedies', 'dose', 'checkpoints', 'real_behaviour']
+['training', 'behaviour', 'remedies', 'dose', 'checkpoints', 'real_behaviour', 'real_remedies']
 """
 
 from __future__ import annotations
 
-from lostmid.reproduce import behaviour, checkpoints, dose, real_behaviour, remedies, training
+from lostmid.reproduce import (
+    behaviour,
+    checkpoints,
+    dose,
+    real_behaviour,
+    real_remedies,
+    remedies,
+    training,
+)
 from lostmid.reproduce.plan import Section
 
 SECTIONS: tuple[Section, ...] = (
@@ -19,4 +27,5 @@ SECTIONS: tuple[Section, ...] = (
     dose.SECTION,
     checkpoints.SECTION,
     real_behaviour.SECTION,
+    real_remedies.SECTION,
 )
