@@ -197,10 +197,8 @@ class RealRemedies:
                         "model": run["model"],
                         "arm": arm["name"],
                         "accuracy by depth": _curve(arm),
-                        "Δ mean [95%]": ""
-                        if arm["name"] == "baseline"
-                        else _ci(d.get("mean_accuracy")),
-                        "Δ gap [95%]": "" if arm["name"] == "baseline" else _ci(d.get("gap")),
+                        "Δ mean [95%]": _ci(d.get("mean_accuracy")),
+                        "Δ gap [95%]": _ci(d.get("gap")),
                         "verdict": arm["verdict"] or "(reference)",
                         "extra passes": arm["extra_forward_passes"],
                     }
