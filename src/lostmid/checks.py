@@ -15,7 +15,8 @@ lostmid.errors.UserError: --target must be a position in 1..8 (1-indexed), got 9
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 
 from lostmid.errors import UserError
 
@@ -91,3 +92,90 @@ def check_seed(seed: int, name: str = "--seed", count: int = 1) -> int:
             f"seed {MAX_SEED}; start lower"
         )
     return seed
+
+
+SEEDS_HELP = "write e.g. 3 (a count), 0-4 or 0,2,5-7"  # ranges inclusive, seeds >= 0
+MAX_SEEDS = 1_000_000
+"""More seeds than any sweep plans (see ``--max-units``): refused before they are listed."""
+
+
+def parse_seeds(
+    text: str | int | Sequence[int], flag: str = "--seeds", first: int = 0
+) -> tuple[int, ...]:
+    """A set of seeds, the one meaning of ``--seeds`` in every command: a bare number N
+    is a count (N seeds from ``first``, the ``--seed``), ``"0-4"`` (inclusive),
+    ``"0,2,5-7"`` or a list name the seeds themselves; repeats dropped.
+
+    >>> parse_seeds("3"), parse_seeds(3, first=10), parse_seeds("0-2,7")
+    ((0, 1, 2), (10, 11, 12), (0, 1, 2, 7))
+    >>> parse_seeds("4-1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lostmid.errors.UserError: --seeds '4-1' is not a seed list; write e.g. 3 (a count), ...
+    """
+    if isinstance(text, bool):
+        raise UserError(f"{flag} {text!r} is not a seed list; {SEEDS_HELP}")
+    if isinstance(text, int) or (isinstance(text, str) and text.strip().isdigit()):
+        count = int(text)
+        if count < 1:
+            raise UserError(f"{flag} {text!r}: a count of seeds must be >= 1; {SEEDS_HELP}")
+        _check_seed_count(flag, text, count)
+        check_seed(first, "--seed", count)
+        return tuple(range(first, first + count))
+    if not isinstance(text, str):  # a TOML list
+        whole = all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in text)
+        if not text or not whole:
+            raise UserError(f"{flag} {list(text)!r} is not a seed list; {SEEDS_HELP}")
+        for seed in text:
+            check_seed(seed, flag)
+        return tuple(dict.fromkeys(int(s) for s in text))
+    seeds: list[int] = []
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if match is None:
+            raise UserError(f"{flag} {text!r} is not a seed list; {SEEDS_HELP}")
+        start = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else start
+        if last < start:
+            raise UserError(f"{flag} {text!r} is not a seed list; {SEEDS_HELP}")
+        _check_seed_count(flag, text, len(seeds) + last - start + 1)
+        check_seed(last, flag)
+        seeds.extend(range(start, last + 1))
+    return tuple(dict.fromkeys(seeds))
+
+
+def _check_seed_count(flag: str, text: object, count: int) -> None:
+    if count > MAX_SEEDS:
+        raise UserError(
+            f"{flag} {text!r} is {count:,} seeds, more than a sweep can plan "
+            f"({MAX_SEEDS:,}); give fewer"
+        )
+
+
+def seed_arg(text: str, flag: str = "--seeds") -> int | tuple[int, ...]:
+    """``--seeds`` as a config holds it: a bare count stays a count (the seeds ``--seed``,
+    ``--seed + 1``, ...; the config checks it); a range or list (:func:`parse_seeds`)
+    names the seeds.
+
+    >>> seed_arg("3"), seed_arg("0-2,7")
+    (3, (0, 1, 2, 7))
+    """
+    if text.strip().isdigit():
+        return int(text)
+    return parse_seeds(text, flag)
+
+
+def seed_set(seeds: int | Sequence[int], first: int, flag: str = "--seeds") -> tuple[int, ...]:
+    """The seeds a config's ``seeds`` field stands for: a count N -> ``first .. first + N
+    - 1``; a set of seeds -> those seeds. One rule for every command's ``--seeds``.
+
+    >>> seed_set(3, 10), seed_set((4, 9), 10)
+    ((10, 11, 12), (4, 9))
+    """
+    if isinstance(seeds, bool) or not isinstance(seeds, int | Sequence):
+        raise UserError(f"{flag} {seeds!r} is not a seed list; {SEEDS_HELP}")
+    if isinstance(seeds, int):
+        check_positive(flag, seeds)
+        check_seed(first, "--seed", seeds)
+        return tuple(range(first, first + seeds))
+    return parse_seeds(tuple(seeds), flag)

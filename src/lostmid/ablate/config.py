@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lostmid.checks import check_choice, check_positive, check_seed
+from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP
 from lostmid.influence.profile import OUTPUTS
@@ -27,7 +27,8 @@ RUNGS = ("uniform", "mlp", "logits", "real", "frozen-norm", "scaled-embeddings")
 ABLATE_HELP = {  # the help of each ``lostmid ablate`` option, and each AblationConfig field
     "model": "Preset name, local directory or cached hub id.",
     "length": "Sequence length L.",
-    "seeds": "Independently initialised models per rung (2+ gives a noise floor).",
+    "seeds": "Independently initialised models per rung (2+ gives a noise floor): a count "
+    "N (the seeds --seed .. --seed + N - 1), a range 0-4 or a list 0,2,5-7.",
     "samples": "Random-token inputs per seed.",
     "probes": "Random probe vectors per input.",
     "rungs": "Comma-separated rungs, in ladder order: " + ", ".join(RUNGS) + ".",
@@ -74,7 +75,7 @@ class AblationConfig:
 
     model: str
     length: int = 128
-    seeds: int = 2
+    seeds: int | tuple[int, ...] = 2
     samples: int = 2
     probes: int = 2
     rungs: tuple[str, ...] = RUNGS
@@ -93,9 +94,11 @@ class AblationConfig:
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
-        for name in ("length", "seeds", "samples", "probes", "gain_directions", "batch_size"):
+        for name in ("length", "samples", "probes", "gain_directions", "batch_size"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
-        check_seed(self.seed, count=self.seeds)
+        if not isinstance(self.seeds, int):
+            object.__setattr__(self, "seeds", tuple(self.seeds))
+        seed_set(self.seeds, self.seed)
         if self.layers is not None:
             check_positive("--layers", self.layers)
         if self.vocab_size == 0:
@@ -118,8 +121,8 @@ class AblationConfig:
             parse_device_map(self.device_map)
 
     def seed_list(self) -> list[int]:
-        """The seeds of every rung: ``seed``, ``seed + 1``, ..."""
-        return [self.seed + i for i in range(self.seeds)]
+        """The seeds of every rung (:func:`lostmid.checks.seed_set`)."""
+        return list(seed_set(self.seeds, self.seed))
 
     def record(self) -> dict[str, Any]:
         return asdict(self) | {"rungs": list(self.rungs)}

@@ -228,7 +228,7 @@ TABLE_COLUMNS = {  # candidate -> column of the printed table (all are in ablati
 
 def ablation_table(result: AblationResult) -> Table:
     """Rows: rungs; columns: W1 of the predictions, the best baseline and the floor."""
-    seeds = result.config.seeds
+    seeds = len(result.config.seed_list())
     where = "per seed" if seeds > 1 else "in sample (one seed)"
     table = Table(
         box=box.SIMPLE_HEAD,
@@ -301,9 +301,10 @@ def ablation_figure(result: AblationResult) -> Any:
     ax.set_yscale("log")
     ax.set_ylabel("W1 to the measurement")
     ax.legend(fontsize=7, ncols=len(names) + 1, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    seeds = len(result.config.seed_list())
     fig.suptitle(
         f"Ablation ladder: {result.config.model}, L = {result.config.length}, "
-        f"{result.config.seeds} seed{'s' if result.config.seeds > 1 else ''}",
+        f"{seeds} seed{'s' if seeds > 1 else ''}",
         fontsize=10,
     )
     return fig

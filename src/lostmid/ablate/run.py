@@ -99,11 +99,11 @@ def check_ablate_size(config: AblationConfig) -> None:
     )
     parameters = parameter_count(hf)
     layers = shape_of(hf)["layers"]
-    models = config.seeds * len(config.rungs)
+    models = len(config.seed_list()) * len(config.rungs)
     each = pass_seconds(layers=layers, parameters=parameters, tokens=config.length)
     check_work(
         f"ablate --model {config.model} ({layers:,} layers, {parameters:,} parameters) "
-        f"--seeds {config.seeds:,} x {len(config.rungs)} rungs",
+        f"--seeds {len(config.seed_list()):,} x {len(config.rungs)} rungs",
         passes=models,  # one stage each: built, then samples x probes backward passes
         seconds_each=STAGE_FLOOR_S + (config.samples * config.probes + 1) * each,
         need_bytes=parameters * dtype_bytes(config.dtype) + 200e6,
@@ -179,7 +179,7 @@ def run_ablate(
                 f"the gap opens at rung {RUNG_SPECS[gap].label} {gap}: its best prediction's "
                 f"W1 is more than {GAP_FACTOR:g} x the seed noise floor and {GAP_MIN_W1:g}"
             )
-        elif config.seeds > 1:
+        elif len(config.seed_list()) > 1:
             console.print(
                 "no ladder rung's best prediction leaves the seed noise floor "
                 f"(W1 > {GAP_FACTOR:g} x floor and > {GAP_MIN_W1:g})"

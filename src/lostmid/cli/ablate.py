@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lostmid.ablate.config import ABLATE_HELP, AblationConfig, parse_rungs
+from lostmid.checks import seed_arg
 from lostmid.cli.options import (
     Flag,
     command,
@@ -18,7 +19,7 @@ from lostmid.cli.options import (
 )
 from lostmid.runs.budget import SIZE_CHECK_HELP
 
-FLAGS = {"rungs": Flag(parse=parse_rungs)}
+FLAGS = {"rungs": Flag(parse=parse_rungs), "seeds": Flag(parse=seed_arg)}
 
 
 def _run(*, out: Any, overwrite: bool, no_size_check: bool, **fields: Any) -> None:

@@ -130,6 +130,8 @@ def options(
             kind = str | None if flag.override or default is None else str
             if flag.override:
                 default = None
+            elif isinstance(default, int):  # a count (--seeds)
+                default = str(default)
             elif default is not inspect.Parameter.empty and default is not None:
                 default = ",".join(str(v) for v in default)
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lostmid.checks import seed_arg
 from lostmid.cli.options import (
     Flag,
     backend_options,
@@ -21,7 +22,7 @@ from lostmid.cli.options import (
 from lostmid.remedies.config import HELP, RemediesConfig
 from lostmid.runs.budget import SIZE_CHECK_HELP
 
-FLAGS = {"remedies": Flag(parse=comma_names)}
+FLAGS = {"remedies": Flag(parse=comma_names), "seeds": Flag(parse=seed_arg)}
 
 
 def _run(*, out: Any, overwrite: bool, no_size_check: bool, **values: Any) -> None:

@@ -4,14 +4,17 @@ overrides of its :class:`~lostmid.reproduce.config.Scale` fields, the run's own 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from lostmid.checks import seed_arg
 from lostmid.cli.options import (
     Flag,
     backend_options,
     command,
     console,
     extra,
+    flag_name,
     options,
     out_option,
     overwrite_option,
@@ -38,7 +41,10 @@ SCALE_OVERRIDES = (
     "real_remedies",
 )
 FLAGS = {"models": Flag(parse=parse_models)} | {
-    f: Flag(override="the scale's") for f in SCALE_OVERRIDES
+    f: Flag(
+        override="the scale's", parse=partial(seed_arg, flag=flag_name(f)) if "seeds" in f else None
+    )
+    for f in SCALE_OVERRIDES
 }
 
 

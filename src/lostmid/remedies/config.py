@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lostmid.behaviour.prompts import ANSWER_PREFIXES, CHAT_TEMPLATES
-from lostmid.checks import check_choice, check_positive, check_seed
+from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
 
 TRAINING_DEFAULT = (
@@ -95,7 +95,8 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "Default: every training-time remedy.",
     "preset": "Retrieval training preset: " + " | ".join(PRESETS) + ".",
     "steps": "Optimiser steps per run (default: the scale's).",
-    "seeds": "Seeds per remedy, >= 1 (default: the scale's, 3).",
+    "seeds": "Seeds per remedy (default: the scale's, 3): a count N (the seeds --seed .. "
+    "--seed + N - 1), a range 0-4 or a list 0,2,5-7.",
     "quick": "The short scale (about 15-20 min on 2 quiet CPU cores).",
     "model": "Model for inference-time remedies (anything lostmid retrieve accepts).",
     "tokenizer": "Tokenizer for --model: a directory, cached hub id, or 'bytes' (default: "
@@ -128,7 +129,7 @@ class RemediesConfig:
     remedies: tuple[str, ...] = TRAINING_DEFAULT
     preset: str = "retrieval-valley"
     steps: int | None = None
-    seeds: int | None = None
+    seeds: int | tuple[int, ...] | None = None
     quick: bool = False
     model: str | None = None
     tokenizer: str | None = None
@@ -152,11 +153,13 @@ class RemediesConfig:
         if not self.remedies:
             raise UserError("--remedies needs at least one remedy, e.g. baseline,loss-weight")
         check_choice("--preset", self.preset, PRESETS)
-        for name in ("steps", "seeds", "pairs", "examples", "key_chars"):
+        for name in ("steps", "pairs", "examples", "key_chars"):
             value = getattr(self, name)
             if value is not None:
                 check_positive(f"--{name.replace('_', '-')}", value)
-        check_seed(self.seed, count=self.seeds or self.scale.seeds)
+        if self.seeds is not None and not isinstance(self.seeds, int):
+            object.__setattr__(self, "seeds", tuple(self.seeds))
+        self.resolved_seeds()  # the seeds' checks
         if self.alpha is not None and not 0.0 < self.alpha < 1.0:
             raise UserError(f"--alpha must be in (0, 1), got {self.alpha}")
         check_choice("--law", self.law, LAWS)
@@ -185,7 +188,8 @@ class RemediesConfig:
         return ("baseline", *rest)
 
     def resolved_seeds(self) -> tuple[int, ...]:
-        return tuple(self.seed + s for s in range(self.seeds or self.scale.seeds))
+        """The seeds of every remedy (:func:`lostmid.checks.seed_set`)."""
+        return seed_set(self.scale.seeds if self.seeds is None else self.seeds, self.seed)
 
     def record(self) -> dict[str, Any]:
         data = asdict(self)

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lostmid.checks import check_choice, check_positive, check_seed
+from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
 from lostmid.remedies.config import LAWS, REMEDIES_SCALES
 from lostmid.train.config import TRAIN_PRESETS
@@ -96,16 +96,18 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "full": "The paper's scale (L = 2048): a GPU or patience.",
     "models": "Comma-separated model specs (presets, directories, hub ids).",
     "length": "Override the scale's length L.",
-    "seeds": "Override the number of seeds (independent models per architecture).",
+    "seeds": "Override the seeds (independent models per architecture): a count N (the "
+    "seeds --seed .. --seed + N - 1), a range 0-4 or a list 0,2,5-7.",
     "samples": "Override the random-token inputs per seed.",
     "probes": "Override the probe vectors per input.",
     "train_steps": "Training steps (0 skips the training section).",
     "train_preset": "Training preset (default: tiny; small for --full).",
-    "train_seeds": "Independent training runs (seeds seed, seed+1, ...) behind the training "
-    "claims.",
+    "train_seeds": "Independent training runs behind the training claims: a count N (the "
+    "seeds --seed .. --seed + N - 1), a range 0-4 or a list 0,2,5-7.",
     "behaviour_preset": "Retrieval preset of the behavioural section (lostmid train --task kv).",
     "behaviour_steps": "Retrieval training steps (default: the scale's; 0 skips the section).",
-    "behaviour_seeds": "Independent retrieval runs behind the behavioural claim.",
+    "behaviour_seeds": "Independent retrieval runs behind the behavioural claim (a count, a "
+    "range or a list, as --seeds).",
     "device": "auto (cuda if available) | cpu | cuda[:N], for measurement.",
     "remedies": "Add the remedies section: quick | default (run lostmid remedies at that "
     "scale under OUT/remedies, resumable) or DIR (a finished lostmid remedies --out, or "
@@ -164,15 +166,15 @@ class Scale:
 
     name: str
     length: int
-    seeds: int
+    seeds: int | tuple[int, ...]
     samples: int
     probes: int
     train_steps: int | None
     train_preset: str = "tiny"
-    train_seeds: int = 3
+    train_seeds: int | tuple[int, ...] = 3
     behaviour_preset: str = "retrieval-valley"
     behaviour_steps: int | None = None
-    behaviour_seeds: int = 3
+    behaviour_seeds: int | tuple[int, ...] = 3
     dose: str = "default"  # the dose-response section's scale (reproduce.dose.DOSE_SCALES)
     checkpoints: str = "default"  # the real-checkpoint section (reproduce.checkpoints)
     real_behaviour: str = "default"  # its behaviour (reproduce.real_behaviour)
@@ -185,18 +187,14 @@ class Scale:
     batch_size: int = 1
 
     def __post_init__(self) -> None:
-        for name in (
-            "length",
-            "seeds",
-            "samples",
-            "probes",
-            "off_samples",
-            "gain_samples",
-            "gain_directions",
-            "train_seeds",
-            "behaviour_seeds",
-        ):
+        for name in ("length", "samples", "probes", "off_samples", "gain_samples"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
+        check_positive("--gain-directions", self.gain_directions)
+        for name in ("seeds", "train_seeds", "behaviour_seeds"):  # a count or the seeds
+            value = getattr(self, name)
+            if not isinstance(value, int):
+                object.__setattr__(self, name, tuple(value))
+            seed_set(getattr(self, name), 0, f"--{name.replace('_', '-')}")
         if self.train_steps not in (None, 0):  # 0 is allowed: it skips training
             check_positive("--train-steps", self.train_steps)
         if self.behaviour_steps not in (None, 0):
@@ -309,6 +307,7 @@ class ReproduceConfig:
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
+        self.seeds(), self.train_seeds(), self.behaviour_seeds()  # the seeds from --seed
         if not self.models:
             raise UserError("--models is empty; give at least one model spec")
         if self.remedies is not None and self.remedies not in REMEDIES_SCALES:
@@ -338,16 +337,17 @@ class ReproduceConfig:
         return cls(scale=scale, models=tuple(models), seed=seed, device=device, remedies=remedies)
 
     def seeds(self) -> list[int]:
-        """The seeds of every model: ``seed``, ``seed + 1``, ..."""
-        return [self.seed + i for i in range(self.scale.seeds)]
+        """The seeds of every model (:func:`lostmid.checks.seed_set`: a count N is
+        ``seed .. seed + N - 1``)."""
+        return list(seed_set(self.scale.seeds, self.seed))
 
     def train_seeds(self) -> list[int]:
-        """The seeds of the training runs: ``seed``, ``seed + 1``, ..."""
-        return [self.seed + i for i in range(self.scale.train_seeds)]
+        """The seeds of the training runs (as :meth:`seeds`)."""
+        return list(seed_set(self.scale.train_seeds, self.seed, "--train-seeds"))
 
     def behaviour_seeds(self) -> list[int]:
-        """The seeds of the retrieval runs: ``seed``, ``seed + 1``, ..."""
-        return [self.seed + i for i in range(self.scale.behaviour_seeds)]
+        """The seeds of the retrieval runs (as :meth:`seeds`)."""
+        return list(seed_set(self.scale.behaviour_seeds, self.seed, "--behaviour-seeds"))
 
     def record(self) -> dict[str, Any]:
         return {

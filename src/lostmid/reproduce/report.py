@@ -252,7 +252,8 @@ def build_report(result: ReproduceResult) -> Report:
         "Lost in the middle at birth: does the exact theory predict real models?",
         subtitle=(
             f"lostmid reproduce, scale '{scale.name}' (L = {scale.length}, "
-            f"{scale.seeds} seeds x {scale.samples} samples x {scale.probes} probes), "
+            f"{len(result.config.seeds())} seeds x {scale.samples} samples x "
+            f"{scale.probes} probes), "
             f"finished {meta['finished_utc']}; stages took {_stage_seconds(meta):.0f} s of "
             f"compute ({len(meta['stages']['reused'])} reused from an earlier run), this "
             f"invocation {meta['timings_s']['total']:.0f} s"

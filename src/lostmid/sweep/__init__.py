@@ -11,6 +11,7 @@ is done; ``sweep.json`` records every unit with its status, time and result file
 
 from typing import TYPE_CHECKING
 
+from lostmid.checks import parse_seeds
 from lostmid.lazy import attach
 from lostmid.sweep.grid import (
     Grid,
@@ -18,7 +19,6 @@ from lostmid.sweep.grid import (
     expand,
     grid_from_flags,
     load_sweep_file,
-    parse_seeds,
 )
 from lostmid.sweep.units import PENDING, TASKS, TaskSpec, task_spec
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lostmid.checks import check_positive, check_seed
+from lostmid.checks import check_positive, parse_seeds
 from lostmid.errors import UserError
 from lostmid.files import read_bytes
 from lostmid.runs.jobs import Resources
@@ -36,64 +36,7 @@ Scalar = str | int | float | bool | None
 # The grid flags, by the name of the flag (and of the TOML key); each task maps them to
 # one of its own parameters (see lostmid.sweep.units.TaskSpec.axes).
 AXIS_FLAGS = ("models", "seeds", "lengths")
-_SEEDS_HELP = "write e.g. 3 (a count), 0-4 or 0,2,5-7"  # ranges inclusive, seeds >= 0
 _SLUG_CHARS = re.compile(r"[^A-Za-z0-9._=-]+")
-
-
-def parse_seeds(
-    text: str | int | Sequence[int], flag: str = "--seeds", first: int = 0
-) -> tuple[int, ...]:
-    """A set of seeds, the one meaning of ``--seeds`` in every command: a bare number N
-    is a count (N seeds from ``first``, the ``--seed``), ``"0-4"`` (inclusive),
-    ``"0,2,5-7"`` or a list name the seeds themselves; repeats dropped.
-
-    >>> parse_seeds("3"), parse_seeds(3, first=10), parse_seeds("0-2,7")
-    ((0, 1, 2), (10, 11, 12), (0, 1, 2, 7))
-    >>> parse_seeds("4-1")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    lostmid.errors.UserError: --seeds '4-1' is not a seed list; write e.g. 3 (a count), ...
-    """
-    if isinstance(text, bool):
-        raise UserError(f"{flag} {text!r} is not a seed list; {_SEEDS_HELP}")
-    if isinstance(text, int) or (isinstance(text, str) and text.strip().isdigit()):
-        count = int(text)
-        if count < 1:
-            raise UserError(f"{flag} {text!r}: a count of seeds must be >= 1; {_SEEDS_HELP}")
-        _check_seed_count(flag, text, count)
-        check_seed(first, "--seed", count)
-        return tuple(range(first, first + count))
-    if not isinstance(text, str):  # a TOML list
-        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in text):
-            raise UserError(f"{flag} {list(text)!r} is not a seed list; {_SEEDS_HELP}")
-        for seed in text:
-            check_seed(seed, flag)
-        return tuple(dict.fromkeys(int(s) for s in text))
-    seeds: list[int] = []
-    for part in text.split(","):
-        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if match is None:
-            raise UserError(f"{flag} {text!r} is not a seed list; {_SEEDS_HELP}")
-        start = int(match.group(1))
-        last = int(match.group(2)) if match.group(2) is not None else start
-        if last < start:
-            raise UserError(f"{flag} {text!r} is not a seed list; {_SEEDS_HELP}")
-        _check_seed_count(flag, text, len(seeds) + last - start + 1)
-        check_seed(last, flag)
-        seeds.extend(range(start, last + 1))
-    return tuple(dict.fromkeys(seeds))
-
-
-MAX_SEEDS = 1_000_000
-"""More seeds than any sweep plans (see ``--max-units``): refused before they are listed."""
-
-
-def _check_seed_count(flag: str, text: object, count: int) -> None:
-    if count > MAX_SEEDS:
-        raise UserError(
-            f"{flag} {text!r} is {count:,} seeds, more than a sweep can plan "
-            f"({MAX_SEEDS:,}); give fewer"
-        )
 
 
 def parse_value(text: str) -> Scalar:
