@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -96,6 +97,88 @@ class StandardSection:
             figures=figures_named(figures, self.figure_prefix),
             verdicts=value.claims,
         )
+
+
+class PerModelSection(StandardSection):
+    """A section that runs one stage per model at a named scale, or reads a folder of
+    finished runs: its scale or folder is the :class:`~lostmid.reproduce.config.Scale`
+    field :attr:`key` (``off`` skips it). A subclass names :attr:`scales` (name -> an
+    object with ``name`` and ``models``), :attr:`stage` ((scale name, model, seed,
+    folder) -> the stage's record, a dict), :attr:`folder` (``OUT/<folder>/<scale>/
+    <model slug>``), :attr:`figure` (the PNG in each run's folder) and
+    :attr:`result_type` (built from ``(source, records)``, or from a folder by its
+    ``read``)."""
+
+    key: str = ""
+    result_type: Any = None  # (source, runs) -> the result; .read(folder) -> the result
+    scales: Mapping[str, Any] = {}
+    folder: str = ""
+    figure: str = ""
+
+    @staticmethod
+    def stage(scale: str, model: str, seed: int, folder: Path) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def result(self, source: str, runs: tuple[Mapping[str, Any], ...] | Path) -> Any:
+        """The section's result: :attr:`result_type` from ``runs`` (the stages' records)
+        or read from a folder (its ``read``)."""
+        if isinstance(runs, Path):
+            return self.result_type.read(runs)
+        return self.result_type(source, runs)
+
+    def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
+        from lostmid.reproduce.config import model_slug
+
+        scale = self.scales.get(getattr(config.scale, self.key))
+        if scale is None:
+            return []
+        return [
+            PlannedStage(
+                f"{self.folder}-{scale.name}-{model_slug(model)}",
+                {"scale": scale.name, "model": model, "seed": config.seed, "record": 1},
+                partial(
+                    self.stage,
+                    scale.name,
+                    model,
+                    config.seed,
+                    out / self.folder / scale.name / model_slug(model),
+                ),
+                dict,
+            )
+            for model in scale.models
+        ]
+
+    def collect(self, config: ReproduceConfig, results: Mapping[str, Any], out: Path) -> Any:
+        value = getattr(config.scale, self.key)
+        if value == "off":
+            return None
+        if value not in self.scales:
+            return self.result(f"the runs in {value}", Path(value))
+        names = [s.name for s in self.stages(config, "cpu", out)]
+        runs = tuple(results[n] for n in names if n in results)
+        return self.result(f"{value} scale", runs) if runs else None
+
+    def figures(self, value: Any, folder: Path) -> dict[str, Path]:
+        from lostmid.reproduce.config import model_slug
+
+        return {
+            f"{self.folder}-{model_slug(run['model'])}": Path(run["folder"]) / self.figure
+            for run in value.runs
+        }
+
+
+def run_replacing(run: Callable[..., Any], config: Any, folder: Path) -> None:
+    """``run(config, out=folder)``, resuming a run of this configuration there and
+    replacing one of another (a section's stage at another scale writes the same folder
+    only when the user changed the scale)."""
+    from lostmid.errors import UserError
+
+    try:
+        run(config, out=folder)
+    except UserError as err:
+        if "another configuration" not in str(err):
+            raise
+        run(config, out=folder, overwrite=True)
 
 
 def claims_of(value: Any) -> Sequence[Claim]:

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.files import read_json_object
-from lostmid.reproduce.plan import PlannedStage, StandardSection
+from lostmid.reproduce.plan import PerModelSection, run_replacing
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 CLAIM = "A real LLM loses the middle"
@@ -109,21 +108,12 @@ def shape_verdict(shape: str, in_band: bool | None) -> str:
     return REPRODUCED if shape == "U" else NOT_REPRODUCED
 
 
-def slug(model: str) -> str:
-    return "".join(c if c.isalnum() or c in "-." else "-" for c in Path(model).name)
-
-
 def real_stage(scale: str, model: str, seed: int, folder: Path) -> dict[str, Any]:
     """Run (or resume: retrieve keeps its cells as stages) ``retrieve`` on ``model``."""
     from lostmid.behaviour.run import run_retrieve
 
     config = REAL_SCALES[scale].retrieve_config(model, seed)
-    try:
-        run_retrieve(config, out=folder)
-    except UserError as err:
-        if "another configuration" not in str(err):  # another scale's run is replaced
-            raise
-        run_retrieve(config, out=folder, overwrite=True)
+    run_replacing(run_retrieve, config, folder)
     return summary_record(read_json_object(folder / RESULT), model, folder)
 
 
@@ -248,7 +238,7 @@ def _ci(c: Mapping[str, Any]) -> str:
     return f"{c['estimate']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"
 
 
-class RealBehaviourPlugin(StandardSection):
+class RealBehaviourPlugin(PerModelSection):
     """The section (:class:`lostmid.reproduce.plan.Section`), key ``real_behaviour``;
     ``--real-behaviour`` chooses its scale (:func:`lostmid.reproduce.config.
     check_real_behaviour`)."""
@@ -256,43 +246,11 @@ class RealBehaviourPlugin(StandardSection):
     key = "real_behaviour"
     title = "Real checkpoints: does a real LLM lose the middle?"
     figure_prefix = "real-behaviour-"
-
-    def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
-        scale = REAL_SCALES.get(config.scale.real_behaviour)
-        if scale is None:
-            return []
-        return [
-            PlannedStage(
-                f"real-behaviour-{scale.name}-{slug(model)}",
-                {"scale": scale.name, "model": model, "seed": config.seed, "record": 1},
-                partial(
-                    real_stage,
-                    scale.name,
-                    model,
-                    config.seed,
-                    out / FOLDER / scale.name / slug(model),
-                ),
-                dict,
-            )
-            for model in scale.models
-        ]
-
-    def collect(self, config: Any, results: Mapping[str, Any], out: Path) -> RealBehaviour | None:
-        value = config.scale.real_behaviour
-        if value == "off":
-            return None
-        scale = REAL_SCALES.get(value)
-        if scale is None:
-            return RealBehaviour.read(Path(value))
-        names = [s.name for s in self.stages(config, "cpu", out)]
-        runs = tuple(results[n] for n in names if n in results)
-        return RealBehaviour(f"{value} scale", runs) if runs else None
-
-    def figures(self, value: RealBehaviour, folder: Path) -> dict[str, Path]:
-        return {
-            f"real-behaviour-{slug(run['model'])}": Path(run["folder"]) / "retrieve.png"
-            for run in value.runs
-        }
+    scales = REAL_SCALES
+    folder = FOLDER
+    figure = "retrieve.png"
+    result_type = RealBehaviour
+    stage = staticmethod(real_stage)
 
 
 SECTION = RealBehaviourPlugin()

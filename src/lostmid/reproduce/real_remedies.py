@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +32,8 @@ from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.files import read_json_object
 from lostmid.remedies.stats import RULE as REMEDY_RULE
-from lostmid.reproduce.plan import PlannedStage, StandardSection
-from lostmid.reproduce.real_behaviour import CHECKPOINTS, slug
+from lostmid.reproduce.plan import PerModelSection, run_replacing
+from lostmid.reproduce.real_behaviour import CHECKPOINTS
 from lostmid.stats.verdicts import (
     DOES_NOT_WORK,
     INCONCLUSIVE,
@@ -112,12 +111,7 @@ def remedies_stage(scale: str, model: str, seed: int, folder: Path) -> dict[str,
     from lostmid.remedies.run import run_remedies
 
     config = REAL_REMEDY_SCALES[scale].remedies_config(model, seed)
-    try:
-        run_remedies(config, out=folder)
-    except UserError as err:
-        if "another configuration" not in str(err):  # another scale's run is replaced
-            raise
-        run_remedies(config, out=folder, overwrite=True)
+    run_replacing(run_remedies, config, folder)
     return summary_record(read_json_object(folder / RESULT), folder)
 
 
@@ -241,7 +235,7 @@ class RealRemedies:
         return cls(f"the runs in {folder}", tuple(runs))
 
 
-class RealRemediesPlugin(StandardSection):
+class RealRemediesPlugin(PerModelSection):
     """The section (:class:`lostmid.reproduce.plan.Section`), key ``real_remedies``;
     ``--real-remedies`` chooses its scale (:func:`lostmid.reproduce.config.
     check_real_remedies`)."""
@@ -249,42 +243,11 @@ class RealRemediesPlugin(StandardSection):
     key = "real_remedies"
     title = "Real checkpoints: do inference remedies flatten the U?"
     figure_prefix = "real-remedies-"
-
-    def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
-        scale = REAL_REMEDY_SCALES.get(config.scale.real_remedies)
-        if scale is None:
-            return []
-        return [
-            PlannedStage(
-                f"real-remedies-{scale.name}-{slug(model)}",
-                {"scale": scale.name, "model": model, "seed": config.seed, "record": 1},
-                partial(
-                    remedies_stage,
-                    scale.name,
-                    model,
-                    config.seed,
-                    out / FOLDER / scale.name / slug(model),
-                ),
-                dict,
-            )
-            for model in scale.models
-        ]
-
-    def collect(self, config: Any, results: Mapping[str, Any], out: Path) -> RealRemedies | None:
-        value = config.scale.real_remedies
-        if value == "off":
-            return None
-        if value not in REAL_REMEDY_SCALES:
-            return RealRemedies.read(Path(value))
-        names = [s.name for s in self.stages(config, "cpu", out)]
-        runs = tuple(results[n] for n in names if n in results)
-        return RealRemedies(f"{value} scale", runs) if runs else None
-
-    def figures(self, value: RealRemedies, folder: Path) -> dict[str, Path]:
-        return {
-            f"real-remedies-{slug(run['model'])}": Path(run["folder"]) / "remedies.png"
-            for run in value.runs
-        }
+    scales = REAL_REMEDY_SCALES
+    folder = FOLDER
+    figure = "remedies.png"
+    result_type = RealRemedies
+    stage = staticmethod(remedies_stage)
 
 
 SECTION = RealRemediesPlugin()
