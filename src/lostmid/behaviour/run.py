@@ -576,11 +576,14 @@ def _score_members(
     limits = {"max_length": loaded.max_length, "vocab_size": loaded.vocab_size}
     teacher: TeacherScores | None = None
     generated: list[list[int]] | None = None
-    # both passes of the moved design from one prefill per prompt (its last token read
-    # from the cache, exact as --design shared is): half the compute of two passes
+    # the moved design from one prefill per prompt (its last token read from the cache,
+    # exact as --design shared is): with both passes half the compute of two; on a CPU
+    # also for one pass, where a batch of left-padded prompts costs more than the prompts
+    # one by one (no causal fast path, the padding computed: 35.6 s against 26.9 s for
+    # two 2,040-token prompts on SmolLM2, docs/BENCHMARKS.md)
     one_prefill = (
         not shared
-        and len(passes) == 2
+        and (len(passes) == 2 or loaded.input_device.type == "cpu")
         and config.device_map is None
         and all(len(p) > 1 for p in prompts)
     )
