@@ -190,6 +190,17 @@ def _context_columns(past: int, device: torch.device) -> tuple[torch.Tensor, tor
     return torch.full((past,), -1, device=device), torch.arange(past, device=device)
 
 
+def _packed_row(
+    rows: Sequence[Sequence[int]], past: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(ids, owners, positions) (W,) of ``rows`` packed in one row after ``past`` cached
+    columns: row b's tokens owned by b, at positions past, past + 1, ..."""
+    ids = torch.as_tensor([tok for r in rows for tok in r], dtype=torch.long, device=device)
+    owners = torch.cat([torch.full((len(r),), b) for b, r in enumerate(rows)]).to(device)
+    positions = torch.cat([past + torch.arange(len(r)) for r in rows]).to(device)
+    return ids, owners, positions
+
+
 def _packed_teacher(
     model: PreTrainedModel,
     adapter: FamilyAdapter,
@@ -202,8 +213,7 @@ def _packed_teacher(
     """(log p(target), all-argmax) of each question read after the cached context, the
     questions (and their targets but the last token) packed in one row."""
     seqs = [list(q) + list(t)[:-1] for q, t in zip(questions, targets, strict=True)]
-    owners = torch.cat([torch.full((len(s),), b) for b, s in enumerate(seqs)]).to(device)
-    positions = torch.cat([past + torch.arange(len(s)) for s in seqs]).to(device)
+    ids, owners, positions = _packed_row(seqs, past, device)
     starts = np.cumsum([0] + [len(s) for s in seqs])[:-1]
     # column c predicts the token after it: the t columns from the question's last token
     wanted = [
@@ -211,7 +221,6 @@ def _packed_teacher(
         for start, q, t in zip(starts, questions, targets, strict=True)
     ]
     keep = torch.cat(wanted)
-    ids = torch.as_tensor([tok for s in seqs for tok in s], dtype=torch.long, device=device)
     logits, _, _ = adapter.continue_packed(
         model, adapter.repeat_cache(cache, 1), ids, owners, positions,
         _context_columns(past, device), keep=keep,
@@ -239,10 +248,8 @@ def _packed_greedy(
     """Greedy continuations of the questions read after the cached context: the
     questions packed in one row, then one new token per question a step, each seeing
     the context, its own question and its own earlier tokens."""
-    owners = torch.cat([torch.full((len(q),), b) for b, q in enumerate(questions)]).to(device)
-    positions = torch.cat([past + torch.arange(len(q)) for q in questions]).to(device)
+    ids, owners, positions = _packed_row(questions, past, device)
     ends = torch.as_tensor(np.cumsum([len(q) for q in questions]) - 1, device=device)
-    ids = torch.as_tensor([tok for q in questions for tok in q], dtype=torch.long, device=device)
     branch = adapter.repeat_cache(cache, 1)
     logits, branch, seen = adapter.continue_packed(
         model, branch, ids, owners, positions, _context_columns(past, device), keep=ends
