@@ -62,3 +62,21 @@ def test_bad_spans_are_refused() -> None:
         gold_span_influence(loaded, [1, 2, 3, 4, 5], (3, 9), [1])
     with pytest.raises(UserError, match="at least one token"):
         gold_span_influence(loaded, [1, 2, 3, 4, 5], (1, 2), [])
+
+
+@pytest.mark.parametrize("preset", ["tiny-gemma2", "tiny-gpt2"])
+def test_one_forward_equals_the_full_model(preset: str) -> None:
+    """The answer's log p and its gradient through the output head on the answer's rows
+    equal those of the whole model's logits (Gemma 2's soft-capped head included)."""
+    loaded = load_model(preset, seed=0, dtype="float64")
+    model, embed = loaded.model, loaded.adapter.token_embedding(loaded.model)
+    prompt, answer, span = list(range(20, 36)), [50, 51, 52], (4, 9)
+    r = gold_span_influence(loaded, prompt, span, answer)
+    x = embed(torch.tensor([prompt + answer])).detach().requires_grad_(True)
+    logp = torch.log_softmax(model(inputs_embeds=x, use_cache=False).logits[0], -1)
+    total = sum(logp[len(prompt) - 1 + t, a] for t, a in enumerate(answer))
+    (grad,) = torch.autograd.grad(total, x)
+    sq = grad[0, : len(prompt)].pow(2).sum(-1)
+    assert r.answer_logp == pytest.approx(total.item(), rel=1e-10)
+    assert r.gradient == pytest.approx(float(sq[span[0] : span[1]].sum().sqrt()), rel=1e-8)
+    assert r.gradient_share == pytest.approx(float(sq[span[0] : span[1]].sum() / sq.sum()))

@@ -126,6 +126,44 @@ class PromptFormat:
             len(tokenizer.encode(text[:end], special=special)),
         )
 
+    def encode_span(
+        self, example: RetrievalExample, tokenizer: Tokenizer, first: int, last: int
+    ) -> tuple[list[int], tuple[int, int]]:
+        """The ids of ``example``'s rendering and the ``[start, end)`` tokens that cover
+        its prompt's characters ``[first, last)`` (a needle's ``spans`` entry): from the
+        tokenizer's character offsets where it gives them (a fast Hugging Face
+        tokenizer: every token that overlaps the characters), else the token counts of
+        the text up to each edge (exact for the byte tokenizer).
+
+        Raises:
+            UserError: the chat template does not keep the prompt verbatim, or no token
+                covers the characters.
+        """
+        text = self.text(example, tokenizer)
+        at = self._prompt_at(text, example, "", "; use --chat-template off")
+        start, end = at + first, at + last
+        special = self.add_special_tokens
+        hf = getattr(tokenizer, "tokenizer", None)
+        if hf is not None and getattr(hf, "is_fast", False):
+            enc = hf(text, return_offsets_mapping=True, add_special_tokens=special)
+            ids = list(enc["input_ids"])
+            inside = [
+                i
+                for i, (a, b) in enumerate(enc["offset_mapping"])
+                if b > start and a < end and b > a
+            ]
+            if not inside:
+                raise UserError(f"no token covers characters [{first}, {last}) of the prompt")
+            return ids, (inside[0], inside[-1] + 1)
+        ids = tokenizer.encode(text, special=special)
+        span = (
+            len(tokenizer.encode(text[:start], special=special)),
+            len(tokenizer.encode(text[:end], special=special)),
+        )
+        if span[1] <= span[0]:
+            raise UserError(f"no token covers characters [{first}, {last}) of the prompt")
+        return ids, span
+
     def record(self, example_text: str, example_ids: list[int]) -> dict[str, Any]:
         return {
             "chat_template": self.requested,

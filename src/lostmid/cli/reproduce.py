@@ -39,6 +39,7 @@ SCALE_OVERRIDES = (
     "checkpoints",
     "real_behaviour",
     "real_remedies",
+    "real_link",
 )
 FLAGS = {"models": Flag(parse=parse_models)} | {
     f: Flag(

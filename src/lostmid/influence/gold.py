@@ -13,7 +13,9 @@ right after the prompt (teacher forcing):
   at the prompt's last position (``measure``'s influence, summed over the span),
   estimated with ``probes`` Rademacher probes, and ``jacobian_share`` likewise.
 
-One example at a time (the caller loops), eval mode, parameters frozen.
+One example at a time (the caller loops), eval mode, parameters frozen; one forward
+serves both (the output head on the answer's rows only: at a 262k vocabulary, as Gemma
+3's, the head over every prompt row would cost more than the blocks).
 """
 
 from __future__ import annotations
@@ -81,26 +83,29 @@ def gold_span_influence(
         raise UserError("an answer of at least one token is needed")
     ids = torch.tensor([list(prompt_ids) + list(answer_ids)])  # (1, L + m)
     with frozen_parameters(loaded.model):
+        # one forward for both: h_L at the prompt's last position does not see the answer
+        # (causal), and the output head reads only the m rows that predict the answer
         x = _embeddings(loaded, ids).requires_grad_(True)
-        logits = at_least_float32(loaded.model(inputs_embeds=x, use_cache=False).logits)
-        logp = torch.log_softmax(logits[0, length - 1 : -1], dim=-1)  # predicts the answer
+        hidden = loaded.adapter.base(loaded.model)(inputs_embeds=x, use_cache=False)
+        states = hidden.last_hidden_state[0]  # (L + m, d), after the final norm
+        head = loaded.adapter.lm_head(loaded.model)
+        logits = at_least_float32(head(states[length - 1 : -1]))  # (m, vocab)
+        logp = torch.log_softmax(logits, dim=-1)
         target = torch.tensor(answer_ids, device=logp.device)
         answer_logp = logp.gather(1, target[:, None]).sum()
-        (grad,) = torch.autograd.grad(answer_logp, x)
+        (grad,) = torch.autograd.grad(answer_logp, x, retain_graph=probes > 0)
         per_position = at_least_float32(grad[0, :length]).pow(2).sum(-1)  # (L,)
         jac = jac_share = None
         if probes > 0:
-            xh = _embeddings(loaded, ids[:, :length]).requires_grad_(True)
-            hidden = loaded.adapter.base(loaded.model)(inputs_embeds=xh, use_cache=False)
-            h_last = at_least_float32(hidden.last_hidden_state[0, -1])  # (d,) after the final norm
+            h_last = at_least_float32(states[length - 1])  # (d,)
             gen = torch.Generator().manual_seed(seed)
             sq = torch.zeros(length, dtype=h_last.dtype)
             for p in range(probes):
                 v = torch.randint(0, 2, h_last.shape, generator=gen).to(h_last.dtype) * 2 - 1
                 (g,) = torch.autograd.grad(
-                    h_last, xh, grad_outputs=v.to(h_last.device), retain_graph=p < probes - 1
+                    h_last, x, grad_outputs=v.to(h_last.device), retain_graph=p < probes - 1
                 )
-                sq += at_least_float32(g[0]).pow(2).sum(-1).cpu()
+                sq += at_least_float32(g[0, :length]).pow(2).sum(-1).cpu()
             sq /= probes
             jac = float(sq[start:end].sum().sqrt())
             total = float(sq.sum())

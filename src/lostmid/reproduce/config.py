@@ -30,9 +30,10 @@ of torch: the dose-response's (:data:`lostmid.reproduce.dose.DOSE_SCALES`), the 
 checkpoints' (:data:`lostmid.reproduce.checkpoints.CHECKPOINT_SCALES`) and their
 behaviour's (:data:`lostmid.reproduce.real_behaviour.REAL_SCALES`)."""
 DOSE_CHOICES = CHECKPOINT_CHOICES = REAL_CHOICES = SECTION_SCALES
-REAL_REMEDY_CHOICES = ("quick", "default", "off")
+REAL_REMEDY_CHOICES = REAL_LINK_CHOICES = ("quick", "default", "off")
 """The scales of the inference remedies on real checkpoints
-(:data:`lostmid.reproduce.real_remedies.REAL_REMEDY_SCALES`), and off."""
+(:data:`lostmid.reproduce.real_remedies.REAL_REMEDY_SCALES`) and of their structure-
+behaviour link (:data:`lostmid.reproduce.real_link.LINK_SCALES`), and off."""
 
 
 def check_section_value(option: str, value: str, saved: str, what: str) -> str:
@@ -90,6 +91,16 @@ def check_real_remedies(value: str) -> str:
     )
 
 
+def check_real_link(value: str) -> str:
+    """A scale of the real-checkpoint link section, ``off``, or a folder of finished runs
+    (``link.json`` in it or in ``MODEL/`` under it)."""
+    if value in REAL_LINK_CHOICES or (Path(value) / "link.json").is_file():
+        return value
+    return check_section_value(
+        "--real-link", value, "*/link.json", "a finished run of this section: OUT/real-link/SCALE"
+    )
+
+
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "quick": "Short contexts, short training (3 seeds each): about 4 min on 2 quiet CPUs "
     "(218 s measured, docs/BENCHMARKS.md).",
@@ -126,6 +137,11 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "multi-key needle, a claim row per remedy and checkpoint: quick (SmolLM2, 512 tokens, "
     "4 items a depth) | default (both, 1024 tokens, 20 a depth; about an hour each) | off "
     "(the default), or DIR (finished lostmid remedies --model runs).",
+    "real_link": "Structure and behaviour on the same prompts (issue 25): the gold "
+    "needle's share of the Jacobian and of the answer's gradient against greedy "
+    "correctness on SmolLM2-135M and Gemma 3 270M, and the random-init twin: quick "
+    "(SmolLM2, 512 tokens, 1 example a depth) | default (both, 1024 tokens, 20 a depth; "
+    "about 1.2 h each) | off (the default), or DIR (a finished OUT/real-link/SCALE).",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
@@ -179,6 +195,7 @@ class Scale:
     checkpoints: str = "default"  # the real-checkpoint section (reproduce.checkpoints)
     real_behaviour: str = "default"  # its behaviour (reproduce.real_behaviour)
     real_remedies: str = "off"  # inference remedies on them (reproduce.real_remedies)
+    real_link: str = "off"  # their influence against their behaviour (reproduce.real_link)
     vocab_size: int | None = 512
     depth_points: int | None = 6
     off_samples: int = 1
@@ -205,6 +222,7 @@ class Scale:
         check_checkpoints(self.checkpoints)  # real checkpoints (issue 24)
         check_real_behaviour(self.real_behaviour)  # their behaviour (issue 25)
         check_real_remedies(self.real_remedies)  # inference remedies on them (issue 25)
+        check_real_link(self.real_link)  # their influence against behaviour (issue 25)
         check_positive("batch size", self.batch_size)
 
     @property
@@ -261,6 +279,7 @@ SCALES = {
         dose="full",
         checkpoints="full",
         real_behaviour="full",
+        real_link="default",
     ),
 }
 """The named scales. Why they are what they are (the timings behind each choice are in

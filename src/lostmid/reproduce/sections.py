@@ -4,7 +4,8 @@ report. A section is one :class:`lostmid.reproduce.plan.Section`; adding one is 
 that defines it and one entry here (docs/ARCHITECTURE.md).
 
 >>> [section.key for section in SECTIONS]
-['training', 'behaviour', 'remedies', 'dose', 'checkpoints', 'real_behaviour', 'real_remedies']
+['training', 'behaviour', 'remedies', 'dose', 'checkpoints', 'real_behaviour', 'real_remedies',
+ 'real_link']
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from lostmid.reproduce import (
     checkpoints,
     dose,
     real_behaviour,
+    real_link,
     real_remedies,
     remedies,
     training,
@@ -28,4 +30,5 @@ SECTIONS: tuple[Section, ...] = (
     checkpoints.SECTION,
     real_behaviour.SECTION,
     real_remedies.SECTION,
+    real_link.SECTION,
 )

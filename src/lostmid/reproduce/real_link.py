@@ -1,0 +1,482 @@
+"""Structure and behaviour on the same prompts, on real checkpoints (issue 25, section 2):
+does the gold span's influence on a real LLM's output say where it loses what it read?
+
+For each example of RULER's multi-key needle at each depth (the behavioural section's
+task and prompts: chat template and answer prefix as ``lostmid retrieve`` renders them),
+one record (:func:`link_example`): greedy correctness (the value in a ``budget``-token
+reply, retrieve's ``substring`` rule) and the gold needle's reach on the answer
+(:func:`lostmid.influence.gold.gold_span_influence`): its share of the gradient of the
+answer's log p w.r.t. the input embeddings, and its share of measure's Jacobian norm
+``||d h_L / d e_j||^2`` (``probes`` Rademacher probes). The same prompts through the
+random-init twin (seed 0) are the control: what the topology alone gives the needle at
+each depth (``twin_per_depth`` examples: its effect spans decades, a few resolve it).
+
+The claim, one row per checkpoint, "its influence profile predicts where it loses the
+middle", is the link rule (:func:`lostmid.stats.link.link_verdict`, stated before any
+run, fed constructed yes / no / undecided data in its tests) on the Jacobian share, the
+influence ``measure`` defines and the paper reasons with: across depths, does the mean
+share by depth order the accuracy by depth (Spearman, stratified bootstrap)? supported
+-> reproduced, not supported -> not reproduced, else inconclusive. The gradient share and
+the within-depth answer (right vs wrong answers at one depth) are reported beside it.
+
+Scales (:data:`LINK_SCALES`): ``quick`` SmolLM2 at 512 tokens, one example a depth (a
+few minutes; fewer than 5 a depth decide nothing: inconclusive by the rule);
+``default`` both checkpoints at 1024 tokens, 20 examples a depth, four distractors (the
+behavioural section's calibrated difficulty; about 40 s an example on one CPU thread:
+about 1.2 h a checkpoint, off unless asked). Resumable: one JSON line per example in
+``FOLDER/examples.jsonl``; a run with more examples a depth grows a finished one (an
+example is drawn by its seed, index and depth). ``--real-link DIR`` reads finished runs
+back (``DIR/link.json`` or ``DIR/<model>/link.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lostmid.compare.claims import Claim
+from lostmid.errors import UserError
+from lostmid.files import read_json_object, write_text
+from lostmid.reproduce.plan import PerModelSection
+from lostmid.reproduce.real_behaviour import CHECKPOINTS
+from lostmid.stats.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_SUPPORTED,
+    REPRODUCED,
+    SUPPORTED,
+)
+
+CLAIM = "A real LLM's influence profile predicts where it loses the middle"
+PAPER = (
+    "a position's influence at the output decides whether what sits there is used (the "
+    "paper's practical reading of its U-shaped influence)"
+)
+RULE = (
+    "the link rule on the gold needle's share of measure's Jacobian norm: Spearman of "
+    "the mean share by depth and the greedy accuracy by depth, 95% stratified bootstrap; "
+    "reproduced when the interval lies above 0.5, not reproduced below, else inconclusive "
+    "(also with fewer than 5 examples at any depth)"
+)
+FOLDER = "real-link"
+RESULT = "link.json"
+EXAMPLES = "examples.jsonl"
+COMMAND = "real-link"
+DEPTHS = (0, 25, 50, 75, 100)
+PRETRAINED, TWIN = "pretrained", "twin0"
+SCORES = ("jacobian_share", "gradient_share")
+CLAIM_VERDICT = {SUPPORTED: REPRODUCED, NOT_SUPPORTED: NOT_REPRODUCED}
+
+
+@dataclass(frozen=True)
+class LinkScale:
+    """One scale of the section: which checkpoints, the task's size and difficulty."""
+
+    name: str
+    models: tuple[str, ...]
+    length: int
+    per_depth: int
+    distractors: int
+    twin_per_depth: int = 5
+    budget: int = 16
+    probes: int = 1
+    task: str = "niah-multikey"
+
+    def design(self, model: str, seed: int) -> dict[str, Any]:
+        """What decides the run's records (the claim of its folder)."""
+        return {
+            "model": model,
+            "task": self.task,
+            "length": self.length,
+            "distractors": self.distractors,
+            "depths": list(DEPTHS),
+            "per_depth": self.per_depth,
+            "twin_per_depth": min(self.twin_per_depth, self.per_depth),
+            "budget": self.budget,
+            "probes": self.probes,
+            "seed": seed,
+            "twin_seed": 0,
+            "chat_template": "auto",
+            "scoring": "substring",
+        }
+
+
+LINK_SCALES = {
+    "quick": LinkScale("quick", ("smollm2-135m",), 512, 1, 2, twin_per_depth=1),
+    "default": LinkScale("default", CHECKPOINTS, 1024, 20, 4),
+}
+
+
+def _grows(saved: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """More examples a depth (of the pretrained model or the twin), nothing else changed."""
+    counts = ("per_depth", "twin_per_depth")
+    same = {k: v for k, v in saved.items() if k not in counts}
+    return same == {k: v for k, v in wanted.items() if k not in counts} and all(
+        int(wanted[k]) >= int(saved[k]) for k in counts
+    )
+
+
+def link_example(
+    loaded: Any, tokenizer: Any, fmt: Any, design: Mapping[str, Any], depth: int, index: int
+) -> dict[str, Any]:
+    """One example's record: its design keys, the needle's token span, greedy
+    correctness (pretrained only: the twin's answers are noise) and the gold span's
+    reach (:meth:`lostmid.influence.gold.GoldSpanInfluence.record`)."""
+    import torch
+
+    from lostmid.behaviour.answers import answer_correct
+    from lostmid.behaviour.decoding import greedy_decode
+    from lostmid.behaviour.needles import needles_example
+    from lostmid.influence.gold import gold_span_influence
+
+    ex = needles_example(
+        seed=int(design["seed"]),
+        index=index,
+        depth=depth,
+        length=int(design["length"]),
+        variant=str(design["task"]),
+        distractors=int(design["distractors"]),
+        count_tokens=lambda s: len(tokenizer.encode(s)),
+    )
+    ids, span = fmt.encode_span(ex, tokenizer, *ex.spans[0])
+    right = None
+    if loaded.init == "pretrained":
+        with torch.no_grad():
+            (said,) = greedy_decode(
+                loaded.model,
+                [ids],
+                int(design["budget"]),
+                batch_size=1,
+                vocab_size=loaded.vocab_size,
+                device=loaded.input_device,
+            )
+        right = answer_correct(str(design["scoring"]), tokenizer.decode(said), ex.references)
+    reach = gold_span_influence(
+        loaded, ids, span, tokenizer.encode(ex.target), probes=int(design["probes"]), seed=index
+    )
+    return {"depth": depth, "index": index, "tokens": len(ids), "span": list(span)} | {
+        "right": right,
+        **reach.record(),
+    }
+
+
+def _read_examples(path: Path) -> list[dict[str, Any]]:
+    """The records of ``examples.jsonl``; a line cut short by a killed run is dropped
+    (and the file rewritten without it), so a resumed run recomputes only that one."""
+    if not path.is_file():
+        return []
+    lines = path.read_text().splitlines()
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    if len(records) != len(lines) or (lines and not path.read_text().endswith("\n")):
+        write_text(path, "".join(json.dumps(r) + "\n" for r in records))
+    return records
+
+
+def _append(path: Path, record: Mapping[str, Any]) -> None:
+    with path.open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def link_run(
+    design: Mapping[str, Any], folder: Path, *, console: Any = None, overwrite: bool = False
+) -> dict[str, Any]:
+    """Run (or resume, or grow) the link study of ``design`` in ``folder``: every example
+    of the pretrained model and its twin, then ``link.json`` (the summary, with the
+    run's configuration, versions, checkpoint and timings) and ``link.png``. Returns
+    the summary (:func:`summarise`)."""
+    from lostmid.behaviour.prompts import prompt_format
+    from lostmid.behaviour.tokenizers import tokenizer_for_model
+    from lostmid.models import load_model
+    from lostmid.runinfo import run_metadata, write_json
+    from lostmid.runs.claim import claim_out
+    from lostmid.runs.lock import lock_out
+    from lostmid.runs.progress import progress
+
+    begin = time.perf_counter()
+    folder = Path(folder)
+    with lock_out(folder, COMMAND):
+        try:
+            claim_out(
+                folder, COMMAND, dict(design), overwrite=overwrite, result=RESULT, grows=_grows
+            )
+        except UserError as err:  # a section's folder at another scale: start again
+            if "another configuration" not in str(err):
+                raise
+            claim_out(folder, COMMAND, dict(design), overwrite=True)
+            overwrite = True
+        path = folder / EXAMPLES
+        if overwrite and path.exists():
+            path.unlink()
+        records = _read_examples(path)
+        seen = {(r["model"], r["depth"], r["index"]) for r in records}
+        model = str(design["model"])
+        tokenizer = tokenizer_for_model(model)
+        fmt = prompt_format(str(design["chat_template"]), tokenizer, "on")
+        arms: tuple[tuple[str, str, int], ...] = (
+            (PRETRAINED, "pretrained", int(design["per_depth"])),
+            (TWIN, "random", int(design["twin_per_depth"])),
+        )
+        todo = [
+            (label, init, d, i)
+            for label, init, n in arms
+            for i in range(n)
+            for d in design["depths"]
+            if (label, d, i) not in seen
+        ]
+        checkpoint = None
+        with progress(f"real-link {model}", console=console) as bar:
+            task = bar.add_task(f"real-link {model}", total=len(todo))
+            for label, init, _n in arms:
+                mine = [t for t in todo if t[0] == label]
+                if not mine:
+                    continue
+                loaded = load_model(model, init=init, seed=int(design["twin_seed"]))
+                checkpoint = checkpoint or loaded.checkpoint
+                for _, _, depth, index in mine:
+                    t0 = time.perf_counter()
+                    record = {"model": label} | link_example(
+                        loaded, tokenizer, fmt, design, depth, index
+                    )
+                    record["seconds"] = time.perf_counter() - t0
+                    _append(path, record)
+                    records.append(record)
+                    bar.update(task, last=f"{label} depth {depth} #{index}")
+                    bar.advance(task)
+                del loaded
+        summary = summarise(records, design)
+        meta = run_metadata(
+            COMMAND, dict(design), int(design["seed"]), {"total": time.perf_counter() - begin}
+        )
+        meta["checkpoint"] = checkpoint
+        meta["example_seconds"] = float(sum(r.get("seconds", 0.0) for r in records))
+        write_json(folder / RESULT, summary | {"metadata": meta})
+        plot_link(summary, folder / "link.png")
+    return summary
+
+
+def summarise(records: Sequence[Mapping[str, Any]], design: Mapping[str, Any]) -> dict[str, Any]:
+    """Per depth: accuracy (Wilson 95%), mean shares of the pretrained model and the twin;
+    the link rule on each share (:data:`SCORES`). Only the design's examples count."""
+    from lostmid.stats import wilson_interval
+    from lostmid.stats.link import link_verdict
+
+    counts = {PRETRAINED: int(design["per_depth"]), TWIN: int(design["twin_per_depth"])}
+    mine = [r for r in records if r["index"] < counts.get(r["model"], 0)]
+    pre = sorted(
+        (r for r in mine if r["model"] == PRETRAINED), key=lambda r: (r["depth"], r["index"])
+    )
+    twin = [r for r in mine if r["model"] == TWIN]
+
+    def mean(rows: list[Mapping[str, Any]], key: str) -> float | None:
+        return float(np.mean([r[key] for r in rows])) if rows else None
+
+    by_depth = []
+    for depth in design["depths"]:
+        p = [r for r in pre if r["depth"] == depth]
+        t = [r for r in twin if r["depth"] == depth]
+        k = sum(bool(r["right"]) for r in p)
+        low, high = wilson_interval(k, len(p)) if p else (None, None)
+        by_depth.append(
+            {
+                "depth": depth,
+                "n": len(p),
+                "correct": k,
+                "accuracy": k / len(p) if p else None,
+                "ci_low": low,
+                "ci_high": high,
+                "answer_logp": mean(p, "answer_logp"),
+                "jacobian_share": mean(p, "jacobian_share"),
+                "gradient_share": mean(p, "gradient_share"),
+                "twin_n": len(t),
+                "twin_jacobian_share": mean(t, "jacobian_share"),
+                "twin_gradient_share": mean(t, "gradient_share"),
+            }
+        )
+    verdicts = {}
+    if len(pre) >= 4:
+        for score in SCORES:
+            verdicts[score] = link_verdict(
+                [r["depth"] for r in pre], [bool(r["right"]) for r in pre], [r[score] for r in pre]
+            ).record()
+    return {
+        "model": design["model"],
+        "design": dict(design),
+        "by_depth": by_depth,
+        "link": verdicts,
+    }
+
+
+def link_stage(scale: str, model: str, seed: int, folder: Path) -> dict[str, Any]:
+    """The section's stage: :func:`link_run` at ``scale``; the summary with its folder."""
+    summary = link_run(LINK_SCALES[scale].design(model, seed), folder)
+    return summary | {"folder": str(folder)}
+
+
+def plot_link(summary: Mapping[str, Any], path: Path) -> Path:
+    """Accuracy by depth (Wilson 95%) beside the needle's mean Jacobian and gradient
+    shares by depth, pretrained and its random-init twin (log scale)."""
+    from lostmid.report.plots import new_figure, save_figure
+
+    rows = summary["by_depth"]
+    depth = [r["depth"] for r in rows]
+    fig = new_figure((9.0, 3.4))
+    left, right = fig.subplots(1, 2)
+    acc = [np.nan if r["accuracy"] is None else r["accuracy"] for r in rows]
+    lo = [0.0 if r["ci_low"] is None else a - r["ci_low"] for a, r in zip(acc, rows, strict=True)]
+    hi = [0.0 if r["ci_high"] is None else r["ci_high"] - a for a, r in zip(acc, rows, strict=True)]
+    left.errorbar(depth, acc, yerr=[lo, hi], marker="o", capsize=3, color="tab:blue")
+    left.set(xlabel="needle depth (%)", ylabel="greedy accuracy", ylim=(-0.02, 1.02))
+    left.set_title(f"{summary['model']}: accuracy", fontsize=9)
+    for key, label, style in (
+        ("jacobian_share", "Jacobian share", "-o"),
+        ("gradient_share", "gradient share", "--s"),
+        ("twin_jacobian_share", "Jacobian share, random-init twin", ":^"),
+    ):
+        values = [np.nan if r[key] is None else max(r[key], 1e-12) for r in rows]
+        right.plot(depth, values, style, label=label)
+    right.set(xlabel="needle depth (%)", ylabel="needle's share", yscale="log")
+    right.set_title("the needle's reach on the answer", fontsize=9)
+    right.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def _ci(block: Mapping[str, Any] | None) -> str:
+    if not block or block.get("value") is None:
+        return "n/a"
+    if block.get("low") is None:
+        return f"{block['value']:+.2f} [n/a]"
+    return f"{block['value']:+.2f} [{block['low']:+.2f}, {block['high']:+.2f}]"
+
+
+def _share(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def claim_verdict(run: Mapping[str, Any]) -> str:
+    """The claim's verdict: the link rule's across-depth answer on the Jacobian share.
+
+    >>> claim_verdict({"link": {"jacobian_share": {"across_depths": {"verdict": "supported"}}}})
+    'reproduced'
+    >>> claim_verdict({"link": {}})
+    'inconclusive'
+    """
+    block = run["link"].get("jacobian_share")
+    verdict = block["across_depths"]["verdict"] if block else INCONCLUSIVE
+    return CLAIM_VERDICT.get(str(verdict), INCONCLUSIVE)
+
+
+@dataclass(frozen=True)
+class RealLink:
+    """The section's result: one summary per checkpoint (:func:`summarise` and its
+    folder)."""
+
+    source: str
+    runs: tuple[Mapping[str, Any], ...]
+
+    @property
+    def claims(self) -> tuple[Claim, ...]:
+        rows = []
+        for run in self.runs:
+            d, link = run["design"], run["link"]
+            jac, grad = link.get("jacobian_share", {}), link.get("gradient_share", {})
+            curve = " / ".join(
+                f"{r['correct']}/{r['n']}:{_share(r['jacobian_share'])}" for r in run["by_depth"]
+            )
+            ours = (
+                f"{run['model']}: {d['task']} at {d['length']} tokens, {d['per_depth']} "
+                f"examples a depth; correct:Jacobian share by depth {curve}; across depths "
+                f"Spearman {_ci(jac.get('across_depths'))}, within depths AUC "
+                f"{_ci(jac.get('within_depths'))}; gradient share across "
+                f"{_ci(grad.get('across_depths'))}"
+            )
+            rows.append(Claim(CLAIM, PAPER, ours, claim_verdict(run), RULE))
+        return tuple(rows)
+
+    def table(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "model": run["model"],
+                "depth %": r["depth"],
+                "correct": f"{r['correct']}/{r['n']}",
+                "Jacobian share": _share(r["jacobian_share"]),
+                "gradient share": _share(r["gradient_share"]),
+                "twin's Jacobian share": _share(r["twin_jacobian_share"]),
+            }
+            for run in self.runs
+            for r in run["by_depth"]
+        ]
+
+    def paragraphs(self) -> tuple[str, ...]:
+        lines = [
+            f"Runs: {self.source}. On each checkpoint's own prompts (RULER's multi-key "
+            "needle, as the behavioural section asks it), each example's greedy answer is "
+            "scored and the needle's reach on the answer measured: its share of measure's "
+            "Jacobian norm of the last hidden state, and its share of the gradient of the "
+            "answer's log-probability. The random-init twin on the same prompts shows what "
+            "the topology alone gives the needle.",
+        ]
+        for run in self.runs:
+            parts = []
+            for score in SCORES:
+                block = run["link"].get(score)
+                if block:
+                    parts.append(
+                        f"{score.replace('_', ' ')}: across depths "
+                        f"{block['across_depths']['verdict']}, within depths "
+                        f"{block['within_depths']['verdict']}"
+                    )
+            lines.append(f"{run['model']}: " + ("; ".join(parts) or "too few examples") + ".")
+            lines.append(f"Files: {run['folder']}.")
+        lines.append("Rule: " + RULE + ".")
+        return tuple(lines)
+
+    def record(self) -> dict[str, Any]:
+        return {"source": self.source, "runs": list(self.runs), "claims": list(self.claims)}
+
+    @classmethod
+    def read(cls, folder: Path) -> RealLink:
+        """The runs of ``--real-link DIR``: ``DIR/link.json`` or every ``DIR/<model>/link.json``."""
+        folder = Path(folder)
+        paths = [folder / RESULT] if (folder / RESULT).is_file() else []
+        paths = paths or sorted(folder.glob(f"*/{RESULT}"))
+        runs = []
+        for path in paths:
+            result = read_json_object(path, option="--real-link")
+            if "by_depth" not in result or "design" not in result:
+                raise UserError(f"--real-link {path}: not the result of a real-link run")
+            summary = {k: v for k, v in result.items() if k != "metadata"}
+            runs.append(summary | {"folder": str(path.parent)})
+        if not runs:
+            raise UserError(f"--real-link {folder}: no {RESULT} or MODEL/{RESULT} there")
+        return cls(f"the runs in {folder}", tuple(runs))
+
+
+class RealLinkPlugin(PerModelSection):
+    """The section (:class:`lostmid.reproduce.plan.Section`), key ``real_link``;
+    ``--real-link`` chooses its scale (:func:`lostmid.reproduce.config.check_real_link`)."""
+
+    key = "real_link"
+    title = "Real checkpoints: does the influence profile predict where the middle is lost?"
+    figure_prefix = "real-link-"
+    scales = LINK_SCALES
+    folder = FOLDER
+    figure = "link.png"
+    result_type = RealLink
+    stage = staticmethod(link_stage)
+
+
+SECTION = RealLinkPlugin()
