@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from lostmid.compare.claims import Claim
@@ -165,6 +165,47 @@ class PerModelSection(StandardSection):
             f"{self.folder}-{model_slug(run['model'])}": Path(run["folder"]) / self.figure
             for run in value.runs
         }
+
+
+@dataclass(frozen=True)
+class SectionRuns:
+    """The result of a :class:`PerModelSection`: where its runs came from (``source``)
+    and one summary record per run (``runs``). A subclass names its :attr:`result_file`
+    and :attr:`option`, writes :meth:`summary` (a result file's summary) and the
+    section's ``claims``, ``table`` and ``paragraphs``; the record and the reading of a
+    folder are these."""
+
+    source: str
+    runs: tuple[Mapping[str, Any], ...]
+    result_file: ClassVar[str] = ""
+    option: ClassVar[str] = ""  # the reproduce option that names a folder of runs
+
+    @classmethod
+    def summary(cls, result: dict[str, Any], folder: Path) -> Mapping[str, Any]:
+        """One run's summary from its result file (raises a one-line UserError for a
+        file that is not such a run's)."""
+        raise NotImplementedError
+
+    def record(self) -> dict[str, Any]:
+        claims = self.claims  # type: ignore[attr-defined]
+        return {"source": self.source, "runs": list(self.runs), "claims": list(claims)}
+
+    @classmethod
+    def read(cls, folder: Path) -> Any:
+        """The runs of ``OPTION DIR``: ``DIR/RESULT`` (one run's folder) or every
+        ``DIR/<model>/RESULT`` (a section's folder)."""
+        from lostmid.errors import UserError
+        from lostmid.files import read_json_object
+
+        folder = Path(folder)
+        one = folder / cls.result_file
+        paths = [one] if one.is_file() else sorted(folder.glob(f"*/{cls.result_file}"))
+        runs = [cls.summary(read_json_object(p, option=cls.option), p.parent) for p in paths]
+        if not runs:
+            raise UserError(
+                f"{cls.option} {folder}: no {cls.result_file} or MODEL/{cls.result_file} there"
+            )
+        return cls(f"the runs in {folder}", tuple(runs))
 
 
 def run_replacing(run: Callable[..., Any], config: Any, folder: Path) -> None:

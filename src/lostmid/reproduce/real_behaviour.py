@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.compare.claims import Claim
-from lostmid.errors import UserError
 from lostmid.files import read_json_object
-from lostmid.reproduce.plan import PerModelSection, run_replacing
+from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 CLAIM = "A real LLM loses the middle"
@@ -138,11 +137,15 @@ def summary_record(result: Mapping[str, Any], model: str, folder: Path) -> dict[
 
 
 @dataclass(frozen=True)
-class RealBehaviour:
+class RealBehaviour(SectionRuns):
     """The section's result: one summary record per checkpoint (:func:`summary_record`)."""
 
-    source: str
-    runs: tuple[Mapping[str, Any], ...]
+    result_file = RESULT
+    option = "--real-behaviour"
+
+    @classmethod
+    def summary(cls, result: dict[str, Any], folder: Path) -> Mapping[str, Any]:
+        return summary_record(result, str(result["model"]["model"]), folder)
 
     @property
     def claims(self) -> tuple[Claim, ...]:
@@ -196,20 +199,6 @@ class RealBehaviour:
             )
         lines.append("Rule: " + RULE + ".")
         return tuple(lines)
-
-    def record(self) -> dict[str, Any]:
-        return {"source": self.source, "runs": list(self.runs), "claims": list(self.claims)}
-
-    @classmethod
-    def read(cls, folder: Path) -> RealBehaviour:
-        """The runs of ``--real-behaviour DIR``: every ``DIR/<model>/retrieve.json``."""
-        runs = []
-        for path in sorted(Path(folder).glob(f"*/{RESULT}")):  # DIR/<model>/retrieve.json
-            result = read_json_object(path, option="--real-behaviour")
-            runs.append(summary_record(result, str(result["model"]["model"]), path.parent))
-        if not runs:
-            raise UserError(f"--real-behaviour {folder}: no MODEL/{RESULT} there")
-        return cls(f"the runs in {folder}", tuple(runs))
 
 
 def _axis(run: Mapping[str, Any]) -> str:

@@ -43,8 +43,8 @@ import numpy as np
 
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
-from lostmid.files import read_json_object, write_text
-from lostmid.reproduce.plan import PerModelSection
+from lostmid.files import write_text
+from lostmid.reproduce.plan import PerModelSection, SectionRuns
 from lostmid.reproduce.real_behaviour import CHECKPOINTS
 from lostmid.stats.verdicts import (
     INCONCLUSIVE,
@@ -380,12 +380,18 @@ def claim_verdict(run: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class RealLink:
+class RealLink(SectionRuns):
     """The section's result: one summary per checkpoint (:func:`summarise` and its
     folder)."""
 
-    source: str
-    runs: tuple[Mapping[str, Any], ...]
+    result_file = RESULT
+    option = "--real-link"
+
+    @classmethod
+    def summary(cls, result: dict[str, Any], folder: Path) -> Mapping[str, Any]:
+        if "by_depth" not in result or "design" not in result:
+            raise UserError(f"--real-link {folder / RESULT}: not the result of a real-link run")
+        return {k: v for k, v in result.items() if k != "metadata"} | {"folder": str(folder)}
 
     @property
     def claims(self) -> tuple[Claim, ...]:
@@ -443,26 +449,6 @@ class RealLink:
             lines.append(f"Files: {run['folder']}.")
         lines.append("Rule: " + RULE + ".")
         return tuple(lines)
-
-    def record(self) -> dict[str, Any]:
-        return {"source": self.source, "runs": list(self.runs), "claims": list(self.claims)}
-
-    @classmethod
-    def read(cls, folder: Path) -> RealLink:
-        """The runs of ``--real-link DIR``: ``DIR/link.json`` or every ``DIR/<model>/link.json``."""
-        folder = Path(folder)
-        paths = [folder / RESULT] if (folder / RESULT).is_file() else []
-        paths = paths or sorted(folder.glob(f"*/{RESULT}"))
-        runs = []
-        for path in paths:
-            result = read_json_object(path, option="--real-link")
-            if "by_depth" not in result or "design" not in result:
-                raise UserError(f"--real-link {path}: not the result of a real-link run")
-            summary = {k: v for k, v in result.items() if k != "metadata"}
-            runs.append(summary | {"folder": str(path.parent)})
-        if not runs:
-            raise UserError(f"--real-link {folder}: no {RESULT} or MODEL/{RESULT} there")
-        return cls(f"the runs in {folder}", tuple(runs))
 
 
 class RealLinkPlugin(PerModelSection):

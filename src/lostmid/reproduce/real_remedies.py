@@ -32,7 +32,7 @@ from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.files import read_json_object
 from lostmid.remedies.stats import RULE as REMEDY_RULE
-from lostmid.reproduce.plan import PerModelSection, run_replacing
+from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.reproduce.real_behaviour import CHECKPOINTS
 from lostmid.stats.verdicts import (
     DOES_NOT_WORK,
@@ -155,11 +155,20 @@ def _curve(arm: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class RealRemedies:
+class RealRemedies(SectionRuns):
     """The section's result: one summary record per checkpoint (:func:`summary_record`)."""
 
-    source: str
-    runs: tuple[Mapping[str, Any], ...]
+    result_file = RESULT
+    option = "--real-remedies"
+
+    @classmethod
+    def summary(cls, result: dict[str, Any], folder: Path) -> Mapping[str, Any]:
+        if not result.get("config", {}).get("model"):
+            raise UserError(
+                f"--real-remedies {folder / RESULT}: a run of training-time remedies; give a "
+                "run of inference remedies on a model (lostmid remedies --model ...)"
+            )
+        return summary_record(result, folder)
 
     @property
     def claims(self) -> tuple[Claim, ...]:
@@ -210,29 +219,6 @@ class RealRemedies:
             lines.append(f"{run['model']}: files {run['folder']}.")
         lines.append("Rule: " + RULE.rstrip(".") + ".")
         return tuple(lines)
-
-    def record(self) -> dict[str, Any]:
-        return {"source": self.source, "runs": list(self.runs), "claims": list(self.claims)}
-
-    @classmethod
-    def read(cls, folder: Path) -> RealRemedies:
-        """The runs of ``--real-remedies DIR``: ``DIR/remedies.json`` or every
-        ``DIR/<model>/remedies.json``."""
-        folder = Path(folder)
-        paths = [folder / RESULT] if (folder / RESULT).is_file() else []
-        paths = paths or sorted(folder.glob(f"*/{RESULT}"))
-        runs = []
-        for path in paths:
-            result = read_json_object(path, option="--real-remedies")
-            if not result.get("config", {}).get("model"):
-                raise UserError(
-                    f"--real-remedies {path}: a run of training-time remedies; give a run "
-                    "of inference remedies on a model (lostmid remedies --model ...)"
-                )
-            runs.append(summary_record(result, path.parent))
-        if not runs:
-            raise UserError(f"--real-remedies {folder}: no {RESULT} or MODEL/{RESULT} there")
-        return cls(f"the runs in {folder}", tuple(runs))
 
 
 class RealRemediesPlugin(PerModelSection):
