@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("behaviour",),
     ("remedies",),
     ("reproduce",),
+    ("capabilities",),
     ("sweep",),
     ("cli",),
 )

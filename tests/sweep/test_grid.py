@@ -175,7 +175,7 @@ def test_a_cuda_unit_asks_for_a_gpu_unless_told_otherwise() -> None:
         (
             {"task": "thoery"},
             r"^--task 'thoery' unknown; choose one of theory, measure, train, "
-            r"train-retrieval, retrieve, remedies, reproduce$",
+            r"train-retrieval, reproduce, retrieve, remedies$",
         ),
         ({"task": "retrieve", "params": ["pairz=3"]}, r"^task retrieve has no parameter .pairz."),
         ({"task": None}, r"^give --task"),

@@ -14,6 +14,7 @@ and transformers (seconds) and are imported when the command runs, so ``lostmid
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import Annotated
@@ -24,17 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer import exceptions as typer_exceptions
 
-from lostmid.cli import (
-    ablate,
-    compare,
-    measure,
-    remedies,
-    reproduce,
-    retrieve,
-    sweep,
-    theory,
-    train,
-)
+from lostmid.capabilities import commands
 from lostmid.errors import UserError
 from lostmid.files import disk_full_error, is_disk_full
 from lostmid.runs.lock import HELP as LOCK_HELP
@@ -57,8 +48,8 @@ def _root(
         os.environ[WAIT_ENV] = str(LockConfig(wait).wait)
 
 
-# one module per command, each defining COMMAND; registered in the order of --help
-COMMANDS = (theory, measure, train, compare, reproduce, ablate, sweep, retrieve, remedies)
+# one module per command (lostmid.cli.NAME, defining COMMAND), in the registry's order
+COMMANDS = tuple(importlib.import_module(f"lostmid.cli.{name}") for name in commands())
 for _module in COMMANDS:
     app.command(_module.__name__.rsplit(".", 1)[1])(_module.COMMAND)
 

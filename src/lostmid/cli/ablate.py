@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lostmid.ablate.config import ABLATE_HELP, AblationConfig, parse_rungs
+from lostmid.capabilities import capability
 from lostmid.checks import seed_arg
 from lostmid.cli.options import (
     Flag,
@@ -31,7 +32,7 @@ def _run(*, out: Any, overwrite: bool, no_size_check: bool, **fields: Any) -> No
 
 COMMAND = command(
     "ablate",
-    "Ablation ladder: which real ingredient (MLP, logits, positions, norms) breaks the theory.",
+    capability("ablate").summary,
     [
         *options(AblationConfig, ABLATE_HELP, flags=FLAGS),
         out_option("ablate"),

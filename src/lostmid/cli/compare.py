@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lostmid.capabilities import capability
 from lostmid.cli.options import (
     Flag,
     command,
@@ -28,7 +29,7 @@ def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
 
 COMMAND = command(
     "compare",
-    "Theory (given, predicted, fitted) and naive baselines against measured profiles.",
+    capability("compare").summary,
     [*options(CompareConfig, HELP, flags=FLAGS), out_option("compare"), overwrite_option()],
     _run,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lostmid.capabilities import capability
 from lostmid.cli.options import Flag, command, console, options, out_option, overwrite_option
 from lostmid.influence.config import HELP, MeasureConfig
 
@@ -19,7 +20,7 @@ def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
 
 COMMAND = command(
     "measure",
-    "Measure the influence profile ||d h_t / d x_j||_F of a real transformer.",
+    capability("measure").summary,
     [*options(MeasureConfig, HELP, flags=FLAGS), out_option("measure"), overwrite_option()],
     _run,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lostmid.capabilities import capability
 from lostmid.checks import seed_arg
 from lostmid.cli.options import (
     Flag,
@@ -42,7 +43,7 @@ def _run(*, out: Any, overwrite: bool, no_size_check: bool, **values: Any) -> No
 
 COMMAND = command(
     "remedies",
-    "Remedies for the valley against the baseline at equal budget, over seeds.",
+    capability("remedies").summary,
     [
         *options(RemediesConfig, HELP, flags=FLAGS),
         *backend_options(),

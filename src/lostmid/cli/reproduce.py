@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from lostmid.capabilities import capability
 from lostmid.checks import seed_arg
 from lostmid.cli.options import (
     Flag,
@@ -62,7 +63,7 @@ def _run(*, quick: bool, full: bool, out: Any, overwrite: bool, **values: Any) -
 
 COMMAND = command(
     "reproduce",
-    "Main job: the paper's core experiments end to end -> report.html, claims.json.",
+    capability("reproduce").summary,
     [
         extra("quick", bool, False, help=HELP["quick"]),
         extra("full", bool, False, help=HELP["full"]),

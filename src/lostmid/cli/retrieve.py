@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lostmid.behaviour.retrieve_config import HELP, RetrieveConfig
+from lostmid.capabilities import capability
 from lostmid.cli.options import (
     Flag,
     comma_ints,
@@ -53,8 +54,7 @@ def _run(*, out: Any, overwrite: bool, no_size_check: bool, **fields: Any) -> No
 
 COMMAND = command(
     "retrieve",
-    "Retrieval accuracy by gold position (Liu's kv, RULER's needle, MQAR, your data), over "
-    "one length or a length x depth grid.",
+    capability("retrieve").summary,
     [
         *options(RetrieveConfig, HELP, flags=FLAGS),
         out_option("retrieve"),

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from lostmid.capabilities import capability
 from lostmid.cli.options import (
     Flag,
     command,
@@ -86,8 +87,7 @@ def _run(
 
 COMMAND = command(
     "sweep",
-    "Run a grid of units (theory, measure, train, retrieve, remedies, reproduce) in-process "
-    "or on Ray; resumable.",
+    capability("sweep").summary,
     [
         extra("task", str | None, None, help=HELP["task"]),
         extra("models", str | None, None, help=HELP["models"]),

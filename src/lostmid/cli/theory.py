@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lostmid.capabilities import capability
 from lostmid.cli.options import Flag, command, console, options, out_option, overwrite_option
 from lostmid.theory.run import HELP, TheoryConfig
 
@@ -21,7 +22,7 @@ def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
 
 COMMAND = command(
     "theory",
-    "Exact theory: the influence of every position on the target after H layers.",
+    capability("theory").summary,
     [*options(TheoryConfig, HELP, flags=FLAGS), out_option("theory"), overwrite_option()],
     _run,
 )

@@ -10,6 +10,7 @@ from typing import Any
 from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP
 from lostmid.behaviour.training.config import RetrievalTrainConfig
 from lostmid.behaviour.training.task import RetrievalTask
+from lostmid.capabilities import capability
 from lostmid.cli.options import (
     Flag,
     command,
@@ -99,8 +100,7 @@ def _run(
 
 COMMAND = command(
     "train",
-    "Train a small causal LM and measure its position bias at log-spaced checkpoints.\n\n"
-    "With --task kv|mqar the model learns retrieval instead, evaluated by gold position.",
+    capability("train").summary,
     [
         *options(TrainConfig, HELP, flags=TRAIN_FLAGS, only=("preset", "steps", "corpus")),
         extra("config", Path | None, None, help=HELP["config"]),

@@ -1,23 +1,16 @@
-"""The one registry of sweepable tasks: task name -> how to build its config and run it.
-
-This is the only module of :mod:`lostmid.sweep` that knows the library's entry points.
-When a ``run_X`` signature or config class changes, adapt the builder and runner here.
+"""The sweep's tasks: each sweepable capability (:mod:`lostmid.capabilities`, the one
+registry of what lostmid runs: its run function, result file and headline numbers) with
+what a sweep adds to it: its parameters and their defaults, its grid axes, how a unit's
+parameters become its config, and how a unit reruns.
 
 A runner writes the task's usual files into the unit's own folder and returns a small
-JSON-ready summary: ``{"file": NAME, ...headline numbers}``, where ``file`` is the main
-result file in that folder. Headline numbers are read back from the written file, so a
-runner does not depend on the return type of ``run_X``.
-
-Registered: ``theory`` (:func:`lostmid.theory.run.run_theory`), ``measure``
-(:func:`lostmid.influence.run.run_measure`), ``train``
-(:func:`lostmid.train.run.run_training`), ``train-retrieval``
-(:func:`lostmid.behaviour.training.run_retrieval_training`: ``lostmid train --task``; resumes a unit
-that was interrupted, and summarises the finished units as the depth dose-response,
-:mod:`lostmid.behaviour.dose`), ``retrieve``
-(:func:`lostmid.behaviour.run.run_retrieve`), ``remedies``
-(:func:`lostmid.remedies.run.run_remedies`) and ``reproduce``
-(:func:`lostmid.reproduce.run.run_reproduce`: a whole reproduce run per unit, e.g. one
-per model and seed; its own stages resume inside the unit's folder).
+JSON-ready summary: ``{"file": NAME, ...headline numbers}``, read back from the written
+file (:meth:`~lostmid.capabilities.Capability.headline_of`), so a runner does not depend
+on the return type of ``run_X``. Units of ``theory``, ``measure``, ``train`` and
+``retrieve`` recompute; ``remedies`` and ``reproduce`` resume their own stages inside the
+unit's folder; ``train-retrieval`` (``lostmid train --task``) resumes an interrupted
+unit and summarises the finished units as the depth dose-response
+(:mod:`lostmid.behaviour.dose`).
 
 >>> sorted(TASKS)
 ['measure', 'remedies', 'reproduce', 'retrieve', 'theory', 'train', 'train-retrieval']
@@ -34,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lostmid.capabilities import capability, sweepable
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
-from lostmid.files import read_json
 
 Params = Mapping[str, Any]
 Summarise = Callable[[Sequence[tuple[Params, Path]], Path], dict[str, Any]]
@@ -112,10 +105,6 @@ def _fields(cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     return out
 
 
-def _read(folder: Path, name: str) -> Any:
-    return read_json(folder / name)
-
-
 def _on_cuda(params: Params) -> bool:
     return str(params.get("device", "cpu")).startswith("cuda")
 
@@ -136,17 +125,6 @@ def _build_theory(params: Params) -> Any:
     return TheoryConfig(**params)  # validates on construction (mask, schedule, kernel)
 
 
-def _run_theory(config: Any, folder: Path) -> dict[str, Any]:
-    from lostmid.theory.run import run_theory
-
-    run_theory(config, out=folder, overwrite=True, console=None)
-    written = _read(folder, "theory.json")
-    return {
-        "file": "theory.json",
-        "log10_peak_to_valley": written.get("log10_peak_to_valley"),
-    }
-
-
 # -- measure ---------------------------------------------------------------------------
 
 
@@ -161,19 +139,6 @@ def _build_measure(params: Params) -> Any:
     from lostmid.influence.config import MeasureConfig
 
     return MeasureConfig(**params)  # validates on construction
-
-
-def _run_measure(config: Any, folder: Path) -> dict[str, Any]:
-    from lostmid.influence.run import run_measure
-
-    run_measure(config, out=folder, overwrite=True, console=None)
-    written = _read(folder, "measure.json")
-    return {
-        "file": "measure.json",
-        "peak_to_valley": written.get("summary", {}).get("peak_to_valley"),
-        "max_relative_stderr": written.get("max_relative_stderr"),
-        "residual_strength_mean": written.get("residual_strength_mean"),
-    }
 
 
 # -- train -----------------------------------------------------------------------------
@@ -204,20 +169,6 @@ def _build_train(params: Params) -> Any:
         else:
             data[name] = value
     return from_dict(data)  # the preset (default tiny), then these changes; validated
-
-
-def _run_train(config: Any, folder: Path) -> dict[str, Any]:
-    from lostmid.train.run import run_training
-
-    run_training(config, out=folder, overwrite=True, console=None)
-    written = _read(folder, "dynamics.json")
-    last = written["records"][-1] if written.get("records") else {}
-    return {
-        "file": "dynamics.json",
-        "steps": last.get("step"),
-        "heldout_loss": last.get("heldout_loss"),
-        "tokens_per_second": written.get("tokens_per_second"),
-    }
 
 
 # -- train-retrieval -------------------------------------------------------------------
@@ -253,15 +204,7 @@ def _run_train_retrieval(config: Any, folder: Path) -> dict[str, Any]:
 
     resume = can_resume(config, folder)  # an interrupted unit continues where it was
     run_retrieval_training(config, out=folder, overwrite=not resume, resume=resume, console=None)
-    written = _read(folder, "retrieval.json")
-    learning = written.get("learning") or {}
-    return {
-        "file": "retrieval.json",
-        "final_accuracy": written.get("final_accuracy"),
-        "order": learning.get("order"),
-        "structural_primacy": learning.get("structural_primacy"),
-        "cpu_seconds": written.get("cpu_seconds"),
-    }
+    return capability("train-retrieval").headline_of(folder)
 
 
 def _summarise_train_retrieval(units: Sequence[tuple[Params, Path]], out: Path) -> dict[str, Any]:
@@ -286,18 +229,6 @@ def _build_retrieve(params: Params) -> Any:
     return RetrieveConfig(**{"model": "tiny-qwen2", **params})  # validates on construction
 
 
-def _run_retrieve(config: Any, folder: Path) -> dict[str, Any]:
-    from lostmid.behaviour.run import run_retrieve
-
-    run_retrieve(config, out=folder, overwrite=True, console=None)
-    summary = _read(folder, "retrieve.json")["summary"]
-    return {
-        "file": "retrieve.json",
-        "mean_accuracy": summary.get("mean_accuracy"),
-        "gap": (summary.get("gap") or {}).get("estimate"),
-    }
-
-
 # -- remedies --------------------------------------------------------------------------
 # Axis flags: --models are retrieval presets; --seeds the unit's own seeds (first,
 # count). ``remedies`` lists the remedies of one unit joined by "+" (a comma would make
@@ -319,19 +250,6 @@ def _build_remedies(params: Params) -> Any:
     if "remedies" in changes:
         changes["remedies"] = tuple(str(changes["remedies"]).split("+"))
     return RemediesConfig(**changes)  # validates on construction
-
-
-def _run_remedies(config: Any, folder: Path) -> dict[str, Any]:
-    from lostmid.remedies.run import run_remedies
-
-    run_remedies(config, out=folder, console=None)
-    written = _read(folder, "remedies.json")["remedies"]
-    verdicts = [r.get("verdict") for r in written if r.get("verdict")]
-    return {
-        "file": "remedies.json",
-        "remedies": len(written),
-        "works": sum(v == "works" for v in verdicts),
-    }
 
 
 # -- reproduce -------------------------------------------------------------------------
@@ -364,77 +282,74 @@ def _build_reproduce(params: Params) -> Any:
     )
 
 
-def _run_reproduce(config: Any, folder: Path) -> dict[str, Any]:
-    from lostmid.reproduce.run import run_reproduce
+def _runner(name: str, *, overwrite: bool) -> Callable[[Any, Path], dict[str, Any]]:
+    """Run the capability ``name`` into the unit's folder (``overwrite``: recompute; else
+    the run resumes its own stages) and read its headline back
+    (:meth:`lostmid.capabilities.Capability.headline_of`)."""
 
-    run_reproduce(config, out=folder, console=None)
-    claims = _read(folder, "claims.json")
-    verdicts = [c["verdict"] for c in claims]
-    return {
-        "file": "reproduce.json",
-        "claims": len(verdicts),
-        "reproduced": verdicts.count("reproduced"),
-    }
+    def run(config: Any, folder: Path) -> dict[str, Any]:
+        spec = capability(name)
+        spec.run_function()(config, out=folder, overwrite=overwrite, console=None)
+        return spec.headline_of(folder)
+
+    return run
 
 
-TASKS: dict[str, TaskSpec] = {
-    "theory": TaskSpec(
-        name="theory",
-        defaults=_theory_defaults,
-        axes={"seeds": "seed", "lengths": "length"},
-        build=_build_theory,
-        run=_run_theory,
-    ),
-    "measure": TaskSpec(
-        name="measure",
-        defaults=_measure_defaults,
-        axes={"models": "model", "seeds": "seed", "lengths": "length"},
-        build=_build_measure,
-        run=_run_measure,
-        needs_gpu=_on_cuda,
-    ),
-    "train": TaskSpec(
-        name="train",
-        defaults=_train_defaults,
-        axes={"models": "preset", "seeds": "seed", "lengths": "context"},
-        build=_build_train,
-        run=_run_train,
-        needs_gpu=_on_cuda,
-    ),
-    "train-retrieval": TaskSpec(
-        name="train-retrieval",
-        defaults=_train_retrieval_defaults,
-        axes={"models": "preset", "seeds": "seed"},
-        build=_build_train_retrieval,
-        run=_run_train_retrieval,
-        summarise=_summarise_train_retrieval,
-    ),
-    "retrieve": TaskSpec(
-        name="retrieve",
-        defaults=_retrieve_defaults,
-        axes={"models": "model", "seeds": "seed", "lengths": "length"},
-        build=_build_retrieve,
-        run=_run_retrieve,
-        needs_gpu=_on_cuda,
-    ),
-    "remedies": TaskSpec(
-        name="remedies",
-        defaults=_remedies_defaults,
-        axes={"models": "preset", "seeds": "seed"},
-        build=_build_remedies,
-        run=_run_remedies,
-        seed_count="seeds",
-    ),
-    "reproduce": TaskSpec(
-        name="reproduce",
-        defaults=_reproduce_defaults,
-        axes={"models": "models", "seeds": "seed", "lengths": "length"},
-        build=_build_reproduce,
-        run=_run_reproduce,
-        needs_gpu=_on_cuda,
-        seed_count="seeds",
-    ),
+# What the sweep adds to each sweepable capability (lostmid.capabilities): its
+# parameters, grid axes, config builder and how a unit reruns.
+_SHAPES: dict[str, dict[str, Any]] = {
+    "theory": {
+        "defaults": _theory_defaults,
+        "axes": {"seeds": "seed", "lengths": "length"},
+        "build": _build_theory,
+        "run": _runner("theory", overwrite=True),
+    },
+    "measure": {
+        "defaults": _measure_defaults,
+        "axes": {"models": "model", "seeds": "seed", "lengths": "length"},
+        "build": _build_measure,
+        "run": _runner("measure", overwrite=True),
+        "needs_gpu": _on_cuda,
+    },
+    "train": {
+        "defaults": _train_defaults,
+        "axes": {"models": "preset", "seeds": "seed", "lengths": "context"},
+        "build": _build_train,
+        "run": _runner("train", overwrite=True),
+        "needs_gpu": _on_cuda,
+    },
+    "train-retrieval": {
+        "defaults": _train_retrieval_defaults,
+        "axes": {"models": "preset", "seeds": "seed"},
+        "build": _build_train_retrieval,
+        "run": _run_train_retrieval,
+        "summarise": _summarise_train_retrieval,
+    },
+    "reproduce": {
+        "defaults": _reproduce_defaults,
+        "axes": {"models": "models", "seeds": "seed", "lengths": "length"},
+        "build": _build_reproduce,
+        "run": _runner("reproduce", overwrite=False),
+        "needs_gpu": _on_cuda,
+        "seed_count": "seeds",
+    },
+    "retrieve": {
+        "defaults": _retrieve_defaults,
+        "axes": {"models": "model", "seeds": "seed", "lengths": "length"},
+        "build": _build_retrieve,
+        "run": _runner("retrieve", overwrite=True),
+        "needs_gpu": _on_cuda,
+    },
+    "remedies": {
+        "defaults": _remedies_defaults,
+        "axes": {"models": "preset", "seeds": "seed"},
+        "build": _build_remedies,
+        "run": _runner("remedies", overwrite=False),
+        "seed_count": "seeds",
+    },
 }
+TASKS: dict[str, TaskSpec] = {c.name: TaskSpec(name=c.name, **_SHAPES[c.name]) for c in sweepable()}
+"""The sweep's tasks: every sweepable capability, in the registry's order."""
 
 # Tasks the sweep knows of but this version cannot run yet: name -> why, what to do.
 PENDING: dict[str, str] = {}
