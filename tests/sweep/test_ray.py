@@ -68,8 +68,8 @@ def test_ray_retries_a_failing_unit_and_reports_one_that_keeps_failing(
 @pytest.mark.parametrize(
     ("resources", "message"),
     [
-        ({"gpus": 1}, r"asks for 1 GPU; the Ray cluster has 0 GPU \(set --gpus-per-unit\)$"),
-        ({"cpus": 3}, r"asks for 3 CPU; the Ray cluster has 2 CPU \(set --cpus-per-unit\)$"),
+        ({"gpus": 1}, r"asks for 1 GPU; the Ray cluster has 0 GPU \(set --gpus-per-job\)$"),
+        ({"cpus": 3}, r"asks for 3 CPU; the Ray cluster has 2 CPU \(set --cpus-per-job\)$"),
     ],
 )
 def test_a_unit_the_cluster_cannot_hold_fails_at_once(

@@ -228,7 +228,7 @@ def test_stage_backends_of_reproduce_and_remedies_are_checked_in_one_line(
     assert code == 2
     assert err.strip() == "error: --address is for --backend ray; add --backend ray or drop it"
     code, _, err = run_cli(*command, "--cpus-per-stage", "0", "--out", tmp_path)
-    assert code == 2 and err.strip() == "error: --cpus-per-stage must be > 0, got 0.0"
+    assert code == 2 and err.strip() == "error: --cpus-per-job must be > 0, got 0.0"
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     code, _, err = run_cli(*command, "--backend", "ray", "--out", tmp_path)
     assert code == 2

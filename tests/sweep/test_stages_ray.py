@@ -136,5 +136,5 @@ def test_a_stage_the_local_instance_cannot_hold_fails_at_once(
     tmp_path: Path, local_ray: Any
 ) -> None:
     job = Job("big", {}, partial(math.sqrt, 1.0), Resources(cpus=1, gpus=1))
-    with pytest.raises(UserError, match=r"stage big asks for 1 GPU; .* \(set --gpus-per-stage\)$"):
+    with pytest.raises(UserError, match=r"stage big asks for 1 GPU; .* \(set --gpus-per-job\)$"):
         run_stages([job], StageStore(tmp_path), Backend("ray"), label="x")

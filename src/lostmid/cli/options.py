@@ -238,14 +238,14 @@ def command(
 
 BACKEND_FLAGS = {
     "name": Flag(names=("--backend",)),
-    "cpus": Flag(names=("--cpus-per-stage",)),
-    "gpus": Flag(names=("--gpus-per-stage",)),
+    "cpus": Flag(names=("--cpus-per-job", "--cpus-per-stage")),
+    "gpus": Flag(names=("--gpus-per-job", "--gpus-per-stage")),
 }
 BACKEND_PREFIX = "backend_"  # the parameters' names, apart from the command's own fields
 
 
 def backend_options() -> list[inspect.Parameter]:
-    """``--backend``, ``--address``, ``--cpus-per-stage``, ``--gpus-per-stage`` from the
+    """``--backend``, ``--address``, ``--cpus-per-job``, ``--gpus-per-job`` from the
     fields of :class:`lostmid.runs.backend.Backend` and its help."""
     from lostmid.runs.backend import HELP, Backend
 

@@ -25,9 +25,9 @@ from lostmid.runs.jobs import Resources
 from lostmid.sweep.run import HELP, SweepConfig
 
 RESOURCE_FLAGS = {
-    "cpus": Flag(names=("--cpus-per-unit",)),
-    "gpus": Flag(names=("--gpus-per-unit",)),
-    "memory_gb": Flag(names=("--memory-per-unit",)),
+    "cpus": Flag(names=("--cpus-per-job", "--cpus-per-unit")),
+    "gpus": Flag(names=("--gpus-per-job", "--gpus-per-unit")),
+    "memory_gb": Flag(names=("--memory-per-job", "--memory-per-unit")),
 }
 
 

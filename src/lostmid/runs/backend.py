@@ -1,8 +1,10 @@
 """Where work runs: in this process (``local``) or as Ray tasks (``ray``), and Ray's set-up.
 
 Light to import (Ray is imported only when a run asks for it): the CLI builds a
-:class:`Backend` from ``--backend``, ``--address``, ``--cpus-per-stage`` and
-``--gpus-per-stage`` before any work starts.
+:class:`Backend` from ``--backend``, ``--address``, ``--cpus-per-job`` and
+``--gpus-per-job`` (one name for a stage of a run and a unit of a sweep: both are jobs,
+:class:`lostmid.runs.jobs.Job`; ``--cpus-per-stage`` and ``--cpus-per-unit`` are aliases)
+before any work starts.
 
 >>> Backend("ray", address="10.0.0.5:6379").record()["address"]
 '10.0.0.5:6379'
@@ -67,9 +69,9 @@ class Backend:
                 raise UserError("--address is for --backend ray; add --backend ray or drop it")
             check_address(self.address)
         if isinstance(self.cpus, bool) or not self.cpus > 0:
-            raise UserError(f"--cpus-per-stage must be > 0, got {self.cpus!r}")
+            raise UserError(f"--cpus-per-job must be > 0, got {self.cpus!r}")
         if self.gpus is not None and (isinstance(self.gpus, bool) or not self.gpus >= 0):
-            raise UserError(f"--gpus-per-stage must be >= 0, got {self.gpus!r}")
+            raise UserError(f"--gpus-per-job must be >= 0, got {self.gpus!r}")
         if self.jobs is not None:
             if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
                 raise UserError(f"--jobs must be a whole number >= 1, got {self.jobs!r}")
@@ -198,21 +200,21 @@ def infeasible(
 
     Args:
         asks: (name, :class:`~lostmid.runs.jobs.Resources`) of each piece of work.
-        noun: what a piece is called (``unit``, ``stage``): it names the flag to set.
+        noun: what a piece is called (``unit``, ``stage``).
 
     >>> from lostmid.runs.jobs import Resources
     >>> infeasible([("m-0", Resources(cpus=1, gpus=1))], {"CPU": 2.0}).split("; ")[1]
-    'the Ray cluster has 0 GPU (set --gpus-per-unit)'
+    'the Ray cluster has 0 GPU (set --gpus-per-job)'
     """
     for name, res in asks:
         wants = (
-            (res.cpus or 0, cluster.get("CPU", 0.0), "CPU", f"--cpus-per-{noun}"),
-            (res.gpus or 0, cluster.get("GPU", 0.0), "GPU", f"--gpus-per-{noun}"),
+            (res.cpus or 0, cluster.get("CPU", 0.0), "CPU", "--cpus-per-job"),
+            (res.gpus or 0, cluster.get("GPU", 0.0), "GPU", "--gpus-per-job"),
             (
                 res.memory_gb or 0,
                 cluster.get("memory", 0.0) / 2**30,
                 "GiB",
-                f"--memory-per-{noun}",
+                "--memory-per-job",
             ),
         )
         for want, have, what, flag in wants:
