@@ -98,6 +98,16 @@ def test_each_verdict_is_reached_from_seeds_built_for_it() -> None:
         verdict(_i(-0.1, 0.1), ACCURACY_SAME, -0.1)
 
 
+def test_a_baseline_without_a_valley_decides_nothing_but_harm() -> None:
+    """A task at its floor (every arm 0 at every depth) or a flat baseline: m = 0, and
+    nothing short of a resolved harm is decided."""
+    zero = Interval(0.0, 0.0, 0.0, 20)
+    assert verdict(zero, zero, gap_margin(zero)) == "inconclusive"
+    assert verdict(_i(-0.1, 0.1), ACCURACY_SAME, 0.0) == "inconclusive"
+    assert verdict(_i(0.05, 0.3), ACCURACY_SAME, 0.0) == "worse"
+    assert verdict(_i(-0.3, -0.1), ACCURACY_SAME, 1e-9) == "works"
+
+
 def test_the_rule_text_names_every_verdict() -> None:
     assert all(v in RULE for v in VERDICTS)
 

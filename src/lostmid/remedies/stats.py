@@ -18,10 +18,13 @@ counts: closing half the valley, the aim of :func:`halves_gap`), the first that 
 
 1. **worse**: Δgap lies above 0 (low > 0) or Δacc lies below 0 (high < 0): a resolved
    harm;
-2. **works**: Δgap lies below 0 (high < 0), and (by 1) Δacc is not resolved below 0;
-3. **does not work**: Δgap rules out a reduction by m (low >= -m): at most a reduction
+2. **inconclusive** when m = 0: the baseline has no valley to flatten (a flat curve, or
+   a task at its floor or ceiling, where every arm reads the same and every interval
+   is [0, 0]); the question cannot be asked of this data;
+3. **works**: Δgap lies below 0 (high < 0), and (by 1) Δacc is not resolved below 0;
+4. **does not work**: Δgap rules out a reduction by m (low >= -m): at most a reduction
    too small to count, or none;
-4. **inconclusive**: otherwise: Δgap spans 0 and reaches below -m, so it allows both a
+5. **inconclusive**: otherwise: Δgap spans 0 and reaches below -m, so it allows both a
    reduction that counts and none (one seed, an infinite interval, is always here).
 
 Each verdict can be reached before the data are seen: works and worse by intervals on
@@ -41,7 +44,8 @@ RULE = (
     "with the 95% intervals (paired by seed; inference remedies: paired by example, a "
     "bootstrap over the items both arms scored) of the gap difference and the mean-accuracy "
     "difference to the baseline, and the margin m = half the baseline's mean gap: worse "
-    "if the gap interval lies above 0 or the accuracy interval below 0; works if the gap "
+    "if the gap interval lies above 0 or the accuracy interval below 0; inconclusive if "
+    "m = 0 (no valley to flatten: flat, or the task at its floor or ceiling); works if the gap "
     "interval lies below 0; does not work if the gap interval stops short of -m (no "
     "reduction that counts); otherwise inconclusive (it spans 0 and reaches below -m)"
 )
@@ -68,11 +72,16 @@ def verdict(gap_difference: Interval, accuracy_difference: Interval, margin: flo
     'does not work'
     >>> verdict(Interval(0.45, -0.20, 1.11, 3), acc, 0.155)  # spans -m and 0
     'inconclusive'
+    >>> nothing = Interval(0.0, 0.0, 0.0, 20)  # a baseline at its floor: no valley
+    >>> verdict(nothing, nothing, 0.0)
+    'inconclusive'
     """
     if margin < 0:
         raise ValueError(f"the margin must be >= 0, got {margin}")
     if gap_difference.ci_low > 0 or accuracy_difference.ci_high < 0:
         return WORSE
+    if margin == 0:
+        return INCONCLUSIVE
     if gap_difference.ci_high < 0:
         return WORKS
     if gap_difference.ci_low >= -margin:
