@@ -190,3 +190,23 @@ def test_a_model_offloaded_by_a_device_map_scores_as_the_whole_one(
             b["teacher_correct"],
             b["answer"],
         )
+
+
+def test_a_teacher_readout_below_greedy_is_named_yes_no_and_undecided() -> None:
+    """The note fires only when the two readouts' intervals are apart, teacher below."""
+    from types import SimpleNamespace as NS
+
+    from lostmid.behaviour.run import readout_disagreement
+    from lostmid.stats import wilson_interval
+
+    def scores(metric: str, correct: int, n: int = 20) -> NS:
+        low, high = wilson_interval(correct, n)
+        return NS(
+            metric=metric, summary=NS(mean_accuracy=correct / n, mean_ci_low=low, mean_ci_high=high)
+        )
+
+    (line,) = readout_disagreement([scores("generate", 20), scores("teacher", 0)])
+    assert "teacher forcing reads 0.000 where greedy decoding reads 1.000" in line
+    assert readout_disagreement([scores("generate", 12), scores("teacher", 10)]) == []  # overlap
+    assert readout_disagreement([scores("generate", 0), scores("teacher", 20)]) == []  # other way
+    assert readout_disagreement([scores("generate", 20)]) == []  # one readout

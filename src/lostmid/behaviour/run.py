@@ -869,4 +869,22 @@ def summary_lines(result: RetrieveResult) -> list[str]:
                 f"; recency {m.recency.estimate:+.3f} [{m.recency.ci_low:+.3f}, "
                 f"{m.recency.ci_high:+.3f}]; shape {shape.shape}"
             )
+    lines += readout_disagreement(result.scores)
     return lines
+
+
+def readout_disagreement(sets: Sequence[ScoreSet]) -> list[str]:
+    """One line when greedy accuracy lies above teacher-forced accuracy (their Wilson
+    intervals apart): the model writes something before the answer that the teacher
+    target lacks (a base model's ``: 9440050`` after "... is"), so the teacher readout
+    is not this model's behaviour under this prompt; else nothing."""
+    by = {s.metric: s.summary for s in sets}
+    g, t = by.get("generate"), by.get("teacher")
+    if g is None or t is None or not t.mean_ci_high < g.mean_ci_low:
+        return []
+    return [
+        f"note: teacher forcing reads {t.mean_accuracy:.3f} where greedy decoding reads "
+        f"{g.mean_accuracy:.3f}: the model's replies put text before the answer that the "
+        "teacher target lacks (see predictions.jsonl), so the teacher readout does not "
+        "measure this model here: read the generate rows"
+    ]
