@@ -210,3 +210,32 @@ def test_a_teacher_readout_below_greedy_is_named_yes_no_and_undecided() -> None:
     assert readout_disagreement([scores("generate", 12), scores("teacher", 10)]) == []  # overlap
     assert readout_disagreement([scores("generate", 0), scores("teacher", 20)]) == []  # other way
     assert readout_disagreement([scores("generate", 20)]) == []  # one readout
+
+
+@pytest.mark.parametrize("passes", ["generate", "both"])
+def test_progress_moves_inside_a_stage_and_counts_each_example_once(
+    bpe_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, passes: str
+) -> None:
+    """A log gets a line per example, not per cell (a 4096-token cell of 20 examples is
+    13 minutes on one thread), and the count ends at the total, also when cells resume."""
+    import io
+
+    from rich.console import Console
+
+    from lostmid.behaviour import run as retrieve_run
+    from lostmid.runs.progress import progress
+
+    monkeypatch.setattr(
+        retrieve_run, "_progress", lambda console: progress("retrieve", console=console, every=0.0)
+    )
+    config = RetrieveConfig(model=str(bpe_model_dir), pairs=4, key_chars=2, examples=3,
+                            positions=2, passes=passes, batch_size=1)  # fmt: skip
+    for attempt in range(2):  # the second run reuses both cells
+        log = io.StringIO()
+        retrieve_run.run_retrieve(config, out=tmp_path / "r", console=Console(file=log, width=200))
+        counts = re.findall(r"retrieve: (\d+)/(\d+) done", log.getvalue())
+        done = [int(k) for k, _ in counts]
+        assert done[-1] == 6 and all(int(n) == 6 for _, n in counts)
+        assert done == sorted(done)
+        if attempt == 0:
+            assert done[:3] == [1, 2, 3]  # one line per example inside the first cell

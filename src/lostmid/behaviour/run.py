@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -333,14 +333,21 @@ def run_retrieve(
     with _progress(console) as bar, timer("score"):
         task = bar.add_task("cells", total=len(examples))
         for name, members in _stages(examples, shared, config.axis):
+            moved = [0]  # examples the bar advanced inside this stage (none if reused)
+
+            def advance(k: int, moved: list[int] = moved) -> None:
+                moved[0] += k
+                bar.update(task, advance=k)
 
             def compute(members: list[int] = members) -> list[dict[str, Any]]:
-                return _score_members(loaded, encoded, members, passes, new_tokens, config, shared)
+                return _score_members(
+                    loaded, encoded, members, passes, new_tokens, config, shared, advance
+                )
 
             stage_config = {**base, "stage": name, "examples": len(members)}
             for i, row in zip(members, store.run(name, stage_config, compute), strict=True):
                 rows[i] = row
-            bar.update(task, advance=len(members))
+            bar.update(task, advance=len(members) - moved[0])
     done = [r for r in rows if r is not None]
     assert len(done) == len(examples)
     with timer("summary"):
@@ -569,8 +576,11 @@ def _score_members(
     new_tokens: int,
     config: RetrieveConfig,
     shared: bool,
+    progress: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """The raw result of examples ``members``: greedy ids and teacher-forced scores."""
+    """The raw result of examples ``members``: greedy ids and teacher-forced scores;
+    ``progress`` is called with the examples done as they finish (a long stage reports
+    before its end)."""
     prompts = [encoded.prompts[i] for i in members]
     targets = [encoded.targets[i] for i in members]
     limits = {"max_length": loaded.max_length, "vocab_size": loaded.vocab_size}
@@ -607,6 +617,7 @@ def _score_members(
             new_tokens=new_tokens if "generate" in passes else None,
             batch_size=config.batch_size,
             device=loaded.input_device,
+            progress=progress,
         )
     else:
         if "generate" in passes:
@@ -616,6 +627,7 @@ def _score_members(
                 new_tokens,
                 batch_size=config.batch_size,
                 device=loaded.input_device,
+                progress=progress,
                 **limits,
             )
         if "teacher" in passes:
@@ -626,6 +638,7 @@ def _score_members(
                 batch_size=config.batch_size,
                 padding=config.padding,
                 device=loaded.input_device,
+                progress=None if "generate" in passes else progress,
                 **limits,
             )
     rows = []
