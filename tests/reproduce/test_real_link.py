@@ -140,3 +140,8 @@ def test_the_config_names_the_scales_the_section_has() -> None:
     from lostmid.reproduce.config import REAL_LINK_CHOICES
 
     assert (*rl.LINK_SCALES, "off") == REAL_LINK_CHOICES
+
+
+def test_a_bad_value_names_the_sections_own_scales(tmp_path: Path, run_cli) -> None:
+    code, _, err = run_cli("reproduce", "--real-link", str(tmp_path), "--out", tmp_path / "x")
+    assert code == 2 and "not quick, default, off or a folder with */link.json" in err

@@ -36,18 +36,19 @@ REAL_REMEDY_CHOICES = REAL_LINK_CHOICES = ("quick", "default", "off")
 behaviour link (:data:`lostmid.reproduce.real_link.LINK_SCALES`), and off."""
 
 
-def check_section_value(option: str, value: str, saved: str, what: str) -> str:
-    """A section's scale, ``off``, or a folder holding a finished run of it (a file
-    matching the glob ``saved`` inside); else one line naming ``option`` and ``what``.
+def check_section_value(
+    option: str, value: str, saved: str, what: str, choices: tuple[str, ...] = SECTION_SCALES
+) -> str:
+    """A section's scale (one of ``choices``), ``off``, or a folder holding a finished run
+    of it (a file matching the glob ``saved`` inside); else one line naming ``option``,
+    the choices and ``what``.
 
     >>> check_section_value("--dose", "quick", "dose.json", "")
     'quick'
     """
-    if value in SECTION_SCALES or any(Path(value).glob(saved)):
+    if value in choices or any(Path(value).glob(saved)):
         return value
-    raise UserError(
-        f"{option} {value}: not {', '.join(SECTION_SCALES)} or a folder with {saved} ({what})"
-    )
+    raise UserError(f"{option} {value}: not {', '.join(choices)} or a folder with {saved} ({what})")
 
 
 def check_dose(value: str) -> str:
@@ -88,6 +89,7 @@ def check_real_remedies(value: str) -> str:
         value,
         "*/remedies.json",
         "a finished lostmid remedies --model run, or OUT/real-remedies/SCALE",
+        REAL_REMEDY_CHOICES,
     )
 
 
@@ -97,7 +99,11 @@ def check_real_link(value: str) -> str:
     if value in REAL_LINK_CHOICES or (Path(value) / "link.json").is_file():
         return value
     return check_section_value(
-        "--real-link", value, "*/link.json", "a finished run of this section: OUT/real-link/SCALE"
+        "--real-link",
+        value,
+        "*/link.json",
+        "a finished run of this section: OUT/real-link/SCALE",
+        REAL_LINK_CHOICES,
     )
 
 
