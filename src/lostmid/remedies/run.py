@@ -210,7 +210,9 @@ def run_remedies(
     """Run every (remedy, seed), summarise over seeds, write the files of the module
     docstring, print the table. ``overwrite`` recomputes every stage; without it a rerun
     resumes (finished stages are reused when their configuration is unchanged).
-    ``backend``: where the stages run (default: in this process, one after the other).
+    ``backend``: where the stages run (default: the local backend, as many stages at
+    once as this process has cores, :func:`lostmid.runs.backend.default_jobs`; ``Backend(jobs=1)``:
+    one after the other in this process).
     ``size_check``: refuse a run that would take over a day first
     (:func:`check_remedies_size`); off for ``--no-size-check``."""
     from lostmid.runs.stages import run_stages

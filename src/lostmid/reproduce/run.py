@@ -157,8 +157,9 @@ def run_reproduce(
 ) -> ReproduceResult:
     """Run (or resume) every stage, then write the claims, the numbers and the report.
 
-    ``backend``: where the stages run (default: in this process, one after the other);
-    with Ray the independent stages run in parallel (:func:`run_stages`).
+    ``backend``: where the stages run (default: the local backend, as many stages at
+    once as this process has cores; ``Backend(jobs=1)``: one after the other in this
+    process); with Ray the independent stages run in parallel (:func:`run_stages`).
 
     Writes under ``out``: ``report.html``, ``claims.json``, ``reproduce.json`` (the
     result's record), ``stages/*.json``, ``figures/*.png``, ``MODEL/measure.json`` per
