@@ -239,3 +239,55 @@ def test_progress_moves_inside_a_stage_and_counts_each_example_once(
         assert done == sorted(done)
         if attempt == 0:
             assert done[:3] == [1, 2, 3]  # one line per example inside the first cell
+
+
+def test_the_lead_in_most_replies_share_yes_no_and_undecided() -> None:
+    from lostmid.behaviour.prompts import shared_lead_in
+
+    values = ["11", "22", "33", "44"]
+    targets = [" " + v for v in values]
+    colon = [f": {v}. more" for v in values]
+    assert shared_lead_in(colon, targets, values) == (":", 4, 4)
+    plain = [f" {v} and" for v in values]  # the target already starts where they do
+    assert shared_lead_in(plain, targets, values) == ("", 4, 4)
+    split = [": 11", ": 22", " is 33", " is 44"]  # half and half: no majority
+    assert shared_lead_in(split, targets, values) == ("", 2, 4)
+    assert shared_lead_in(["none", "here"], targets[:2], values[:2]) == ("", 0, 0)
+    assert shared_lead_in([":\n11", ":\n22"], targets[:2], values[:2])[0] == ""  # two lines
+
+
+def test_a_lead_in_extends_the_prompt_and_is_learnt_from_a_pilot(
+    bpe_model_dir: Path, tmp_path: Path
+) -> None:
+    from lostmid.behaviour import run as retrieve_run
+
+    base = dict(model=str(bpe_model_dir), pairs=4, key_chars=2, examples=2, positions=2)
+    plain = retrieve_run.run_retrieve(RetrieveConfig(**base), out=tmp_path / "a")
+    fixed = retrieve_run.run_retrieve(RetrieveConfig(**base, lead_in=":"), out=tmp_path / "b")
+    a = (tmp_path / "a" / "prompt.txt").read_text()
+    assert (tmp_path / "b" / "prompt.txt").read_text() == a + ":"
+    assert plain.cells != fixed.cells  # scored after the lead-in
+    learnt = RetrieveConfig(**base, lead_in="learn", pilot_examples=3)
+    retrieve_run.run_retrieve(learnt, out=tmp_path / "c")
+    saved = json.loads((tmp_path / "c" / "retrieve.json").read_text())
+    lead = saved["lead_in"]
+    assert lead["pilot_items"] == 3 and len(lead["replies"]) == 3
+    assert saved["config"]["lead_in"] == "learn"
+    assert saved["measured_config"]["lead_in"] == lead["text"]
+    assert (tmp_path / "c" / "stages" / "pilot-lead-in.json").is_file()
+    # pilot items (PILOT_FIRST_ITEM + i) are never measured
+    rows = [json.loads(x) for x in (tmp_path / "c" / "predictions.jsonl").read_text().splitlines()]
+    assert all(r["item"] < retrieve_run.PILOT_FIRST_ITEM for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"lead_in": ":\n"}, r"^--lead-in ':\\n': give a short text on one line"),
+        ({"lead_in": "x" * 17}, r"at most 16 characters"),
+        ({"task": "mqar", "lead_in": ":"}, r"^--lead-in is for text prompts"),
+    ],
+)
+def test_a_bad_lead_in_is_one_line(kwargs: dict, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        RetrieveConfig(model="tiny-qwen2", **kwargs)

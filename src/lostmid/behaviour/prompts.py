@@ -26,7 +26,9 @@ concatenation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lostmid.behaviour.example import RetrievalExample
@@ -258,3 +260,45 @@ def encode(
         return Encoded(prompts, targets)
     matches = None if whole is None else whole == prompts[0]
     return Encoded(prompts, targets, contexts, questions, matches)
+
+
+def shared_lead_in(
+    replies: Sequence[str], targets: Sequence[str], values: Sequence[str]
+) -> tuple[str, int, int]:
+    """The text most replies put between the prompt and the answer beyond what the
+    teacher target already starts with: (lead-in, replies that share it, replies that hold
+    the answer). Empty when no reply holds it, when the commonest lead-in is not shared
+    by more than half of those that do, or when it spans lines.
+
+    >>> shared_lead_in([": 944. The", ": 12 and", " 7"], [" 944", " 12", " 7"], ["944", "12", "7"])
+    (':', 2, 3)
+    >>> shared_lead_in([" 944", "no"], [" 944", " 12"], ["944", "12"])
+    ('', 1, 1)
+    """
+    found: list[str | None] = []
+    for reply, target, value in zip(replies, targets, values, strict=True):
+        at = reply.find(value)
+        if at < 0:
+            continue
+        lead_target = target[: max(target.find(value), 0)]
+        before = reply[:at]
+        found.append(
+            before[: len(before) - len(lead_target)] if before.endswith(lead_target) else None
+        )
+    if not found:
+        return "", 0, 0
+    best, count = Counter(found).most_common(1)[0]
+    if best is None or 2 * count <= len(found) or "\n" in best:
+        return "", count, len(found)
+    return best, count, len(found)
+
+
+def with_lead_in(examples: Sequence[RetrievalExample], lead: str) -> list[RetrievalExample]:
+    """``examples`` with ``lead`` appended to the prompt and its answer prefix (the
+    answer, its spans and the question's start unchanged)."""
+    if not lead:
+        return list(examples)
+    return [
+        replace(e, prompt=e.prompt + lead, answer_prefix=(e.answer_prefix or "") + lead)
+        for e in examples
+    ]

@@ -52,6 +52,10 @@ HELP: dict[str, str] = {
     "needle_type": "niah-* variants: numbers (7 digits) | uuids, the needles' values.",
     "answer_prefix": "on: the answer starts in the prompt (RULER's style; after the chat "
     "template's assistant tag when applied) | off: the prompt asks and stops.",
+    "lead_in": "Text the model writes between the answer prefix and the answer (a base "
+    "model's ':' after '... is'), appended to the prefix so that teacher forcing scores the "
+    "answer where the model puts it: TEXT, or learn (a pilot of greedy replies at the "
+    "middle position, items never measured, takes the lead-in most replies share).",
     "calibrate": "First a pilot at the middle position that chooses the task's difficulty "
     "knob ("
     + ", ".join(f"{t.name}: {t.knob.replace('_', '-')}" for t in DEPTH_TASKS.values())
@@ -91,6 +95,10 @@ HELP: dict[str, str] = {
 }
 
 
+LEARN = "learn"  # --lead-in learn: the pilot chooses it
+MAX_LEAD_IN = 16
+
+
 @dataclass(frozen=True)
 class RetrieveConfig:
     """What ``lostmid retrieve`` runs; validated on construction (one-line errors). Each
@@ -123,6 +131,7 @@ class RetrieveConfig:
     queries: int = 4
     needle_type: str = "numbers"
     answer_prefix: str = "on"
+    lead_in: str = ""
     vocab: int = 64
     offset: int = 128
     passes: str = "both"
@@ -166,6 +175,13 @@ class RetrieveConfig:
         check_choice("--design", self.design, DESIGNS)
         check_choice("--needle-type", self.needle_type, NEEDLE_TYPES)
         check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
+        if "\n" in self.lead_in or len(self.lead_in) > MAX_LEAD_IN:
+            raise UserError(
+                f"--lead-in {self.lead_in!r}: give a short text on one line (at most "
+                f"{MAX_LEAD_IN} characters) or learn"
+            )
+        if self.lead_in and self.data is None and self.task == "mqar":
+            raise UserError("--lead-in is for text prompts; mqar's are token ids")
         for name in (
             "pairs",
             "key_chars",

@@ -44,9 +44,16 @@ from lostmid.behaviour.answers import answer_correct, cut_at_eos, resolve_rule
 from lostmid.behaviour.calibrate import PILOT_FIRST_ITEM, Calibration, calibrate_knob
 from lostmid.behaviour.decoding import TeacherScores, greedy_decode, teacher_forced
 from lostmid.behaviour.example import RetrievalExample
-from lostmid.behaviour.prompts import Encoded, PromptFormat, encode, prompt_format
+from lostmid.behaviour.prompts import (
+    Encoded,
+    PromptFormat,
+    encode,
+    prompt_format,
+    shared_lead_in,
+    with_lead_in,
+)
 from lostmid.behaviour.registry import depth_task
-from lostmid.behaviour.retrieve_config import NIAH_LENGTH, RetrieveConfig
+from lostmid.behaviour.retrieve_config import LEARN, MAX_LEAD_IN, NIAH_LENGTH, RetrieveConfig
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,
@@ -295,6 +302,14 @@ def run_retrieve(
         config = config.with_changes(**{config.knob: calibration.chosen})
         if console is not None:
             console.print(calibration.outcome, highlight=False)
+    lead_in = None
+    if config.lead_in == LEARN:
+        store = store or StageStore(out, fresh=overwrite)
+        with timer("lead_in"):
+            lead_in = learn_lead_in(config, loaded, tokenizer, fmt, store)
+        config = config.with_changes(lead_in=lead_in["text"])
+        if console is not None:
+            console.print(lead_in["outcome"], highlight=False)
     with timer("examples"):
         examples, data = retrieval_examples(config, tokenizer, fmt)
         encoded = encode(examples, tokenizer, fmt, shared=shared)
@@ -376,8 +391,10 @@ def run_retrieve(
     # the run as asked (a rerun compares it); with --calibrate the measured one differs
     # by the knob the pilot chose
     record["config"] = requested.record()
-    if calibration is not None:
+    if calibration is not None or lead_in is not None:
         record["measured_config"] = config.record()
+    if lead_in is not None:
+        record["lead_in"] = lead_in
     record["metadata"] = run_metadata("retrieve", requested.record(), config.seed, timer.seconds)
     record["metadata"]["stages"] = store.record()
     write_json(out / "retrieve.json", record)
@@ -419,6 +436,7 @@ def retrieval_examples(
             shared=config.design == "shared",
             task=config.task,
         )
+        found = with_lead_in(found, _fixed_lead_in(config))
         return found, {"path": str(config.data), "format": fmt_name, "left_out": left_out}
     from lostmid.behaviour.grid import grid_examples
 
@@ -449,7 +467,12 @@ def retrieval_examples(
         options=config,
         first_item=first_item,
     )
-    return found, None
+    return with_lead_in(found, _fixed_lead_in(config)), None
+
+
+def _fixed_lead_in(config: RetrieveConfig) -> str:
+    """The lead-in to append (none while ``learn`` is still to be learnt)."""
+    return "" if config.lead_in == LEARN else config.lead_in
 
 
 def _prefix_text(example: RetrievalExample, fmt: PromptFormat) -> str | None:
@@ -457,6 +480,76 @@ def _prefix_text(example: RetrievalExample, fmt: PromptFormat) -> str | None:
     if not example.answer_prefix:
         return None
     return example.answer_prefix.lstrip() if fmt.prefix_in_answer else example.answer_prefix
+
+
+def _middle_pilot(
+    config: RetrieveConfig, length: int | None, **changes: Any
+) -> tuple[RetrieveConfig, int]:
+    """A pilot's configuration (``changes`` applied, ``pilot_examples`` items at the
+    middle position of the run's positions, at ``length``) and that middle position."""
+    at = config.with_changes(
+        **changes,
+        calibrate=False,  # the pilot's own configuration
+        examples=config.pilot_examples,
+        lengths=None if length is None else (length,),
+        export=None,
+        export_lm_eval=None,
+    )
+    positions = at.resolved_positions()
+    middle = positions[reference_points(positions)[1]]
+    where = "depth" if depth_task(config.task) is not None else "gold_index"
+    return at.with_changes(**{where: (middle,), "positions": None}), middle
+
+
+def learn_lead_in(
+    config: RetrieveConfig,
+    loaded: Any,
+    tokenizer: Tokenizer | None,
+    fmt: PromptFormat,
+    store: Any,
+) -> dict[str, Any]:
+    """``--lead-in learn``: greedy replies to ``pilot_examples`` pilot items
+    (``PILOT_FIRST_ITEM + i``, never measured) at the middle position, with room for a
+    lead-in, and the lead-in most of them put before the answer
+    (:func:`~lostmid.behaviour.prompts.shared_lead_in`); saved as a stage
+    (``pilot-lead-in``). Returns its record: ``text``, the counts and an outcome line."""
+    cells = config.resolved_lengths()
+    at, middle = _middle_pilot(config, cells[(len(cells) - 1) // 2], lead_in="")
+    examples, _ = retrieval_examples(at, tokenizer, fmt, first_item=PILOT_FIRST_ITEM)
+    encoded = encode(examples, tokenizer, fmt)
+    new_tokens = max(len(t) for t in encoded.targets) + at.extra_tokens + MAX_LEAD_IN
+    _guard_lengths(examples, encoded, new_tokens, ["generate"], loaded.max_length, at.max_length)
+    stage = {k: v for k, v in at.record().items() if k not in _NOT_IN_CELLS}
+    stage.update(stage="pilot-lead-in", new_tokens=new_tokens, first_item=PILOT_FIRST_ITEM)
+    members = list(range(len(examples)))
+
+    def compute() -> list[dict[str, Any]]:
+        return _score_members(loaded, encoded, members, ["generate"], new_tokens, at, False)
+
+    raw = store.run("pilot-lead-in", stage, compute)
+    tokens = [len(prompt) for prompt in encoded.prompts]
+    rule = resolve_rule(at.scoring, examples[0].task)
+    rows = _prediction_rows(examples, raw, tokens, tokenizer, rule, ["generate"])
+    replies = [str(r["answer"]) for r in rows]
+    text, agree, found = shared_lead_in(
+        replies, [e.target for e in examples], [e.value for e in examples]
+    )
+    outcome = (
+        f"lead-in: {agree} of the {found} pilot replies holding the answer put {text!r} before "
+        f"it ({len(examples)} pilot items at the middle position); appended to the answer prefix"
+        if text
+        else f"lead-in: none shared by most pilot replies ({found} of {len(examples)} held the "
+        "answer); the answer prefix is unchanged"
+    )
+    return {
+        "text": text,
+        "agree": agree,
+        "found": found,
+        "pilot_items": len(examples),
+        "position": middle,
+        "replies": replies,
+        "outcome": outcome,
+    }
 
 
 def calibrate_run(
@@ -478,18 +571,7 @@ def calibrate_run(
 
     def accuracy_at(value: int) -> tuple[int, int] | None:
         try:
-            at = config.with_changes(
-                **{knob: value},
-                calibrate=False,  # the pilot's own configuration: one knob value
-                examples=config.pilot_examples,
-                lengths=None if length is None else (length,),
-                export=None,
-                export_lm_eval=None,
-            )
-            positions = at.resolved_positions()
-            middle = positions[reference_points(positions)[1]]
-            where = "depth" if depth_task(config.task) is not None else "gold_index"
-            at = at.with_changes(**{where: (middle,), "positions": None})
+            at, middle = _middle_pilot(config, length, **{knob: value})
             examples, _ = retrieval_examples(at, tokenizer, fmt, first_item=PILOT_FIRST_ITEM)
             encoded = encode(examples, tokenizer, fmt)
             new_tokens = max(len(t) for t in encoded.targets) + at.extra_tokens
