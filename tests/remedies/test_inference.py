@@ -279,3 +279,28 @@ def test_inference_remedies_on_a_needle_task_with_a_chat_template(
     calibrate = result.by_name("calibrate", "inference")
     assert calibrate.differences is not None
     assert calibrate.differences["mean_accuracy"].n == 2  # items, paired
+
+
+def test_a_learnt_lead_in_reaches_every_arm(tmp_path: Path, chat_model_dir: Path) -> None:
+    """--lead-in learn: each arm's stage learns it from the unpatched model's pilot replies
+    and records it; the examples it scores end with it (the same text in every arm)."""
+    config = RemediesConfig(
+        remedies=("ms-poe",),
+        model=str(chat_model_dir),
+        task="niah-multikey",
+        length=600,
+        distractors=1,
+        examples=1,
+        seeds=1,
+        lead_in="learn",
+    )
+    run_remedies(config, out=tmp_path)
+    stages = tmp_path / "stages"
+    arms = [
+        json.loads((stages / f"inference-{n}-seed0.json").read_text())["result"]
+        for n in ("baseline", "ms-poe")
+    ]
+    leads = [a["lead_in"] for a in arms]
+    assert leads[0]["text"] == leads[1]["text"] and leads[0]["pilot_items"] > 0
+    assert arms[0]["prompt_format"]["rendered_example"].endswith(leads[0]["text"])
+    assert "lead_in" in config.record() and "lead_in" not in RemediesConfig().record()

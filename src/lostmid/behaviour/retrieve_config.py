@@ -99,6 +99,20 @@ LEARN = "learn"  # --lead-in learn: the pilot chooses it
 MAX_LEAD_IN = 16
 
 
+def check_lead_in(value: str) -> str:
+    """``--lead-in``: a short text on one line, or ``learn``.
+
+    >>> check_lead_in(":")
+    ':'
+    """
+    if "\n" in value or len(value) > MAX_LEAD_IN:
+        raise UserError(
+            f"--lead-in {value!r}: give a short text on one line (at most {MAX_LEAD_IN} "
+            "characters) or learn"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class RetrieveConfig:
     """What ``lostmid retrieve`` runs; validated on construction (one-line errors). Each
@@ -175,11 +189,7 @@ class RetrieveConfig:
         check_choice("--design", self.design, DESIGNS)
         check_choice("--needle-type", self.needle_type, NEEDLE_TYPES)
         check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
-        if "\n" in self.lead_in or len(self.lead_in) > MAX_LEAD_IN:
-            raise UserError(
-                f"--lead-in {self.lead_in!r}: give a short text on one line (at most "
-                f"{MAX_LEAD_IN} characters) or learn"
-            )
+        check_lead_in(self.lead_in)
         if self.lead_in and self.data is None and self.task == "mqar":
             raise UserError("--lead-in is for text prompts; mqar's are token ids")
         for name in (
@@ -343,6 +353,8 @@ class RetrieveConfig:
             data["resolved_positions"] = list(self.resolved_positions())
         data["resolved_length"] = self.resolved_length()
         data["resolved_examples"] = self.resolved_examples
+        if not self.lead_in:  # runs saved before --lead-in existed resume as the same run
+            del data["lead_in"]
         return data
 
     def resolved_length(self) -> int | None:

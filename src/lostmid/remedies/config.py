@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lostmid.behaviour.prompts import ANSWER_PREFIXES, CHAT_TEMPLATES
+from lostmid.behaviour.retrieve_config import check_lead_in
 from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
 
@@ -117,6 +118,8 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "on | off, as lostmid retrieve.",
     "answer_prefix": "Inference remedies with a chat template: on (the answer prefix starts "
     "the assistant's turn, where a chat model answers) | off.",
+    "lead_in": "Inference remedies: text the model writes before the answer, appended to "
+    "the answer prefix (TEXT | learn: from a pilot of greedy replies), as lostmid retrieve.",
     "law": "How a remedy's gold law meets the training data's: tilt (reweight the data's "
     "law, p ∝ data x remedy) or replace (train on the remedy's law alone).",
 }
@@ -144,6 +147,7 @@ class RemediesConfig:
     distractors: int | None = None
     chat_template: str = "auto"
     answer_prefix: str = "on"
+    lead_in: str = ""
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
@@ -170,6 +174,7 @@ class RemediesConfig:
             raise UserError(f"--distractors must be >= 0, got {self.distractors}")
         check_choice("--chat-template", self.chat_template, CHAT_TEMPLATES)
         check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
+        check_lead_in(self.lead_in)
         kinds = {get_remedy(spec).kind for spec in self.remedies}  # checks every name
         if "inference" in kinds and self.model is None:
             raise UserError(
@@ -196,4 +201,6 @@ class RemediesConfig:
         data["remedies"] = list(self.resolved_remedies())
         data["seeds"] = list(self.resolved_seeds())
         data["scale"] = asdict(self.scale)
+        if not self.lead_in:  # runs saved before --lead-in existed resume as the same run
+            del data["lead_in"]
         return data

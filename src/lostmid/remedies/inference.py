@@ -58,6 +58,7 @@ def retrieve_config(config: RemediesConfig, remedy: Remedy, seed: int) -> Any:
         tokenizer=config.tokenizer,
         chat_template=config.chat_template,
         answer_prefix=config.answer_prefix,
+        lead_in=config.lead_in,
         seed=seed,
     )
 
@@ -77,14 +78,15 @@ def inference_config(config: RemediesConfig, seed: int) -> dict[str, Any]:
         "examples": config.examples or config.scale.eval_examples,
         "chat_template": config.chat_template,
         "answer_prefix": config.answer_prefix,
-    }
+    } | ({"lead_in": config.lead_in} if config.lead_in else {})
 
 
 def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str, Any]:
     """Teacher-forced accuracy by gold index of ``config.model`` under ``remedy`` (the
     per-seed record, JSON-ready, with the same keys as a training run's where they apply)."""
     from lostmid.behaviour.prompts import encode, prompt_format
-    from lostmid.behaviour.run import retrieval_examples
+    from lostmid.behaviour.retrieve_config import LEARN
+    from lostmid.behaviour.run import learn_lead_in, retrieval_examples
     from lostmid.behaviour.score import score_positions, summarise_positions
     from lostmid.behaviour.tokenizers import tokenizer_for_model
     from lostmid.models import load_model
@@ -95,7 +97,12 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
     tokenizer = tokenizer_for_model(config.model, config.tokenizer)
     loaded = load_model(config.model, init="auto", seed=seed)
     fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
-    examples, _ = retrieval_examples(retrieve_config(config, remedy, seed), tokenizer, fmt)
+    rconfig = retrieve_config(config, remedy, seed)
+    lead_in = None
+    if rconfig.lead_in == LEARN:  # from the unpatched model: the prompt format is the model's
+        lead_in = learn_lead_in(rconfig, loaded, tokenizer, fmt, ComputeOnly())
+        rconfig = rconfig.with_changes(lead_in=lead_in["text"])
+    examples, _ = retrieval_examples(rconfig, tokenizer, fmt)
     encoded = encode(examples, tokenizer, fmt)
     prompts, targets = encoded.prompts, encoded.targets
     batch = InferenceBatch(
@@ -134,4 +141,12 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
         "parameters": parameter_count(loaded.model),
         "forward_passes": 1 + remedy.extra_forward_passes,
         "wall_seconds": time.perf_counter() - begin,
-    }
+    } | ({"lead_in": lead_in} if lead_in is not None else {})
+
+
+class ComputeOnly:
+    """A stage store that keeps nothing (the lead-in pilot inside a stage that is itself
+    saved): ``run`` computes."""
+
+    def run(self, name: str, config: Any, compute: Any) -> Any:
+        return compute()

@@ -4,8 +4,9 @@ inference-time remedy flatten a real LLM's U?
 One stage per checkpoint runs ``lostmid remedies`` on it (:func:`lostmid.remedies.run.
 run_remedies`) with the baseline and the three inference remedies (:data:`REMEDIES`:
 the query before and after the data, found-in-the-middle attention calibration, Ms-PoE)
-on RULER's multi-key needle, prompted as the model expects, every arm on the same items,
-differences paired by item.
+on RULER's multi-key needle, prompted as the model expects (the lead-in the model writes
+before the answer learnt from a pilot, ``--lead-in learn``: a base model's ':'), every
+arm on the same items, differences paired by item.
 
 The claims, one row per remedy and checkpoint, carry what the papers report for each
 (:data:`CLAIMS`); the verdict is the remedies' own rule (:data:`lostmid.remedies.stats.
@@ -83,6 +84,7 @@ class RealRemedyScale:
     examples: int
     distractors: int
     task: str = "niah-multikey"
+    lead_in: str = "learn"  # teacher forcing after what the model writes before the answer
 
     def remedies_config(self, model: str, seed: int) -> Any:
         """The :class:`~lostmid.remedies.config.RemediesConfig` of ``model``."""
@@ -97,6 +99,7 @@ class RealRemedyScale:
             distractors=self.distractors,
             seeds=1,
             seed=seed,
+            lead_in=self.lead_in,
         )
 
 
