@@ -43,8 +43,8 @@ import numpy as np
 
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
-from lostmid.files import write_text
-from lostmid.reproduce.plan import PerModelSection, SectionRuns
+from lostmid.files import read_json_object, write_text
+from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.reproduce.real_behaviour import CHECKPOINTS
 from lostmid.stats.verdicts import (
     INCONCLUSIVE,
@@ -209,15 +209,7 @@ def link_run(
     begin = time.perf_counter()
     folder = Path(folder)
     with lock_out(folder, COMMAND):
-        try:
-            claim_out(
-                folder, COMMAND, dict(design), overwrite=overwrite, result=RESULT, grows=_grows
-            )
-        except UserError as err:  # a section's folder at another scale: start again
-            if "another configuration" not in str(err):
-                raise
-            claim_out(folder, COMMAND, dict(design), overwrite=True)
-            overwrite = True
+        claim_out(folder, COMMAND, dict(design), overwrite=overwrite, result=RESULT, grows=_grows)
         path = folder / EXAMPLES
         if overwrite and path.exists():
             path.unlink()
@@ -322,8 +314,14 @@ def summarise(records: Sequence[Mapping[str, Any]], design: Mapping[str, Any]) -
 
 def link_stage(scale: str, model: str, seed: int, folder: Path) -> dict[str, Any]:
     """The section's stage: :func:`link_run` at ``scale``; the summary with its folder."""
-    summary = link_run(LINK_SCALES[scale].design(model, seed), folder)
-    return summary | {"folder": str(folder)}
+
+    def run(design: dict[str, Any], out: Path, overwrite: bool = False) -> None:
+        link_run(design, out, overwrite=overwrite)
+
+    # another scale's run in the section's folder is replaced; a direct link_run refuses
+    run_replacing(run, LINK_SCALES[scale].design(model, seed), folder)
+    summary = read_json_object(folder / RESULT)
+    return {k: v for k, v in summary.items() if k != "metadata"} | {"folder": str(folder)}
 
 
 def plot_link(summary: Mapping[str, Any], path: Path) -> Path:
