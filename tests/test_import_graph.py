@@ -16,7 +16,7 @@ ROOT = Path(lostmid.__file__).parent
 # shared machinery (errors, checks, statistics, run provenance, the stage store and
 # backends, plotting helpers) that knows no capability.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "typing", "lazy"),
+    ("errors", "typing", "lazy", "recordable"),
     ("checks", "stats", "files", "attention_choice"),
     ("runinfo", "records"),
     ("runs", "report"),

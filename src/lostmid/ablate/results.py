@@ -16,6 +16,7 @@ from lostmid.ablate.config import AblationConfig
 from lostmid.ablate.rungs import RUNG_SPECS, RungMeasurement, RungSpec
 from lostmid.compare.candidates import Candidate, compare_measurements
 from lostmid.compare.scoring import MeanSpread, NoiseFloor
+from lostmid.recordable import fields_record
 from lostmid.report.plots import new_figure
 from lostmid.theory import KERNELS, summarise_profile
 from lostmid.typing import Float
@@ -63,13 +64,7 @@ class CandidateScore:
         )
 
     def record(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "parameter_count": self.parameter_count,
-            "wasserstein1": self.wasserstein1.record(),
-            "binned_wasserstein1": self.binned_wasserstein1.record(),
-            "profile": self.profile,
-        }
+        return fields_record(self, skip=("name",))
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ from lostmid.behaviour.score import (
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.errors import UserError
 from lostmid.files import schema_of, write_text
+from lostmid.recordable import fields_record
 from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
 from lostmid.runs.claim import claim_out
@@ -88,12 +89,7 @@ class ScoreSet:
     shape: ShapeIndices
 
     def record(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "positions": [p.record() for p in self.positions],
-            "summary": self.summary.record(),
-            "shape": self.shape.record(),
-        }
+        return fields_record(self)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.prompts import encode, prompt_format
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.checks import check_choice
+from lostmid.recordable import fields_record
 from lostmid.stats import (
     difference_interval,
     finite_or_none,
@@ -148,20 +149,7 @@ class RetrievalSummary:
     mean_logprob: float | None
 
     def record(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "n": self.n,
-            "mean_accuracy": self.mean_accuracy,
-            "mean_ci_low": self.mean_ci_low,
-            "mean_ci_high": self.mean_ci_high,
-            "gap": self.gap.record(),
-            "primacy": self.primacy.record(),
-            "recency": self.recency.record(),
-            "first": self.first,
-            "middle": self.middle,
-            "last": self.last,
-            "mean_logprob": self.mean_logprob,
-        }
+        return fields_record(self)
 
 
 def summarise_positions(scores: Sequence[PositionScore], metric: str) -> RetrievalSummary:

@@ -53,6 +53,7 @@ from lostmid.compare.scoring import (
 )
 from lostmid.errors import UserError
 from lostmid.influence.record import MeasureRecord
+from lostmid.recordable import fields_record
 from lostmid.theory import KERNELS
 
 KINDS = ("theory", "predicted", "fitted", "baseline")
@@ -88,16 +89,7 @@ class Candidate:
 
     def record(self) -> dict[str, Any]:
         """The JSON layout of one candidate (compare.json, reproduce.json)."""
-        return {
-            "kind": self.kind,
-            "kernel": self.kernel,
-            "description": self.description,
-            "parameter_count": self.parameter_count,
-            "parameters": self.parameters,
-            "metrics": self.metrics.record(),
-            "out_of_sample": None if self.out_of_sample is None else self.out_of_sample.record(),
-            "profile": self.profile,
-        }
+        return fields_record(self, skip=("name",))
 
     def score(self, metric: str) -> MeanSpread:
         """``metric`` out of sample (mean and spread over held-out seeds) when there

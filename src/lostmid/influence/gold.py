@@ -28,6 +28,7 @@ import torch
 from lostmid.errors import UserError
 from lostmid.influence.hooks import frozen_parameters
 from lostmid.influence.passes import at_least_float32
+from lostmid.recordable import fields_record
 
 if TYPE_CHECKING:
     from lostmid.models import LoadedModel
@@ -44,13 +45,7 @@ class GoldSpanInfluence:
     jacobian_share: float | None
 
     def record(self) -> dict[str, Any]:
-        return {
-            "answer_logp": self.answer_logp,
-            "gradient": self.gradient,
-            "gradient_share": self.gradient_share,
-            "jacobian": self.jacobian,
-            "jacobian_share": self.jacobian_share,
-        }
+        return fields_record(self)
 
 
 def _embeddings(loaded: LoadedModel, ids: torch.Tensor) -> torch.Tensor:

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lostmid.compare.claims import Claim
+from lostmid.recordable import fields_record
 from lostmid.reproduce.plan import PlannedStage, StandardSection, preset_threads
 from lostmid.stats import Interval, finite_or_none, reference_points, seed_interval, spearman
 from lostmid.stats.shape import is_u
@@ -135,16 +136,7 @@ class BehaviourSeed:
         )
 
     def record(self) -> dict[str, Any]:
-        return {
-            "seed": self.seed,
-            "preset": self.preset,
-            "pairs": self.pairs,
-            "gold": self.gold,
-            "parameters": self.parameters,
-            "checkpoints": [c.record() for c in self.checkpoints],
-            "seconds": self.seconds,
-            "folder": self.folder,
-        }
+        return fields_record(self)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> BehaviourSeed:

@@ -34,6 +34,7 @@ from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.influence.profile import InfluenceProfile
 from lostmid.models import LoadedModel, load_model
 from lostmid.models.devices import resolve_device
+from lostmid.recordable import fields_record
 from lostmid.reproduce.config import ReproduceConfig, Scale
 from lostmid.typing import Float
 
@@ -84,15 +85,7 @@ class ProfileRun:
         return self.per_layer[layer - 1]
 
     def record(self) -> dict[str, Any]:
-        return {
-            "influence": self.influence,
-            "stderr": self.stderr,
-            "mean_sq": self.mean_sq,
-            "per_layer": self.per_layer,
-            "halves": self.halves,
-            "samples": self.samples,
-            "second": self.second,
-        }
+        return fields_record(self)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> ProfileRun:
@@ -199,17 +192,7 @@ class SeedMeasurement:
         return self.gains.residual_strength
 
     def record(self) -> dict[str, Any]:
-        return {
-            "model": dict(self.model),
-            "attention": self.attention,
-            "switch": self.switch,
-            "on": self.on.record(),
-            "off": self.off.record(),
-            "gains": self.gains.record(),
-            "residual_strength_forward": self.residual_strength_forward,
-            "seconds": self.seconds,
-            "gain_seconds": self.gain_seconds,
-        }
+        return fields_record(self, model=dict(self.model))
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> SeedMeasurement:

@@ -24,6 +24,7 @@ from typing import Any
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
+from lostmid.recordable import fields_record
 
 BACKENDS = ("local", "ray")
 RAY_MISSING = "--backend ray needs Ray: pip install 'lostmid[cluster]'"
@@ -104,13 +105,7 @@ class Backend:
         return max(1, available_cpus() // self.local_jobs())
 
     def record(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "address": self.address,
-            "cpus": self.cpus,
-            "gpus": self.gpus,
-            "jobs": self.local_jobs() if self.name == "local" else None,
-        }
+        return fields_record(self, jobs=self.local_jobs() if self.name == "local" else None)
 
 
 def import_ray() -> Any:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.errors import UserError
+from lostmid.recordable import fields_record
 from lostmid.runs.backend import Backend, import_ray, infeasible, one_line, start_ray
 from lostmid.runs.store import StageStore
 
@@ -60,7 +61,7 @@ class Resources:
         )
 
     def record(self) -> dict[str, float | None]:
-        return {"cpus": self.cpus, "gpus": self.gpus, "memory_gb": self.memory_gb}
+        return fields_record(self)
 
 
 @dataclass(frozen=True)

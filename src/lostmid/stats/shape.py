@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.errors import UserError
+from lostmid.recordable import fields_record
 from lostmid.stats.intervals import Z95, seed_interval, wilson_interval
 from lostmid.stats.ranks import finite_or_none
 
@@ -253,19 +254,12 @@ class ShapeIndices:
     shape: str
 
     def record(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "margin": self.margin,
-            "first": self.first,
-            "middle": self.middle,
-            "last": self.last,
-            "mean": self.mean.record(),
-            "gap": {**self.gap.record(), "between": list(self.gap_between)},
-            "primacy": self.primacy.record(),
-            "recency": self.recency.record(),
-            "bias_index": self.bias.record(),
-            "shape": self.shape,
-        }
+        return fields_record(
+            self,
+            skip=("gap_between", "bias"),
+            gap={**self.gap.record(), "between": list(self.gap_between)},
+            bias_index=self.bias.record(),
+        )
 
 
 def shape_indices(curve: Curve, *, margin: float) -> ShapeIndices:

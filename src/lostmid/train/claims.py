@@ -52,6 +52,7 @@ import numpy as np
 
 from lostmid.compare.claims import Claim
 from lostmid.compare.metrics import ProfileComparison
+from lostmid.recordable import fields_record
 from lostmid.stats import Interval, seed_interval
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
 from lostmid.theory import ProfileSummary
@@ -213,18 +214,7 @@ class SeedEvidence:
         )
 
     def record(self) -> dict[str, Any]:
-        return {
-            "seed": self.seed,
-            "claims": [c.record() for c in self.claims],
-            "log10_growth": self.log10_growth,
-            "signal_spearman": self.signal_spearman,
-            "signal_wasserstein1": self.signal_wasserstein1,
-            "signal_flat_wasserstein1": self.signal_flat_wasserstein1,
-            "signal_start_spearman": self.signal_start_spearman,
-            "signal_start_ratio": self.signal_start_ratio,
-            "learned": self.learned,
-            "deeper_and_u": self.deeper_and_u,
-        }
+        return fields_record(self)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> SeedEvidence:
