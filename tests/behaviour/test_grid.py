@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lostmid.behaviour.grid import gold_grid, grid_examples, kv_pairs_for_length
-from lostmid.behaviour.kv import kv_example
+from lostmid.behaviour.grid import gold_grid, grid_examples
+from lostmid.behaviour.kv import kv_example, kv_pairs_for_length
 from lostmid.behaviour.plot import plot_heatmap
 from lostmid.behaviour.tokenizers import load_tokenizer
 from lostmid.stats import wilson_interval

@@ -12,6 +12,7 @@ percentage 0..100 of the haystack (RULER's convention); ``spans`` are half-open
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,6 @@ import numpy as np
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
 
-TASKS = ("kv", "niah", "mqar")
 # what --data files hold (lostmid.behaviour.data): Liu's multi-document QA, RULER records
 # without a needle lostmid can move, LongBench-style records
 DATA_TASKS = ("qa", "ruler", "longbench")
@@ -142,7 +142,7 @@ class RetrievalExample:
         """
         if self.source is not None:
             out: dict[str, Any] = {k: v for k, v in self.source.items() if k not in _OWN_KEYS}
-        elif self.task == "kv":
+        elif self.records:  # text records (kv): Liu's layout
             out = {
                 "ordered_kv_records": [list(p) for p in self.records],
                 "key": self.key,
@@ -158,7 +158,7 @@ class RetrievalExample:
                 "answer_prefix": self.answer_prefix,
                 "key": self.key,
             }
-        else:  # mqar: lostmid's own record
+        else:  # token-id records (mqar): lostmid's own record
             out = {"key": self.key, "value": self.value}
         out.update(task=self.task, prompt=self.prompt, target=self.target)
         if self.gold_index is not None:
@@ -174,8 +174,10 @@ class RetrievalExample:
 
 
 def example_seed(seed: int, task: str, index: int) -> int:
-    """The integer seed of example ``index`` of ``task`` under run seed ``seed``."""
-    state = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, _TASK_IDS[task], int(index)])
+    """The integer seed of example ``index`` of ``task`` under run seed ``seed`` (a task
+    registered later draws under the CRC-32 of its name)."""
+    task_id = _TASK_IDS.get(task) or zlib.crc32(task.encode())
+    state = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, task_id, int(index)])
     return int(state.generate_state(2, np.uint64)[0])
 
 

@@ -34,11 +34,9 @@ from lostmid.behaviour.example import (
     check_depths,
     check_gold_indices,
     default_depths,
-    largest_fitting,
 )
-from lostmid.behaviour.kv import kv_example, kv_query, kv_records
-from lostmid.behaviour.mqar import mqar_example, mqar_pairs, mqar_query
-from lostmid.behaviour.registry import depth_task
+from lostmid.behaviour.plugin import IndexTask
+from lostmid.behaviour.registry import depth_task, index_task
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
 
@@ -65,42 +63,6 @@ def gold_grid(
     for q in np.linspace(0.0, 1.0, count):
         seen.setdefault(int(np.floor(q * (pairs - 1) + 1e-9)), float(100.0 * q))
     return sorted(seen.items())
-
-
-def kv_pairs_for_length(
-    length: int,
-    count_tokens: TokenCounter,
-    *,
-    seed: int,
-    key_chars: int,
-    style: str,
-    query_aware: bool,
-) -> int:
-    """The most pairs (>= 2) whose kv prompt (example 0, gold last) is at most ``length``
-    tokens under ``count_tokens``.
-
-    >>> kv_pairs_for_length(40, len, seed=0, key_chars=2, style="compact", query_aware=False)
-    7
-    """
-
-    def tokens(pairs: int) -> int:
-        ex = kv_example(
-            seed=seed,
-            index=0,
-            pairs=pairs,
-            gold_index=pairs - 1,
-            key_chars=key_chars,
-            query_aware=query_aware,
-            style=style,
-        )
-        return count_tokens(ex.prompt)
-
-    if tokens(2) > length:
-        raise UserError(
-            f"--lengths {length} is too short for a kv prompt of 2 pairs ({tokens(2)} "
-            "tokens); use longer lengths or shorter --key-chars"
-        )
-    return largest_fitting(tokens, length, 2)
 
 
 def grid_examples(
@@ -135,6 +97,12 @@ def grid_examples(
     plugin = depth_task(task)
     if options is None:  # the options every task placed by depth reads
         options = SimpleNamespace(seed=seed, haystack=haystack)
+    indexed = index_task(task)
+    # the options every task placed by index reads, as given here
+    fields = SimpleNamespace(
+        pairs=pairs, key_chars=key_chars, style=style, query_aware=query_aware, vocab=vocab,
+        offset=offset,
+    )  # fmt: skip
     for length in lengths:
         if plugin is not None:
             depths = check_depths(depth) if depth else default_depths(positions)
@@ -144,94 +112,41 @@ def grid_examples(
                     ex = plugin.generate(options, i, d, size, count_tokens)
                     out.append(replace(ex, length=length))
             continue
-        if length is None:
-            size = pairs
-        elif task == "kv":
-            size = kv_pairs_for_length(
-                length,
-                count_tokens,
-                seed=seed,
-                key_chars=key_chars,
-                style=style,
-                query_aware=query_aware,
-            )
-        else:
-            size = (length - 1) // 2
-            if size < 1 or vocab // 2 < size:
-                raise UserError(
-                    f"--lengths {length} gives {size} mqar pairs; --vocab {vocab} holds at most "
-                    f"{vocab // 2} (and a length needs >= 3 tokens)"
-                )
+        assert indexed is not None, task
+        size = (
+            pairs
+            if length is None
+            else indexed.pairs_for_length(fields, length, count_tokens, seed)
+        )
         try:
             cells = gold_grid(size, gold_index, positions)
         except UserError as err:
             if length is None:
                 raise
             raise UserError(f"{err} (at --lengths {length}: {size} pairs)") from None
-        out.extend(
-            _indexed(
-                task,
-                design,
-                cells,
-                size,
-                length,
-                examples,
-                seed,
-                key_chars,
-                style,
-                query_aware,
-                vocab,
-                offset,
-                items,
-            )  # fmt: skip
-        )
+        out.extend(_indexed(indexed, fields, design, cells, size, length, seed, items))
     return out
 
 
 def _indexed(
-    task: str,
+    task: IndexTask,
+    fields: Any,
     design: str,
     cells: list[tuple[int, float]],
     size: int,
     length: int | None,
-    examples: int,
     seed: int,
-    key_chars: int,
-    style: str,
-    query_aware: bool,
-    vocab: int,
-    offset: int,
     items: range,
 ) -> list[RetrievalExample]:
     out = []
-    drawn: dict[int, list] = {}
+    drawn: dict[int, Sequence[Any]] = {}
     for g, row in cells:
         for i in items:
-            if design == "shared":
+            if design == "shared":  # one drawn context per item, every gold asked of it
                 if i not in drawn:
-                    drawn[i] = (
-                        kv_records(seed, i, size, key_chars)
-                        if task == "kv"
-                        else mqar_pairs(seed, i, size, vocab, offset)
-                    )
-                ex = (
-                    kv_query(drawn[i], g, style=style, item=i)
-                    if task == "kv"
-                    else mqar_query(drawn[i], g, item=i)
-                )
-            elif task == "kv":
-                ex = kv_example(
-                    seed=seed,
-                    index=i,
-                    pairs=size,
-                    gold_index=g,
-                    key_chars=key_chars,
-                    query_aware=query_aware,
-                    style=style,
-                )
+                    drawn[i] = task.draw(fields, seed, i, size)
+                ex = task.ask(fields, drawn[i], g, i)
             else:
-                ex = mqar_example(
-                    seed=seed, index=i, pairs=size, gold_index=g, vocab=vocab, offset=offset
-                )
+                ex = task.example(fields, seed, i, size, g)
             out.append(replace(ex, length=length, depth_pct=row))
     return out

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from lostmid.behaviour.example import RetrievalExample, check_gold_indices, example_seed
+from lostmid.behaviour.example import (
+    RetrievalExample,
+    check_gold_indices,
+    example_seed,
+    largest_fitting,
+)
+from lostmid.behaviour.plugin import IndexTask
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
 
@@ -183,3 +190,104 @@ def kv_query(
         depth_pct=depth_pct if depth_pct is not None else 100.0 * gold_index / max(pairs - 1, 1),
         item=item,
     )
+
+
+def kv_pairs_for_length(
+    length: int,
+    count_tokens: Callable[[str], int],
+    *,
+    seed: int,
+    key_chars: int,
+    style: str,
+    query_aware: bool,
+) -> int:
+    """The most pairs (>= 2) whose kv prompt (example 0, gold last) is at most ``length``
+    tokens under ``count_tokens``.
+
+    >>> kv_pairs_for_length(40, len, seed=0, key_chars=2, style="compact", query_aware=False)
+    7
+    """
+
+    def tokens(pairs: int) -> int:
+        ex = kv_example(
+            seed=seed,
+            index=0,
+            pairs=pairs,
+            gold_index=pairs - 1,
+            key_chars=key_chars,
+            query_aware=query_aware,
+            style=style,
+        )
+        return count_tokens(ex.prompt)
+
+    if tokens(2) > length:
+        raise UserError(
+            f"--lengths {length} is too short for a kv prompt of 2 pairs ({tokens(2)} "
+            "tokens); use longer lengths or shorter --key-chars"
+        )
+    return largest_fitting(tokens, length, 2)
+
+
+def _draw(options: Any, seed: int, item: int, pairs: int) -> list[tuple[str, str]]:
+    return kv_records(seed, item, pairs, options.key_chars)
+
+
+def _ask(
+    options: Any, records: Sequence[tuple[str, str]], gold: int, item: int
+) -> RetrievalExample:
+    query_aware = bool(getattr(options, "query_aware", False))
+    if query_aware and options.style != "liu":
+        raise UserError("--query-aware needs --style liu (the compact style has no instruction)")
+    return kv_query(records, gold, query_aware=query_aware, style=options.style, item=item)
+
+
+def _pairs_for_length(
+    options: Any, length: int, count_tokens: Callable[[str], int], seed: int
+) -> int:
+    return kv_pairs_for_length(
+        length,
+        count_tokens,
+        seed=seed,
+        key_chars=options.key_chars,
+        style=options.style,
+        query_aware=bool(getattr(options, "query_aware", False)),
+    )
+
+
+def _check(options: Any) -> None:
+    check_choice("--style", options.style, KV_STYLES)
+
+
+def kv_training_row(
+    options: Any, seed: int, index: int, golds: Sequence[int]
+) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """A byte-level training row: example ``index`` asking for ``golds[0]``, then for
+    each further gold its key and value (compact style); the answers are the loss spans."""
+    if len(golds) > 1 and options.style != "compact":
+        raise UserError("--queries > 1 needs --style compact for kv")
+    example = KV_TASK.example(options, seed, index, options.pairs, int(golds[0]))
+    ids = list(example.prompt.encode())
+    answers = []
+    target = list(example.target.encode())
+    answers.append((len(ids), len(ids) + len(target), int(golds[0])))
+    ids += target
+    for g in golds[1:]:  # more queries: key then value, the value's bytes are loss tokens
+        key, value = example.records[int(g)]
+        ids += list(key.encode())
+        answers.append((len(ids), len(ids) + len(value.encode()), int(g)))
+        ids += list(value.encode())
+    return ids, answers
+
+
+KV_TASK = IndexTask(
+    name="kv",
+    summary="Liu et al.'s key-value retrieval: a JSON object of UUID (or short hex) pairs, "
+    "the value of one key asked",
+    draw=_draw,
+    ask=_ask,
+    pairs_for_length=_pairs_for_length,
+    training_row=kv_training_row,
+    preset="retrieval-tiny",
+    check=_check,
+    context_end=1,  # the closing '}' belongs to the records
+)

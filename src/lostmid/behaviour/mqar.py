@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 from lostmid.behaviour.example import RetrievalExample, check_gold_indices, example_seed
+from lostmid.behaviour.plugin import IndexTask
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
 
@@ -80,3 +84,58 @@ def mqar_query(
         depth_pct=100.0 * gold_index / max(pairs - 1, 1),
         item=item,
     )
+
+
+def _draw(options: Any, seed: int, item: int, pairs: int) -> list[tuple[int, int]]:
+    return mqar_pairs(seed, item, pairs, options.vocab, options.offset)
+
+
+def _ask(
+    options: Any, records: Sequence[tuple[int, int]], gold: int, item: int
+) -> RetrievalExample:
+    return mqar_query(list(records), gold, item=item)
+
+
+def _pairs_for_length(
+    options: Any, length: int, count_tokens: Callable[[str], int], seed: int
+) -> int:
+    size = (length - 1) // 2  # k1 v1 ... kN vN k
+    if size < 1 or options.vocab // 2 < size:
+        raise UserError(
+            f"--lengths {length} gives {size} mqar pairs; --vocab {options.vocab} holds at "
+            f"most {options.vocab // 2} (and a length needs >= 3 tokens)"
+        )
+    return size
+
+
+def _check(options: Any) -> None:
+    mqar_pairs(0, 0, options.pairs, options.vocab, options.offset)  # vocab, pairs, offset
+
+
+def mqar_training_row(
+    options: Any, seed: int, index: int, golds: Sequence[int]
+) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """An MQAR row ``k1 v1 .. kN vN q1 a1 .. qM aM``: query ``m`` asks for pair
+    ``golds[m]`` (0-indexed); each answer id is a loss span of one."""
+    drawn = mqar_pairs(seed, index, options.pairs, options.vocab, options.offset)
+    ids = [t for pair in drawn for t in pair]
+    answers = []
+    for g in golds:
+        ids.extend(drawn[int(g)])
+        answers.append((len(ids) - 1, len(ids), int(g)))
+    return ids, answers
+
+
+MQAR_TASK = IndexTask(
+    name="mqar",
+    summary="Multi-query associative recall at token level: k1 v1 ... kN vN k -> v",
+    draw=_draw,
+    ask=_ask,
+    pairs_for_length=_pairs_for_length,
+    training_row=mqar_training_row,
+    preset="mqar-tiny",
+    check=_check,
+    text=False,
+    vocab_size=lambda options: max(256, options.offset + options.vocab),
+    chance=lambda options: 2.0 / options.vocab,
+)

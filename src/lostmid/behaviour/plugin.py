@@ -1,21 +1,24 @@
-"""The shape of a retrieval task placed by depth (:class:`DepthTask`), a plug-in that
-:mod:`~lostmid.behaviour.registry` lists: its generator, its position axis (depth in %
-of a haystack), its checks, its answer rule and its difficulty knob.
+"""The two shapes of a retrieval task, plug-ins that :mod:`~lostmid.behaviour.registry`
+lists: a task placed by depth (:class:`DepthTask`: RULER's needles; its generator, its
+position axis in % of a haystack, its checks, its answer rule and its difficulty knob)
+and a task placed by gold index among records (:class:`IndexTask`: Liu's key-value
+task and MQAR; its records, its question, its length rule, its checks and the rows a
+small model is trained on).
 
-Adding such a task is one module that builds a :class:`DepthTask` and one entry in
-:data:`lostmid.behaviour.registry.DEPTH_TASKS`; ``lostmid retrieve --task NAME``,
-``--lengths`` grids, ``--export`` and ``--calibrate`` then take it with no other edit.
-(kv and mqar, placed by gold index and served by ``--design shared`` and training, are
-not plug-ins yet.)
+Adding a task is one module that builds one of them and one entry in
+:data:`lostmid.behaviour.registry.DEPTH_TASKS` or ``INDEX_TASKS``; ``lostmid retrieve
+--task NAME``, ``--lengths`` grids, ``--export`` and ``--calibrate`` (and, for a task
+placed by index, ``--design shared``, ``lostmid train --task`` and the training-time
+remedies) then take it with no other edit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lostmid.behaviour.example import RetrievalExample
+from lostmid.behaviour.example import RetrievalExample, check_gold_indices
 
 TokenCounter = Callable[[str], int]
 # (run options, item, depth %, length in tokens, token counter) -> the example; the options
@@ -51,3 +54,75 @@ class DepthTask:
     ladder: tuple[int, ...]
     check: Callable[[Any], None] = no_check
     rule: str = "substring"
+
+
+# (options, seed, item, pairs) -> the item's records, gold first (the caller orders them)
+Drawer = Callable[[Any, int, int, int], Sequence[Any]]
+# (options, records in order, gold index, item) -> the question about records[gold]
+Asker = Callable[[Any, Sequence[Any], int, int], RetrievalExample]
+# (options, seed, index, golds) -> (token ids of a training row, its answers: (start,
+# stop, gold) spans of ids that are loss tokens, each weighed by its gold's weight)
+RowMaker = Callable[[Any, int, int, Sequence[int]], tuple[list[int], list[tuple[int, int, int]]]]
+
+
+def byte_vocabulary(options: Any) -> int:
+    """A byte-level task's vocabulary."""
+    return 256
+
+
+def no_chance(options: Any) -> float | None:
+    """No chance level stated (free text)."""
+    return None
+
+
+@dataclass(frozen=True)
+class IndexTask:
+    """A retrieval task whose answer is one of the records of the context, placed by
+    its gold index (0-indexed; Liu et al.'s convention).
+
+    ``options`` below is any object with the task's fields as attributes (the run's
+    RetrieveConfig, a training RetrievalTask): ``pairs``, ``key_chars``, ``style``,
+    ``query_aware``, ``vocab``, ``offset``, ``queries``, as the task reads them.
+
+    Attributes:
+        name: ``--task`` value.
+        summary: one line for help and the README.
+        draw: the records of item ``i`` (:data:`Drawer`), a function of (seed, i) only,
+            so the examples at different gold indices are paired.
+        ask: the question about one record of records kept in order (:data:`Asker`);
+            example ``i`` at gold ``g`` is ``ask(draw(i)`` with the gold record moved
+            to ``g``) and ``--design shared`` asks every gold of one drawn context.
+        pairs_for_length: the most records whose prompt fits a length in tokens
+            (options, length, token counter, seed) for ``--lengths``.
+        check: raises a one-line UserError for options the task cannot take.
+        text: prompts are text (False: token ids, no tokenizer, no lead-in or lm-eval).
+        vocab_size: the vocabulary a model trained on it needs.
+        chance: accuracy by guessing (None where not stated).
+        training_row: one training row with its loss spans (:data:`RowMaker`).
+        context_end: characters (or ids) after the last record that still belong to
+            the context (kv's closing brace: 1).
+        preset: ``lostmid train --task NAME``'s default retrieval preset.
+    """
+
+    name: str
+    summary: str
+    draw: Drawer
+    ask: Asker
+    pairs_for_length: Callable[[Any, int, TokenCounter, int], int]
+    training_row: RowMaker
+    preset: str
+    check: Callable[[Any], None] = no_check
+    text: bool = True
+    vocab_size: Callable[[Any], int] = byte_vocabulary
+    chance: Callable[[Any], float | None] = no_chance
+    context_end: int = 0
+
+    def example(
+        self, options: Any, seed: int, item: int, pairs: int, gold: int
+    ) -> RetrievalExample:
+        """Item ``item`` with its gold record (the first drawn) moved to index ``gold``."""
+        check_gold_indices([gold], pairs)
+        drawn = list(self.draw(options, seed, item, pairs))
+        ordered = drawn[1:]
+        ordered.insert(gold, drawn[0])
+        return self.ask(options, ordered, gold, item)

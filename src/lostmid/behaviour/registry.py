@@ -1,30 +1,52 @@
-"""Which retrieval tasks ``lostmid retrieve`` knows: kv and mqar (placed by gold index),
-and the tasks placed by depth, registered plug-ins (:class:`~lostmid.behaviour.plugin.
-DepthTask`): RULER's single needle and its multi-key, multi-value and multi-query
-variants. A new task placed by depth is one module and one entry in
+"""Which retrieval tasks ``lostmid retrieve`` knows, each a registered plug-in
+(:mod:`~lostmid.behaviour.plugin`): the tasks placed by gold index among records
+(:class:`~lostmid.behaviour.plugin.IndexTask`: Liu's kv and MQAR, the ones small models
+are trained on) and the tasks placed by depth (:class:`~lostmid.behaviour.plugin.
+DepthTask`: RULER's single needle and its multi-key, multi-value and multi-query
+variants). A new task is one module and one entry in :data:`INDEX_TASKS` or
 :data:`DEPTH_TASKS`.
 
 >>> task_names()
 ('kv', 'mqar', 'niah', 'niah-multikey', 'niah-multivalue', 'niah-multiquery')
->>> depth_task("niah-multikey").knob, depth_task("kv")
-('distractors', None)
+>>> depth_task("niah-multikey").knob, depth_task("kv"), index_task("mqar").text
+('distractors', None, False)
 """
 
 from __future__ import annotations
 
+from lostmid.behaviour.kv import KV_TASK
+from lostmid.behaviour.mqar import MQAR_TASK
 from lostmid.behaviour.needles import NEEDLE_TASKS
 from lostmid.behaviour.niah import NIAH_TASK
-from lostmid.behaviour.plugin import DepthTask
+from lostmid.behaviour.plugin import DepthTask, IndexTask
+from lostmid.checks import check_choice
 
-INDEX_TASKS = ("kv", "mqar")
+INDEX_TASKS: dict[str, IndexTask] = {t.name: t for t in (KV_TASK, MQAR_TASK)}
 DEPTH_TASKS: dict[str, DepthTask] = {t.name: t for t in (NIAH_TASK, *NEEDLE_TASKS)}
 
 
 def task_names() -> tuple[str, ...]:
     """Every ``--task`` value."""
-    return INDEX_TASKS + tuple(DEPTH_TASKS)
+    return tuple(INDEX_TASKS) + tuple(DEPTH_TASKS)
 
 
 def depth_task(name: str) -> DepthTask | None:
     """The registered task placed by depth called ``name``, or None (kv, mqar)."""
     return DEPTH_TASKS.get(name)
+
+
+def index_task(name: str) -> IndexTask | None:
+    """The registered task placed by gold index called ``name``, or None (a needle)."""
+    return INDEX_TASKS.get(name)
+
+
+def trainable_task(name: str) -> IndexTask:
+    """The task ``lostmid train --task`` takes (those placed by index), or one line."""
+    check_choice("--task", name, tuple(INDEX_TASKS))
+    return INDEX_TASKS[name]
+
+
+def task_is_text(name: str) -> bool:
+    """Whether the prompts of task ``name`` are text (needles and kv; not mqar's ids)."""
+    indexed = INDEX_TASKS.get(name)
+    return indexed is None or indexed.text

@@ -20,7 +20,7 @@ from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
 from lostmid.behaviour.needles import NEEDLE_TYPES
 from lostmid.behaviour.niah import HAYSTACKS
 from lostmid.behaviour.prompts import ANSWER_PREFIXES, CHAT_TEMPLATES
-from lostmid.behaviour.registry import DEPTH_TASKS, depth_task, task_names
+from lostmid.behaviour.registry import DEPTH_TASKS, depth_task, index_task, task_names
 from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
@@ -190,8 +190,9 @@ class RetrieveConfig:
         check_choice("--needle-type", self.needle_type, NEEDLE_TYPES)
         check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
         check_lead_in(self.lead_in)
-        if self.lead_in and self.data is None and self.task == "mqar":
-            raise UserError("--lead-in is for text prompts; mqar's are token ids")
+        indexed = index_task(self.task)
+        if self.lead_in and self.data is None and indexed is not None and not indexed.text:
+            raise UserError(f"--lead-in is for text prompts; {self.task}'s are token ids")
         for name in (
             "pairs",
             "key_chars",
@@ -273,13 +274,13 @@ class RetrieveConfig:
                 "--query-aware applies to --task kv with --style liu and to the niah-* "
                 "needle variants"
             )
-        if self.task == "mqar" and (self.vocab % 2 or self.vocab < 2 * self.pairs):
-            raise UserError(
-                f"--vocab must be even with at least 2 * pairs = {2 * self.pairs} ids, "
-                f"got {self.vocab}"
-            )
-        if self.task == "mqar" and self.export_lm_eval is not None:
-            raise UserError("--export-lm-eval needs text prompts; mqar examples are token ids")
+        indexed = index_task(self.task)
+        if indexed is not None:
+            indexed.check(self)
+            if not indexed.text and self.export_lm_eval is not None:
+                raise UserError(
+                    f"--export-lm-eval needs text prompts; {self.task} examples are token ids"
+                )
 
     def _check_calibration(self) -> None:
         low, high = self.band

@@ -52,7 +52,7 @@ from lostmid.behaviour.prompts import (
     shared_lead_in,
     with_lead_in,
 )
-from lostmid.behaviour.registry import depth_task
+from lostmid.behaviour.registry import depth_task, index_task, task_is_text
 from lostmid.behaviour.retrieve_config import LEARN, MAX_LEAD_IN, NIAH_LENGTH, RetrieveConfig
 from lostmid.behaviour.score import (
     PositionScore,
@@ -273,7 +273,7 @@ def run_retrieve(
     with timer("load"):
         tokenizer = (
             None
-            if config.task == "mqar" and config.tokenizer is None and config.data is None
+            if not task_is_text(config.task) and config.tokenizer is None and config.data is None
             else tokenizer_for_model(config.model, config.tokenizer, config.trust_remote_code)
         )
         loaded = load_model(
@@ -871,7 +871,8 @@ def _write_outputs(out: Path, result: RetrieveResult, rows: list[dict[str, Any]]
     write_text(out / "predictions.jsonl", "".join(lines))
     write_table(out / "retrieve.cells", list(result.cells))
     config = result.config
-    chance = 2.0 / config.vocab if result.task == "mqar" else None
+    indexed = index_task(result.task)
+    chance = indexed.chance(config) if indexed is not None else None
     label = f"{result.task} retrieval, {config.model} ({result.examples} examples)"
     series: dict[str, Sequence[PositionScore]]
     if len(result.by_length) == 1:

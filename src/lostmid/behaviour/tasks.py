@@ -30,23 +30,20 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 from lostmid.behaviour.example import (
-    TASKS,
     RetrievalExample,
     check_depths,
     check_gold_indices,
 )
-from lostmid.behaviour.kv import (
-    UUID_CHARS,
-    kv_example,
-)
-from lostmid.behaviour.mqar import mqar_example
+from lostmid.behaviour.kv import UUID_CHARS
 from lostmid.behaviour.niah import (
     TokenCounter,
     byte_count,
     niah_example,
 )
+from lostmid.behaviour.registry import INDEX_TASKS, index_task
 from lostmid.checks import check_choice, check_positive
 
 
@@ -73,7 +70,7 @@ def make_examples(
     >>> [e.gold_index for e in exs], exs[0].key == exs[2].key
     ([0, 0, 2, 2], True)
     """
-    check_choice("--task", task, TASKS)
+    check_choice("--task", task, ("niah", *INDEX_TASKS))
     check_positive("--examples", examples)
     if task == "niah":
         depths = check_depths(positions)
@@ -90,22 +87,10 @@ def make_examples(
             for i in range(examples)
         ]
     golds = check_gold_indices(positions, pairs)
-    if task == "kv":
-        return [
-            kv_example(
-                seed=seed,
-                index=i,
-                pairs=pairs,
-                gold_index=g,
-                key_chars=key_chars,
-                query_aware=query_aware,
-                style=style,
-            )
-            for g in golds
-            for i in range(examples)
-        ]
-    return [
-        mqar_example(seed=seed, index=i, pairs=pairs, gold_index=g, vocab=vocab, offset=offset)
-        for g in golds
-        for i in range(examples)
-    ]
+    indexed = index_task(task)
+    assert indexed is not None, task
+    fields = SimpleNamespace(
+        pairs=pairs, key_chars=key_chars, style=style, query_aware=query_aware, vocab=vocab,
+        offset=offset,
+    )  # fmt: skip
+    return [indexed.example(fields, seed, i, pairs, g) for g in golds for i in range(examples)]

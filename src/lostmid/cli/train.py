@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lostmid.behaviour.registry import trainable_task
 from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP
 from lostmid.behaviour.training.config import RetrievalTrainConfig
 from lostmid.behaviour.training.task import RetrievalTask
@@ -77,7 +78,7 @@ def _run(
             "--corpus and --config are for language-model training; drop them with --task"
         )
     if preset == TrainConfig.preset:  # the LM default: take the task's own preset instead
-        preset = "mqar-tiny" if task == "mqar" else "retrieval-tiny"
+        preset = trainable_task(task).preset
     resolved_retrieval = resolve_retrieval_config(
         preset,
         steps=steps,

@@ -74,8 +74,8 @@ def training_setting(rconfig: Any, alpha: float, law: str = "tilt") -> Setting:
     example = rconfig.task.example(0, 0, 0)
     prompt, _ = example_ids(example)
     spans = list(example.spans)
-    # the context ends with the records: the closing '}' for kv, the last pair for mqar
-    prefix = spans[-1][1] + (1 if rconfig.task.task == "kv" else 0)
+    # the context ends with the records (and what closes them: kv's '}')
+    prefix = spans[-1][1] + rconfig.task.plugin.context_end
     data = gold_distribution(rconfig.task.gold, rconfig.task.pairs)
     return Setting(
         pairs=rconfig.task.pairs,

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
         MaskedTrainer as MaskedTrainer,
         RetrievalBatches as RetrievalBatches,
         masked_next_token_loss as masked_next_token_loss,
-        mqar_training_row as mqar_training_row,
     )
     from lostmid.behaviour.training.evaluate import (
         HeldOut as HeldOut,
@@ -66,7 +65,6 @@ __getattr__, __dir__, __all__ = attach(
             "MaskedTrainer",
             "RetrievalBatches",
             "masked_next_token_loss",
-            "mqar_training_row",
         ],
         "evaluate": ["HeldOut", "RetrievalCheckpoint", "evaluate_checkpoint", "span_means"],
         "run": [

@@ -25,23 +25,8 @@ import torch
 import torch.nn.functional as F
 
 from lostmid.behaviour.gold import gold_distribution
-from lostmid.behaviour.mqar import mqar_pairs
-from lostmid.behaviour.training.task import TRAIN_INDEX, RetrievalTask, example_ids
+from lostmid.behaviour.training.task import TRAIN_INDEX, RetrievalTask
 from lostmid.train.loop import Trainer
-
-
-def mqar_training_row(
-    task: RetrievalTask, seed: int, index: int, golds: np.ndarray
-) -> tuple[list[int], list[int]]:
-    """(ids, answer positions) of an MQAR row ``k1 v1 .. kN vN q1 a1 .. qM aM``: query
-    ``m`` asks for pair ``golds[m]`` (0-indexed); answer positions index ``ids``."""
-    drawn = mqar_pairs(seed, index, task.pairs, task.vocab, task.offset)
-    ids = [t for pair in drawn for t in pair]
-    answers = []
-    for g in golds:
-        ids.extend(drawn[int(g)])
-        answers.append(len(ids) - 1)
-    return ids, answers
 
 
 @dataclass(frozen=True)
@@ -91,26 +76,14 @@ class RetrievalBatches:
                 tokens[row] = self.corpus[start : start + self.length]
                 mask[row] = weight[row] = 1.0
                 continue
-            if self.task.task == "mqar":
-                golds = rng.choice(self.task.pairs, size=self.task.queries, replace=False, p=probs)
-                ids, answers = mqar_training_row(self.task, self.seed, index, golds)
-                tokens[row, : len(ids)] = ids
-                mask[row, np.asarray(answers) - 1] = 1.0
-                weight[row, np.asarray(answers) - 1] = golds_weight[golds]
-            else:
-                golds = rng.choice(self.task.pairs, size=self.task.queries, replace=False, p=probs)
-                example = self.task.example(self.seed, index, int(golds[0]))
-                prompt, target = example_ids(example)
-                ids = prompt + target
-                mask[row, len(prompt) - 1 : len(ids) - 1] = 1.0
-                weight[row, len(prompt) - 1 : len(ids) - 1] = golds_weight[golds[0]]
-                for g in golds[1:]:  # more queries: key then value, value is a loss token
-                    key, value = example.records[int(g)]
-                    ids += list(key.encode())
-                    mask[row, len(ids) - 1 : len(ids) - 1 + len(value)] = 1.0
-                    weight[row, len(ids) - 1 : len(ids) - 1 + len(value)] = golds_weight[g]
-                    ids += list(value.encode())
-                tokens[row, : len(ids)] = ids
+            golds = rng.choice(self.task.pairs, size=self.task.queries, replace=False, p=probs)
+            ids, answers = self.task.plugin.training_row(
+                self.task, self.seed, index, [int(g) for g in golds]
+            )
+            tokens[row, : len(ids)] = ids
+            for start, stop, gold in answers:  # loss on the tokens predicting the answer
+                mask[row, start - 1 : stop - 1] = 1.0
+                weight[row, start - 1 : stop - 1] = golds_weight[gold]
         return torch.from_numpy(tokens), torch.from_numpy(mask), torch.from_numpy(weight)
 
     def batch(self, step: int) -> torch.Tensor:

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.gold import gold_distribution
-from lostmid.behaviour.kv import KV_STYLES, kv_example
-from lostmid.behaviour.mqar import mqar_example, mqar_pairs
+from lostmid.behaviour.kv import KV_STYLES
+from lostmid.behaviour.plugin import IndexTask
+from lostmid.behaviour.registry import INDEX_TASKS, trainable_task
 from lostmid.checks import check_choice, check_positive, check_unit_interval
 from lostmid.errors import UserError
 
-TRAIN_TASKS = ("kv", "mqar")
+TRAIN_TASKS = tuple(INDEX_TASKS)  # every task placed by index trains
 TRAIN_INDEX = 1 << 40  # training examples are indices >= this; held-out ones are 0..
 
 
@@ -40,7 +41,7 @@ class RetrievalTask:
     mix: float = 0.0
 
     def __post_init__(self) -> None:
-        check_choice("--task", self.task, TRAIN_TASKS)
+        trainable_task(self.task)  # a registered task placed by index, or one line
         check_choice("--style", self.style, KV_STYLES)
         for name in ("pairs", "key_chars", "vocab", "queries"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
@@ -50,37 +51,21 @@ class RetrievalTask:
         gold_distribution(self.gold, self.pairs)  # checks the spec
         if self.queries > self.pairs:
             raise UserError(f"--queries must be <= --pairs ({self.pairs}), got {self.queries}")
-        if self.task == "mqar":
-            mqar_pairs(0, 0, self.pairs, self.vocab, self.offset)  # checks vocab and pairs
-        else:
-            if self.queries > 1 and self.style != "compact":
-                raise UserError("--queries > 1 needs --style compact for kv")
-            kv_example(seed=0, index=0, pairs=self.pairs, gold_index=0,
-                       key_chars=self.key_chars, style=self.style)  # fmt: skip
+        self.plugin.check(self)
+        self.plugin.training_row(self, 0, 0, range(self.queries))  # the row's own checks
+
+    @property
+    def plugin(self) -> IndexTask:
+        """The registered task (:mod:`~lostmid.behaviour.registry`)."""
+        return trainable_task(self.task)
 
     def example(self, seed: int, index: int, gold_index: int) -> RetrievalExample:
         """Held-out (evaluation) example ``index`` with its gold pair at ``gold_index``."""
-        if self.task == "kv":
-            return kv_example(
-                seed=seed,
-                index=index,
-                pairs=self.pairs,
-                gold_index=gold_index,
-                key_chars=self.key_chars,
-                style=self.style,
-            )
-        return mqar_example(
-            seed=seed,
-            index=index,
-            pairs=self.pairs,
-            gold_index=gold_index,
-            vocab=self.vocab,
-            offset=self.offset,
-        )
+        return self.plugin.example(self, seed, index, self.pairs, gold_index)
 
     def vocab_size(self) -> int:
         """Model vocabulary: bytes, or more when the mqar ids go beyond 255."""
-        return max(256, self.offset + self.vocab) if self.task == "mqar" else 256
+        return self.plugin.vocab_size(self)
 
 
 def example_ids(example: RetrievalExample) -> tuple[list[int], list[int]]:
@@ -92,7 +77,5 @@ def example_ids(example: RetrievalExample) -> tuple[list[int], list[int]]:
 
 def sequence_length(task: RetrievalTask) -> int:
     """Tokens of one training row (prompt + answer; all rows have the same length)."""
-    if task.task == "mqar":
-        return 2 * task.pairs + 2 * task.queries
-    prompt, target = example_ids(task.example(0, 0, 0))
-    return len(prompt) + len(target) + (task.queries - 1) * 2 * task.key_chars
+    ids, _ = task.plugin.training_row(task, 0, 0, range(task.queries))
+    return len(ids)
