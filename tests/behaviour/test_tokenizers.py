@@ -9,6 +9,7 @@ import pytest
 
 from lostmid.behaviour.tokenizers import (
     ByteTokenizer,
+    HFTokenizer,
     load_tokenizer,
     tokenizer_for_model,
     write_byte_marker,
@@ -53,3 +54,22 @@ def test_a_model_without_a_tokenizer_fails_with_one_line(tmp_path: Path) -> None
         assert "\n" not in str(err.value)
     with pytest.raises(UserError, match="no tokenizer files in that directory"):
         load_tokenizer(str(tmp_path))
+
+
+def test_a_directory_tokenizer_is_built_once_while_its_files_are_unchanged(
+    bpe_model_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    folder = tmp_path / "tok"
+    shutil.copytree(bpe_model_dir, folder)
+    first, again = load_tokenizer(str(folder)), tokenizer_for_model(str(folder))
+    assert isinstance(first, HFTokenizer) and isinstance(again, HFTokenizer)
+    assert again.tokenizer is first.tokenizer  # the same object: not rebuilt
+    # a changed tokenizer file is read again: one more special token in its config
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["additional_special_tokens"] = ["<extra>"]
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    changed = load_tokenizer(str(folder))
+    assert isinstance(changed, HFTokenizer) and changed.tokenizer is not first.tokenizer
+    assert changed.encode("<extra>") != first.encode("<extra>")
