@@ -8,9 +8,11 @@ cache) and the pretrained-vs-twins influence study (issue 24).
 
 ``--loads`` times, in fresh interpreters and with an empty cache folder, the first
 ``load_model(NAME, init="pretrained")`` of each checkpoint (GGUF checked, dequantised,
-written to the cache) and the second (a safetensors read; a new interpreter also pays
-transformers' model-code imports, so it is timed once more in the same interpreter),
-and the import of lostmid's model code that every interpreter pays. ``--study`` writes
+written to the cache) and its tokenizer, and the second (a safetensors read; a new
+interpreter also pays transformers' model-code imports, so model and tokenizer are
+timed once more in the same interpreter), and the import of lostmid's model code that
+every interpreter pays; ``--warm-cache DIR`` times only the later loads, from a cache
+that already holds both. ``--study`` writes
 ``study.json`` and one ``.npz`` of profiles per model and cell into the folder;
 ``lostmid reproduce --checkpoints DIR`` reads the same folder back into the report.
 """
@@ -29,13 +31,18 @@ from pathlib import Path
 LOAD = """
 import time, json
 t0 = time.perf_counter()
+from lostmid.behaviour.tokenizers import tokenizer_for_model
 from lostmid.models import load_model
 t1 = time.perf_counter()
 load_model({name!r}, init="pretrained")
 t2 = time.perf_counter()
-load_model({name!r}, init="pretrained")  # the same again: no import left to pay
+tokenizer_for_model({name!r})
 t3 = time.perf_counter()
-print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1, "again_s": t3 - t2}}))
+load_model({name!r}, init="pretrained")  # the same again: no import left to pay
+tokenizer_for_model({name!r})
+t4 = time.perf_counter()
+print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1, "tokenizer_s": t3 - t2,
+                  "again_s": t4 - t3}}))
 """
 
 
@@ -51,16 +58,24 @@ def _timed_load(name: str, cache: str) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def loads() -> None:
+def loads(warm: Path | None) -> None:
+    """``warm``: a cache folder already holding both checkpoints (the first load is then
+    not timed); None: a new empty one."""
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as empty:
+        cache = str(warm) if warm is not None else empty
         for name in ("smollm2-135m", "gemma3-270m"):
-            first = _timed_load(name, cache)
+            if warm is None:
+                first = _timed_load(name, cache)
+                print(
+                    f"{name}: first load {first['load_s']:.1f} s (import "
+                    f"{first['import_s']:.1f} s), its tokenizer {first['tokenizer_s']:.2f} s"
+                )
             second = _timed_load(name, cache)
             print(
-                f"{name}: first load {first['load_s']:.1f} s (import {first['import_s']:.1f} s); "
-                f"from the cache in a new interpreter {second['load_s']:.2f} s (import "
-                f"{second['import_s']:.1f} s), in the same interpreter {second['again_s']:.2f} s"
+                f"{name}: from the cache in a new interpreter: model {second['load_s']:.2f} s, "
+                f"tokenizer {second['tokenizer_s']:.2f} s (import {second['import_s']:.1f} s); "
+                f"both again in the same interpreter {second['again_s']:.2f} s"
             )
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
@@ -89,6 +104,7 @@ def table(folder: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loads", action="store_true")
+    parser.add_argument("--warm-cache", type=Path, help="--loads from this filled cache")
     parser.add_argument("--study", type=Path)
     parser.add_argument("--table", type=Path)
     parser.add_argument("--lengths", default="512")
@@ -98,7 +114,7 @@ def main() -> None:
     parser.add_argument("--checkpoints", default="smollm2-135m,gemma3-270m")
     args = parser.parse_args()
     if args.loads:
-        loads()
+        loads(args.warm_cache)
     if args.study is not None:
         from lostmid.reproduce.checkpoints import StudyConfig, run_study
 

@@ -88,8 +88,7 @@ def test_retrieve_records_the_template_and_the_rendered_prompt(
     tok = load_tokenizer(str(chat_model_dir))
     rows = (tmp_path / "a" / "predictions.jsonl").read_text().splitlines()
     longest = max(len(tok.encode(" " + json.loads(r)["value"])) for r in rows)
-    assert a["budget"] == {"answer_tokens": longest, "slack": 4,
-                           "rule": "longest answer in tokens + --extra-tokens"}  # fmt: skip
+    assert a["budget"]["answer_tokens"] == longest and a["budget"]["slack"] == 4
     assert a["new_tokens"] == a["budget"]["answer_tokens"] + 4
     # --answer-prefix off: the whole prompt is the user's turn (the layout of before)
     assert run_cli(*args, "--answer-prefix", "off", "--out", tmp_path / "c")[0] == 0

@@ -70,7 +70,8 @@ HELP: dict[str, str] = {
     "passes": "generate (greedy + --scoring rule) | teacher (log p, all-argmax) | both",
     "scoring": "Answer rule of greedy generation: auto (best-subspan for QA data, else "
     "substring) | substring (Liu's kv rule) | exact | best-subspan (Liu's QA rule).",
-    "extra_tokens": "Greedy decoding runs (longest target in tokens) + this many new tokens.",
+    "extra_tokens": "Greedy decoding runs (longest target in tokens) + this many new tokens "
+    "for each answer an example asks for all of (multi-value, multi-query; one otherwise).",
     "tokenizer": "Tokenizer directory, cached hub id, or 'bytes'.",
     "chat_template": "auto (apply the tokenizer's chat template when it has one) | on | off.",
     "max_length": "Refuse prompts longer than this (also the model's maximum positions).",

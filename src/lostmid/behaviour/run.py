@@ -310,8 +310,7 @@ def run_retrieve(
         examples, data = retrieval_examples(config, tokenizer, fmt)
         encoded = encode(examples, tokenizer, fmt, shared=shared)
     rule = resolve_rule(config.scoring, examples[0].task)
-    answer_tokens = max(len(t) for t in encoded.targets)
-    new_tokens = answer_tokens + config.extra_tokens
+    new_tokens = answer_budget(examples, encoded, config.extra_tokens)
     passes = [m for m in ("generate", "teacher") if config.passes in (m, "both")]
     _guard_lengths(examples, encoded, new_tokens, passes, loaded.max_length, config.max_length)
     tokens = [len(p) for p in encoded.prompts]
@@ -374,9 +373,10 @@ def run_retrieve(
             "eos_token_id": None if tokenizer is None else tokenizer.eos_id,
             "answer_prefix_text": _prefix_text(examples[0], fmt),
             "budget": {
-                "answer_tokens": answer_tokens,
+                "answer_tokens": max(len(t) for t in encoded.targets),
                 "slack": config.extra_tokens,
-                "rule": "longest answer in tokens + --extra-tokens",
+                "rule": "longest answer in tokens + --extra-tokens for each answer an "
+                "example asks for all of (one for the others)",
             },
             "new_tokens": new_tokens,
         },
@@ -497,6 +497,27 @@ def _middle_pilot(
     return at.with_changes(**{where: (middle,), "positions": None}), middle
 
 
+def answer_budget(examples: Sequence[RetrievalExample], encoded: Encoded, extra: int) -> int:
+    """Greedy decoding's new tokens: the longest target, plus ``extra`` for each answer an
+    example asks for all of (``match == "all"``: RULER's multi-value and multi-query
+    needles; one for the others). A model lists several answers in its own format (a
+    bullet and a newline before each), which the target's ", " does not count: with
+    one ``extra`` for the list, SmolLM2 ran out one digit before the end of its second
+    value and a two-value needle read 0 of 12.
+
+    >>> from lostmid.behaviour.prompts import Encoded
+    >>> one = RetrievalExample("niah", "p", "k", "1", " 1", None, depth=0)
+    >>> two = RetrievalExample("niah", "p", "k", "1", " 1, 2", None, depth=0, answers=("1", "2"),
+    ...                        match="all")
+    >>> answer_budget([one, two], Encoded([[0], [0]], [[1], [1, 2, 3]]), 4)
+    11
+    """
+    return max(
+        len(target) + extra * (len(ex.references) if ex.match == "all" else 1)
+        for ex, target in zip(examples, encoded.targets, strict=True)
+    )
+
+
 def learn_lead_in(
     config: RetrieveConfig,
     loaded: Any,
@@ -513,7 +534,7 @@ def learn_lead_in(
     at, middle = _middle_pilot(config, cells[(len(cells) - 1) // 2], lead_in="")
     examples, _ = retrieval_examples(at, tokenizer, fmt, first_item=PILOT_FIRST_ITEM)
     encoded = encode(examples, tokenizer, fmt)
-    new_tokens = max(len(t) for t in encoded.targets) + at.extra_tokens + MAX_LEAD_IN
+    new_tokens = answer_budget(examples, encoded, at.extra_tokens) + MAX_LEAD_IN
     _guard_lengths(examples, encoded, new_tokens, ["generate"], loaded.max_length, at.max_length)
     stage = {k: v for k, v in at.record().items() if k not in _NOT_IN_CELLS}
     stage.update(stage="pilot-lead-in", new_tokens=new_tokens, first_item=PILOT_FIRST_ITEM)
@@ -570,7 +591,7 @@ def calibrate_run(
             at, middle = _middle_pilot(config, length, **{knob: value})
             examples, _ = retrieval_examples(at, tokenizer, fmt, first_item=PILOT_FIRST_ITEM)
             encoded = encode(examples, tokenizer, fmt)
-            new_tokens = max(len(t) for t in encoded.targets) + at.extra_tokens
+            new_tokens = answer_budget(examples, encoded, at.extra_tokens)
             _guard_lengths(
                 examples, encoded, new_tokens, ["generate"], loaded.max_length, at.max_length
             )

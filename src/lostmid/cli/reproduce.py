@@ -23,7 +23,13 @@ from lostmid.cli.options import (
     split_backend,
 )
 from lostmid.errors import UserError
-from lostmid.reproduce.config import HELP, ReproduceConfig, Scale, parse_models
+from lostmid.reproduce.config import (
+    HELP,
+    SECTION_OPTIONS,
+    ReproduceConfig,
+    Scale,
+    parse_models,
+)
 
 SCALE_OVERRIDES = (
     "length",
@@ -36,11 +42,7 @@ SCALE_OVERRIDES = (
     "behaviour_preset",
     "behaviour_steps",
     "behaviour_seeds",
-    "dose",
-    "checkpoints",
-    "real_behaviour",
-    "real_remedies",
-    "real_link",
+    *(option.field for option in SECTION_OPTIONS),  # the sections with scales of their own
 )
 FLAGS = {"models": Flag(parse=parse_models)} | {
     f: Flag(

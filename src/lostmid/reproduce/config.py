@@ -36,75 +36,92 @@ REAL_REMEDY_CHOICES = REAL_LINK_CHOICES = ("quick", "default", "off")
 behaviour link (:data:`lostmid.reproduce.real_link.LINK_SCALES`), and off."""
 
 
-def check_section_value(
-    option: str, value: str, saved: str, what: str, choices: tuple[str, ...] = SECTION_SCALES
-) -> str:
-    """A section's scale (one of ``choices``), ``off``, or a folder holding a finished run
-    of it (a file matching the glob ``saved`` inside); else one line naming ``option``,
-    the choices and ``what``.
+@dataclass(frozen=True)
+class SectionOption:
+    """The ``lostmid reproduce`` option of a section that has scales of its own: a
+    :class:`Scale` field of that name (a scale, ``off``, or a folder holding a finished
+    run of the section), its choices, the files that mark a finished run in a folder
+    (globs, tried in order) and its help. Each is checked, overridable on the command
+    line and documented from its entry in :data:`SECTION_OPTIONS` alone.
 
-    >>> check_section_value("--dose", "quick", "dose.json", "")
+    >>> SectionOption("dose", ("quick", "off"), ("dose.json",), "a sweep", "").check("quick")
     'quick'
     """
-    if value in choices or any(Path(value).glob(saved)):
-        return value
-    raise UserError(f"{option} {value}: not {', '.join(choices)} or a folder with {saved} ({what})")
+
+    field: str
+    choices: tuple[str, ...]
+    saved: tuple[str, ...]
+    what: str
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.field.replace("_", "-")
+
+    def check(self, value: str) -> str:
+        """``value`` when it is a choice or a folder with a finished run; else one line
+        naming the option, the choices and what a finished run is."""
+        if value in self.choices or any(any(Path(value).glob(g)) for g in self.saved):
+            return value
+        raise UserError(
+            f"{self.flag} {value}: not {', '.join(self.choices)} or a folder with "
+            f"{self.saved[-1]} ({self.what})"
+        )
 
 
-def check_dose(value: str) -> str:
-    """A dose-response scale, ``off``, or a folder with ``dose.json``."""
-    return check_section_value(
-        "--dose", value, "dose.json", "a finished lostmid sweep --task train-retrieval --out"
-    )
-
-
-def check_checkpoints(value: str) -> str:
-    """A real-checkpoint scale, ``off``, or a folder with ``study.json``."""
-    return check_section_value(
-        "--checkpoints",
-        value,
-        "study.json",
+SECTION_OPTIONS = (
+    SectionOption(
+        "dose",
+        DOSE_CHOICES,
+        ("dose.json",),
+        "a finished lostmid sweep --task train-retrieval --out",
+        "The depth dose-response section (issue 19): quick | default | full (the whole "
+        "design) | off, or DIR (a finished lostmid sweep --task train-retrieval --out).",
+    ),
+    SectionOption(
+        "checkpoints",
+        CHECKPOINT_CHOICES,
+        ("study.json",),
         "a finished checkpoint study, benchmarks/bench_checkpoints.py",
-    )
-
-
-def check_real_behaviour(value: str) -> str:
-    """A scale of the real-checkpoint behaviour section, ``off``, or a folder of a finished
-    one (``MODEL/retrieve.json`` under it)."""
-    return check_section_value(
-        "--real-behaviour",
-        value,
-        "*/retrieve.json",
+        "The real-checkpoint section (issue 24): SmolLM2-135M and Gemma 3 270M against their "
+        "random-init twins: quick (SmolLM2, L = 128) | default (both, L = 512, 3 input "
+        "kinds) | full (L = 512 and 2048) | off, or DIR (a finished study).",
+    ),
+    SectionOption(
+        "real_behaviour",
+        REAL_CHOICES,
+        ("*/retrieve.json",),
         "a finished run of this section: OUT/real-behaviour/SCALE",
-    )
-
-
-def check_real_remedies(value: str) -> str:
-    """A scale of the real-checkpoint remedies section, ``off``, or a folder of finished
-    ``lostmid remedies --model`` runs (``remedies.json`` in it or in ``MODEL/`` under it)."""
-    if value in REAL_REMEDY_CHOICES or (Path(value) / "remedies.json").is_file():
-        return value
-    return check_section_value(
-        "--real-remedies",
-        value,
-        "*/remedies.json",
-        "a finished lostmid remedies --model run, or OUT/real-remedies/SCALE",
+        "The behavioural section for real checkpoints (issue 25): RULER's multi-key needle "
+        "on SmolLM2-135M and Gemma 3 270M, accuracy by depth: quick (SmolLM2, 512 tokens, 3 "
+        "depths x 6) | default (both, 1024 tokens, calibrated, 5 depths x 20) | full (5 "
+        "depths x 90) | off, or DIR (a finished OUT/real-behaviour/SCALE).",
+    ),
+    SectionOption(
+        "real_remedies",
         REAL_REMEDY_CHOICES,
-    )
-
-
-def check_real_link(value: str) -> str:
-    """A scale of the real-checkpoint link section, ``off``, or a folder of finished runs
-    (``link.json`` in it or in ``MODEL/`` under it)."""
-    if value in REAL_LINK_CHOICES or (Path(value) / "link.json").is_file():
-        return value
-    return check_section_value(
-        "--real-link",
-        value,
-        "*/link.json",
-        "a finished run of this section: OUT/real-link/SCALE",
+        ("remedies.json", "*/remedies.json"),
+        "a finished lostmid remedies --model run, or OUT/real-remedies/SCALE",
+        "The inference remedies on real checkpoints (issue 25): the query before and after, "
+        "attention calibration and Ms-PoE against the baseline on RULER's multi-key needle, "
+        "a claim row per remedy and checkpoint: quick (SmolLM2, 512 tokens, 4 items a "
+        "depth) | default (both, 1024 tokens, 20 a depth; about an hour each) | off (the "
+        "default), or DIR (finished lostmid remedies --model runs).",
+    ),
+    SectionOption(
+        "real_link",
         REAL_LINK_CHOICES,
-    )
+        ("link.json", "*/link.json"),
+        "a finished run of this section: OUT/real-link/SCALE",
+        "Structure and behaviour on the same prompts (issue 25): the gold needle's share of "
+        "the Jacobian and of the answer's gradient against greedy correctness on "
+        "SmolLM2-135M and Gemma 3 270M, and the random-init twin: quick (SmolLM2, 512 "
+        "tokens, 1 example a depth) | default (both, 1024 tokens, 20 a depth; about 1.2 h "
+        "each) | off (the default), or DIR (a finished OUT/real-link/SCALE).",
+    ),
+)
+"""The sections with scales of their own, in the order of their options. A new one is a
+:class:`Scale` field (its value at each scale) and one entry here."""
 
 
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
@@ -129,28 +146,9 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "remedies": "Add the remedies section: quick | default (run lostmid remedies at that "
     "scale under OUT/remedies, resumable) or DIR (a finished lostmid remedies --out, or "
     "DIR/tilt and DIR/replace: one run per --law, a claim row each).",
-    "dose": "The depth dose-response section (issue 19): quick | default | full (the "
-    "whole design) | off, or DIR (a finished lostmid sweep --task train-retrieval --out).",
-    "checkpoints": "The real-checkpoint section (issue 24): SmolLM2-135M and Gemma 3 270M "
-    "against their random-init twins: quick (SmolLM2, L = 128) | default (both, L = 512, "
-    "3 input kinds) | full (L = 512 and 2048) | off, or DIR (a finished study).",
-    "real_behaviour": "The behavioural section for real checkpoints (issue 25): RULER's "
-    "multi-key needle on SmolLM2-135M and Gemma 3 270M, accuracy by depth: quick (SmolLM2, "
-    "512 tokens, 3 depths x 6) | default (both, 1024 tokens, calibrated, 5 depths x 20) | "
-    "full (5 depths x 90) | off, or DIR (a finished OUT/real-behaviour/SCALE).",
-    "real_remedies": "The inference remedies on real checkpoints (issue 25): the query "
-    "before and after, attention calibration and Ms-PoE against the baseline on RULER's "
-    "multi-key needle, a claim row per remedy and checkpoint: quick (SmolLM2, 512 tokens, "
-    "4 items a depth) | default (both, 1024 tokens, 20 a depth; about an hour each) | off "
-    "(the default), or DIR (finished lostmid remedies --model runs).",
-    "real_link": "Structure and behaviour on the same prompts (issue 25): the gold "
-    "needle's share of the Jacobian and of the answer's gradient against greedy "
-    "correctness on SmolLM2-135M and Gemma 3 270M, and the random-init twin: quick "
-    "(SmolLM2, 512 tokens, 1 example a depth) | default (both, 1024 tokens, 20 a depth; "
-    "about 1.2 h each) | off (the default), or DIR (a finished OUT/real-link/SCALE).",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
-}
+} | {option.field: option.help for option in SECTION_OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -224,11 +222,8 @@ class Scale:
             check_positive("--behaviour-steps", self.behaviour_steps)
         check_choice("--train-preset", self.train_preset, TRAIN_PRESETS)
         check_choice("--behaviour-preset", self.behaviour_preset, BEHAVIOUR_PRESETS)
-        check_dose(self.dose)  # dose-response (issue 19)
-        check_checkpoints(self.checkpoints)  # real checkpoints (issue 24)
-        check_real_behaviour(self.real_behaviour)  # their behaviour (issue 25)
-        check_real_remedies(self.real_remedies)  # inference remedies on them (issue 25)
-        check_real_link(self.real_link)  # their influence against behaviour (issue 25)
+        for option in SECTION_OPTIONS:  # dose-response, real checkpoints and their sections
+            option.check(getattr(self, option.field))
         check_positive("batch size", self.batch_size)
 
     @property

@@ -451,7 +451,7 @@ class RealLink(SectionRuns):
 
 class RealLinkPlugin(PerModelSection):
     """The section (:class:`lostmid.reproduce.plan.Section`), key ``real_link``;
-    ``--real-link`` chooses its scale (:func:`lostmid.reproduce.config.check_real_link`)."""
+    ``--real-link`` chooses its scale (:data:`lostmid.reproduce.config.SECTION_OPTIONS`)."""
 
     key = "real_link"
     title = "Real checkpoints: does the influence profile predict where the middle is lost?"

@@ -226,8 +226,8 @@ class RealRemedies(SectionRuns):
 
 class RealRemediesPlugin(PerModelSection):
     """The section (:class:`lostmid.reproduce.plan.Section`), key ``real_remedies``;
-    ``--real-remedies`` chooses its scale (:func:`lostmid.reproduce.config.
-    check_real_remedies`)."""
+    ``--real-remedies`` chooses its scale (:data:`lostmid.reproduce.config.
+    SECTION_OPTIONS`)."""
 
     key = "real_remedies"
     title = "Real checkpoints: do inference remedies flatten the U?"
