@@ -35,7 +35,7 @@ from lostmid.behaviour.example import (
     check_gold_indices,
     default_depths,
 )
-from lostmid.behaviour.plugin import IndexTask
+from lostmid.behaviour.plugin import IndexOptions, IndexTask
 from lostmid.behaviour.registry import depth_task, index_task
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
@@ -99,10 +99,7 @@ def grid_examples(
         options = SimpleNamespace(seed=seed, haystack=haystack)
     indexed = index_task(task)
     # the options every task placed by index reads, as given here
-    fields = SimpleNamespace(
-        pairs=pairs, key_chars=key_chars, style=style, query_aware=query_aware, vocab=vocab,
-        offset=offset,
-    )  # fmt: skip
+    fields = IndexOptions(pairs, key_chars, style, query_aware, vocab, offset)
     for length in lengths:
         if plugin is not None:
             depths = check_depths(depth) if depth else default_depths(positions)

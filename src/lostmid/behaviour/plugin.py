@@ -65,6 +65,19 @@ Asker = Callable[[Any, Sequence[Any], int, int], RetrievalExample]
 RowMaker = Callable[[Any, int, int, Sequence[int]], tuple[list[int], list[tuple[int, int, int]]]]
 
 
+@dataclass(frozen=True)
+class IndexOptions:
+    """The fields a task placed by index reads, for callers that hold them as arguments
+    rather than in a RetrieveConfig or RetrievalTask."""
+
+    pairs: int
+    key_chars: int
+    style: str
+    query_aware: bool
+    vocab: int
+    offset: int
+
+
 def byte_vocabulary(options: Any) -> int:
     """A byte-level task's vocabulary."""
     return 256

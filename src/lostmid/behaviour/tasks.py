@@ -30,7 +30,6 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import SimpleNamespace
 
 from lostmid.behaviour.example import (
     RetrievalExample,
@@ -43,6 +42,7 @@ from lostmid.behaviour.niah import (
     byte_count,
     niah_example,
 )
+from lostmid.behaviour.plugin import IndexOptions
 from lostmid.behaviour.registry import INDEX_TASKS, index_task
 from lostmid.checks import check_choice, check_positive
 
@@ -89,8 +89,5 @@ def make_examples(
     golds = check_gold_indices(positions, pairs)
     indexed = index_task(task)
     assert indexed is not None, task
-    fields = SimpleNamespace(
-        pairs=pairs, key_chars=key_chars, style=style, query_aware=query_aware, vocab=vocab,
-        offset=offset,
-    )  # fmt: skip
+    fields = IndexOptions(pairs, key_chars, style, query_aware, vocab, offset)
     return [indexed.example(fields, seed, i, pairs, g) for g in golds for i in range(examples)]
