@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.errors import UserError
-from lostmid.files import check_out_dir, write_text
+from lostmid.files import write_text
 
 _PACKAGES = ("lostmid", "numpy", "scipy", "torch", "transformers", "gguf", "matplotlib")
 
@@ -105,24 +104,3 @@ def write_json(path: Path, obj: Any) -> Path:
     file, then a rename): never a half-written file; a full disk is one line. The one
     JSON writer of the package."""
     return write_text(path, json.dumps(to_jsonable(obj), indent=1, allow_nan=False) + "\n")
-
-
-def prepare_out(out: Path, files: list[str], overwrite: bool, state: str | None = None) -> Path:
-    """Create ``out``; refuse to replace any of ``files`` there unless ``overwrite``.
-
-    ``state``: the file a resumable run saves its state in (``resume.pt``): when it is
-    there the refusal says to continue the run with ``--resume`` (the same command with
-    ``--resume`` resumes; ``--overwrite`` would discard it)."""
-    check_out_dir(out)
-    if state is not None and (out / state).is_file() and not overwrite:
-        raise UserError(
-            f"--out {out} holds a run with its saved state ({state}): add --resume to the "
-            "same command to continue it, or pass --overwrite to start again (discarding it)"
-        )
-    existing = [name for name in files if (out / name).exists()]
-    if existing and not overwrite:
-        raise UserError(
-            f"{out / existing[0]} already exists; pass --overwrite or choose another --out"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    return out

@@ -85,7 +85,7 @@ def test_no_rope_changes_the_model_and_is_recorded(tmp_path: Path) -> None:
 
 def test_resume_errors_are_one_line(tmp_path: Path) -> None:
     config = _config()
-    with pytest.raises(UserError, match="no saved run"):
+    with pytest.raises(UserError, match="resume.pt does not exist; run without --resume"):
         train_retrieval(config, out=tmp_path / "empty", resume=True)
     train_retrieval(config, out=tmp_path / "run")
     other = dataclasses.replace(config, eval_examples=2)

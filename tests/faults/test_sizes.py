@@ -91,7 +91,7 @@ def test_the_override_skips_the_check(run_cli: RunCli, tmp_path: Path) -> None:
 AFTER_CHECK = {
     "retrieve": ("lostmid.behaviour.run", "_check_out"),
     "ablate": ("lostmid.ablate.run", "build_rung"),
-    "remedies": ("lostmid.remedies.run", "prepare_out"),
+    "remedies": ("lostmid.remedies.run", "plan_remedy_stages"),
 }
 SMALL = {
     "retrieve": ["retrieve", "--model", "tiny-gpt2", "--tokenizer", "bytes", "--task", "kv",

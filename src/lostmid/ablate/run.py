@@ -69,16 +69,17 @@ from lostmid.errors import UserError
 from lostmid.influence.passes import NonFiniteError
 from lostmid.report.layout import fit_table
 from lostmid.report.plots import save_figure
-from lostmid.runinfo import run_metadata, write_json
+from lostmid.runinfo import write_json
 from lostmid.runs.budget import STAGE_FLOOR_S, check_budget, check_work, pass_seconds
-from lostmid.runs.claim import claim_out
-from lostmid.runs.lock import holds_out
-from lostmid.runs.store import StageStore
+from lostmid.runs.folder import RunFolder
 
 FILES = ["ablation.json", "ablation.png"]
 
 
-@holds_out("ablate")
+FOLDER = RunFolder("ablate", resumes="stages", result=FILES[0])
+"""What ``run_ablate`` writes into ``--out``: its rungs, kept for a rerun."""
+
+
 def check_ablate_size(config: AblationConfig) -> None:
     """Refuse, before any model is built, a ladder that cannot fit this machine or would
     take over a day: the model's weights at ``--layers`` (parameters from its config)
@@ -110,6 +111,7 @@ def check_ablate_size(config: AblationConfig) -> None:
     )
 
 
+@FOLDER.holds
 def run_ablate(
     config: AblationConfig,
     *,
@@ -134,8 +136,8 @@ def run_ablate(
         )
         check_ablate_size(config)
     build_rung(config, config.rungs[0], config.seed)
-    claim_out(out, "ablate", config.record(), overwrite=overwrite, result=FILES[0])
-    store = StageStore(out, fresh=overwrite)
+    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    store = folder.stages()
     start = time.perf_counter()
     rungs, skipped = [], {}
     for rung in config.rungs:
@@ -161,8 +163,7 @@ def run_ablate(
     if not rungs:
         raise UserError(f"no rung could be measured; {next(iter(skipped.items()))[1]}")
     seconds = time.perf_counter() - start
-    metadata = run_metadata(
-        "ablate",
+    metadata = folder.metadata(
         config.record(),
         config.seed,
         {"total": seconds},

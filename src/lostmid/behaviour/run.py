@@ -66,9 +66,8 @@ from lostmid.errors import UserError
 from lostmid.files import schema_of, write_text
 from lostmid.recordable import fields_record
 from lostmid.report.layout import fit_table
-from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
-from lostmid.runs.claim import claim_out
-from lostmid.runs.lock import holds_out
+from lostmid.runinfo import Timer, write_json
+from lostmid.runs.folder import OpenRun, RunFolder
 from lostmid.stats.shape import Curve, ShapeIndices, reference_points, shape_indices
 
 FILES = ["retrieve.json", "retrieve.png", "heatmap.png", "predictions.jsonl"]
@@ -176,15 +175,19 @@ def _progress(console: Any) -> Any:
     )
 
 
-def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> bool:
-    """Create ``out``; True when it holds this configuration's run (a rerun resumes).
+FOLDER = RunFolder("retrieve", resumes="stages", result="retrieve.json")
+"""What ``run_retrieve`` writes into ``--out``: its cells as stages, kept for a rerun."""
+
+
+def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> OpenRun:
+    """Open ``out`` for this run (resumed when it holds this configuration's run).
 
     Raises:
         UserError: ``out`` holds a run with another configuration, or ``--export`` would
             replace a file of another run, without ``overwrite``.
     """
-    prepare_out(out, [], overwrite)
-    same = claim_out(out, "retrieve", config.record(), overwrite=overwrite, result="retrieve.json")
+    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    same = folder.resumed
     export = config.export
     if export is not None and Path(export).exists() and not (overwrite or same):
         raise UserError(f"{export} already exists; pass --overwrite or choose another file")
@@ -200,7 +203,7 @@ def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> bool:
                 f"--export-lm-eval {tasks} already holds files; pass --overwrite to replace "
                 "the tasks there, or choose another directory"
             )
-    return same
+    return folder
 
 
 def _file_digest(path: Path | None) -> str | None:
@@ -240,7 +243,7 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
     )
 
 
-@holds_out("retrieve")
+@FOLDER.holds
 def run_retrieve(
     config: RetrieveConfig,
     *,
@@ -263,12 +266,11 @@ def run_retrieve(
     """
     from lostmid.behaviour.tokenizers import tokenizer_for_model
     from lostmid.models import load_model
-    from lostmid.runs.store import StageStore
 
     out = Path(out)
     if size_check:
         check_retrieve_size(config)
-    _check_out(out, config, overwrite)
+    folder = _check_out(out, config, overwrite)
     timer = Timer()
     with timer("load"):
         tokenizer = (
@@ -288,21 +290,18 @@ def run_retrieve(
         )
     fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
     shared = config.design == "shared"
-    # the stage store (stages/) is made only once something will be computed
-    store = StageStore(out, fresh=overwrite) if config.calibrate else None
     calibration = None
     requested = config
     if config.calibrate:
         with timer("calibrate"):
-            calibration = calibrate_run(config, loaded, tokenizer, fmt, store)
+            calibration = calibrate_run(config, loaded, tokenizer, fmt, folder.stages())
         config = config.with_changes(**{config.knob: calibration.chosen})
         if console is not None:
             console.print(calibration.outcome, highlight=False)
     lead_in = None
     if config.lead_in == LEARN:
-        store = store or StageStore(out, fresh=overwrite)
         with timer("lead_in"):
-            lead_in = learn_lead_in(config, loaded, tokenizer, fmt, store)
+            lead_in = learn_lead_in(config, loaded, tokenizer, fmt, folder.stages())
         config = config.with_changes(lead_in=lead_in["text"])
         if console is not None:
             console.print(lead_in["outcome"], highlight=False)
@@ -337,8 +336,8 @@ def run_retrieve(
     )
     base = {k: v for k, v in config.record().items() if k not in _NOT_IN_CELLS}
     base.update(new_tokens=new_tokens, data_digest=_file_digest(config.data))
-    if store is None:
-        store = StageStore(out, fresh=overwrite)
+    # the stage store (stages/) is made only once something is computed
+    store = folder.stages()
     rows: list[dict[str, Any] | None] = [None] * len(examples)
     with _progress(console) as bar, timer("score"):
         task = bar.add_task("cells", total=len(examples))
@@ -391,7 +390,7 @@ def run_retrieve(
         record["measured_config"] = config.record()
     if lead_in is not None:
         record["lead_in"] = lead_in
-    record["metadata"] = run_metadata("retrieve", requested.record(), config.seed, timer.seconds)
+    record["metadata"] = folder.metadata(requested.record(), config.seed, timer.seconds)
     record["metadata"]["stages"] = store.record()
     write_json(out / "retrieve.json", record)
     _write_outputs(out, result, result_rows)

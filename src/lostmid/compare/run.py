@@ -26,8 +26,8 @@ from lostmid.files import schema_of
 from lostmid.influence.record import read_measure
 from lostmid.report.layout import fit_table
 from lostmid.report.plots import save_figure
-from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
-from lostmid.runs.lock import holds_out
+from lostmid.runinfo import Timer, write_json
+from lostmid.runs.folder import RunFolder
 
 OUTPUT_FILES = ["compare.json", "compare.png"]
 
@@ -139,7 +139,11 @@ class CompareResult:
         }
 
 
-@holds_out("compare")
+FOLDER = RunFolder("compare", writes=tuple(OUTPUT_FILES))
+"""What ``run_compare`` writes into ``--out``."""
+
+
+@FOLDER.holds
 def run_compare(
     config: CompareConfig,
     *,
@@ -159,7 +163,7 @@ def run_compare(
         measurements = [read_measure(path, option="--measured") for path in config.measured]
         theory = None if config.theory is None else load_theory(config.theory)
     pooled = check_one_setting(measurements, config.pool)
-    prepare_out(out, OUTPUT_FILES, overwrite)
+    folder = FOLDER.open(out, overwrite=overwrite)
     with timer("compare"):
         card = compare_measurements(
             measurements,
@@ -183,8 +187,7 @@ def run_compare(
             f"(L = {m.length}{seeds})",
         )
         save_figure(fig, out / "compare.png")
-    metadata = run_metadata(
-        "compare",
+    metadata = folder.metadata(
         {**config.record(), "out": str(out), "pooled_across": pooled},
         config.seed,
         timer.seconds,

@@ -33,9 +33,9 @@ from lostmid.models import LoadedModel, load_model
 from lostmid.models.budget import activation_bytes, dtype_bytes, parameter_count
 from lostmid.models.load import resolve_config
 from lostmid.report.layout import fit_table
-from lostmid.runinfo import Timer, prepare_out, run_metadata
+from lostmid.runinfo import Timer
 from lostmid.runs.budget import check_budget
-from lostmid.runs.lock import holds_out
+from lostmid.runs.folder import RunFolder
 from lostmid.theory import ProfileSummary, summarise_profile
 from lostmid.typing import Float
 
@@ -208,7 +208,11 @@ CPU_HALF_NOTE = (
 rarely as meant (issue 28)."""
 
 
-@holds_out("measure")
+FOLDER = RunFolder("measure", writes=tuple(FILES))
+"""What ``run_measure`` writes into ``--out``."""
+
+
+@FOLDER.holds
 def run_measure(
     config: MeasureConfig,
     *,
@@ -217,7 +221,8 @@ def run_measure(
     console: Console | None = None,
 ) -> MeasureResult:
     """Measure, write ``measure.json`` and ``measure.png`` into ``out``, print a summary."""
-    out = prepare_out(Path(out), FILES, overwrite)
+    folder = FOLDER.open(out, overwrite=overwrite)
+    out = folder.path
     attention = config.attention_implementation
     if not config.no_size_check and config.device == "cpu" and config.device_map is None:
         check_measure_size(config, attention)
@@ -309,7 +314,7 @@ def run_measure(
         residual_strength_forward=forward,
         layer_masks=masks,
         summary=summary,
-        metadata=run_metadata("measure", resolved, config.seed, timer.seconds),
+        metadata=folder.metadata(resolved, config.seed, timer.seconds),
         notes=tuple(notes),
     )
     write_measure(out / "measure.json", result.measure_record())

@@ -54,11 +54,10 @@ from lostmid.remedies.training import (
     training_setting,
 )
 from lostmid.report.layout import fit_table
-from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
+from lostmid.runinfo import Timer, write_json
 from lostmid.runs.backend import Backend
-from lostmid.runs.claim import claim_out
+from lostmid.runs.folder import RunFolder
 from lostmid.runs.jobs import Job, Resources
-from lostmid.runs.lock import holds_out
 
 RESULT = "remedies.json"
 FIGURE = "remedies.png"
@@ -197,7 +196,11 @@ def check_remedies_size(config: RemediesConfig) -> None:
     )
 
 
-@holds_out("remedies")
+FOLDER = RunFolder("remedies", resumes="stages", result=RESULT)
+"""What ``run_remedies`` writes into ``--out``: finished stages, kept for a rerun."""
+
+
+@FOLDER.holds
 def run_remedies(
     config: RemediesConfig,
     *,
@@ -216,20 +219,18 @@ def run_remedies(
     ``size_check``: refuse a run that would take over a day first
     (:func:`check_remedies_size`); off for ``--no-size-check``."""
     from lostmid.runs.stages import run_stages
-    from lostmid.runs.store import StageStore
 
     begin = time.perf_counter()
     backend = backend or Backend()
     out = Path(out)
     if size_check:
         check_remedies_size(config)
-    prepare_out(out, [], overwrite)
     timer = Timer()
     alpha = resolve_alpha(config) if remedy_kinds(config)[0] else None
     plan = plan_remedy_stages(config, out, backend, alpha)
     # another run's folder is refused before any of its files is touched
-    claim_out(out, "remedies", config.record(), overwrite=overwrite, result=RESULT)
-    store = StageStore(out, fresh=overwrite)
+    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    store = folder.stages()
     with timer("stages"):
         records = run_stages(
             [s.job for s in plan], store, backend, label="remedies", console=console
@@ -267,7 +268,7 @@ def run_remedies(
         save_figure(plot_remedies(result), out / FIGURE)
     timer.seconds["total"] = time.perf_counter() - begin
     document = result.record()
-    document["metadata"] = run_metadata("remedies", config.record(), config.seed, timer.seconds)
+    document["metadata"] = folder.metadata(config.record(), config.seed, timer.seconds)
     document["metadata"]["stages"] = store.record()
     document["alpha"] = {
         "value": alpha,

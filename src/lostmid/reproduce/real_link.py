@@ -46,6 +46,7 @@ from lostmid.errors import UserError
 from lostmid.files import read_json_object, write_text
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.reproduce.real_behaviour import CHECKPOINTS
+from lostmid.runs.folder import RunFolder
 from lostmid.stats.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -69,6 +70,8 @@ FOLDER = "real-link"
 RESULT = "link.json"
 EXAMPLES = "examples.jsonl"
 COMMAND = "real-link"
+RUN_FOLDER = RunFolder(COMMAND, resumes="stages", result=RESULT)
+"""What :func:`link_run` writes into its folder: the examples so far, kept for a rerun."""
 DEPTHS = (0, 25, 50, 75, 100)
 PRETRAINED, TWIN = "pretrained", "twin0"
 SCORES = ("jacobian_share", "gradient_share")
@@ -201,15 +204,13 @@ def link_run(
     from lostmid.behaviour.prompts import prompt_format
     from lostmid.behaviour.tokenizers import tokenizer_for_model
     from lostmid.models import load_model
-    from lostmid.runinfo import run_metadata, write_json
-    from lostmid.runs.claim import claim_out
-    from lostmid.runs.lock import lock_out
+    from lostmid.runinfo import write_json
     from lostmid.runs.progress import progress
 
     begin = time.perf_counter()
     folder = Path(folder)
-    with lock_out(folder, COMMAND):
-        claim_out(folder, COMMAND, dict(design), overwrite=overwrite, result=RESULT, grows=_grows)
+    with RUN_FOLDER.lock(folder):
+        opened = RUN_FOLDER.open(folder, dict(design), overwrite=overwrite, grows=_grows)
         path = folder / EXAMPLES
         if overwrite and path.exists():
             path.unlink()
@@ -250,8 +251,8 @@ def link_run(
                     bar.advance(task)
                 del loaded
         summary = summarise(records, design)
-        meta = run_metadata(
-            COMMAND, dict(design), int(design["seed"]), {"total": time.perf_counter() - begin}
+        meta = opened.metadata(
+            dict(design), int(design["seed"]), {"total": time.perf_counter() - begin}
         )
         meta["checkpoint"] = checkpoint
         meta["example_seconds"] = float(sum(r.get("seconds", 0.0) for r in records))

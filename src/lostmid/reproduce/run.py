@@ -28,11 +28,10 @@ from lostmid.reproduce.figures import make_figures
 from lostmid.reproduce.plan import PlannedStage, claims_of
 from lostmid.reproduce.report import build_report
 from lostmid.reproduce.stages import SeedMeasurement, check_models, measure_stage, run_device
-from lostmid.runinfo import run_metadata, write_json
+from lostmid.runinfo import write_json
 from lostmid.runs.backend import Backend
-from lostmid.runs.claim import claim_out
+from lostmid.runs.folder import RunFolder
 from lostmid.runs.jobs import Job, Resources
-from lostmid.runs.lock import holds_out
 from lostmid.runs.stages import run_stages as run_backend_stages
 from lostmid.runs.store import StageStore
 
@@ -146,7 +145,11 @@ def write_measure_json(
     write_measure(folder / "measure.json", pooled)
 
 
-@holds_out("reproduce")
+FOLDER = RunFolder("reproduce", resumes="stages")
+"""What ``run_reproduce`` writes into ``--out``: its stages, kept for a rerun."""
+
+
+@FOLDER.holds
 def run_reproduce(
     config: ReproduceConfig,
     *,
@@ -167,8 +170,8 @@ def run_reproduce(
     """
     device = run_device(config)
     check_models(config, device)  # fail in seconds, not after a stage
-    claim_out(out, "reproduce", config.record(), overwrite=overwrite)
-    store = StageStore(out, fresh=overwrite)
+    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    store = folder.stages()
     start = time.perf_counter()
     backend = backend or Backend()
     results = run_stages(
@@ -188,8 +191,7 @@ def run_reproduce(
         if sections[s.key] is not None:
             figures |= s.figures(sections[s.key], out / "figures")
     seconds = time.perf_counter() - start
-    metadata = run_metadata(
-        "reproduce",
+    metadata = folder.metadata(
         config.record(),
         config.seed,
         {"total": seconds},

@@ -31,12 +31,10 @@ from rich.table import Table
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.report.layout import fit_table
-from lostmid.runinfo import run_metadata, write_json
+from lostmid.runinfo import write_json
 from lostmid.runs.backend import Backend
-from lostmid.runs.claim import claim_out
+from lostmid.runs.folder import RunFolder
 from lostmid.runs.jobs import STATUSES, Job, UnitOutcome, dispatch, open_backend
-from lostmid.runs.lock import holds_out
-from lostmid.runs.store import StageStore
 from lostmid.sweep.execute import UNITS_DIR, saved_outcome, unit_job
 from lostmid.sweep.grid import Grid, Unit, expand
 from lostmid.sweep.summaries import summarise_tasks
@@ -186,7 +184,11 @@ def plan_sweep(grids: Sequence[Grid], max_units: int = 1000) -> list[tuple[Unit,
     return plan
 
 
-@holds_out("sweep")
+FOLDER = RunFolder("sweep", resumes="stages", result=SWEEP_JSON)
+"""What ``run_sweep`` writes into ``--out``: its units, kept for a rerun."""
+
+
+@FOLDER.holds
 def run_sweep(
     config: SweepConfig,
     *,
@@ -207,16 +209,14 @@ def run_sweep(
     plan = plan_sweep(config.grids, config.max_units)
     # another sweep's folder (other seeds, params, task) is refused before anything in it
     # changes; where the units run (backend, jobs, retries) is not part of the sweep
-    claim_out(
+    folder = FOLDER.open(
         out,
-        "sweep",
         {**(_grids(config.record()) or {}), "units": sorted(u.key for u, _ in plan)},
         overwrite=overwrite,
-        result=SWEEP_JSON,
         saved_config=_saved_grids,
         grows=_grows,
     )
-    store = StageStore(out, fresh=overwrite)
+    store = folder.stages()
     outcomes: dict[str, UnitOutcome] = {}
     todo = []
     for unit, spec in plan:
@@ -273,8 +273,7 @@ def run_sweep(
             record = result.record()
             record["complete"] = complete
             record["units_planned"] = len(plan)
-            record["metadata"] = run_metadata(
-                "sweep",
+            record["metadata"] = folder.metadata(
                 config.record() | {"out": str(out), "overwrite": overwrite},
                 None,
                 {"plan": planned - start, "run": time.perf_counter() - planned},

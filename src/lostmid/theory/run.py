@@ -22,9 +22,9 @@ from lostmid.checks import check_choice, check_position, check_positive, check_s
 from lostmid.errors import UserError
 from lostmid.files import schema_of
 from lostmid.report.layout import fit_table
-from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
+from lostmid.runinfo import Timer, to_jsonable, write_json
 from lostmid.runs.budget import SIZE_CHECK_HELP, check_budget
-from lostmid.runs.lock import holds_out
+from lostmid.runs.folder import RunFolder
 from lostmid.theory._ops import LinearOps, LogOps
 from lostmid.theory.exact import KERNELS, _influence, _path_weights
 from lostmid.theory.masks import MASK_HELP, Causal, MaskLike, parse_mask
@@ -251,7 +251,11 @@ def compute_theory(config: TheoryConfig) -> TheoryResult:
     )
 
 
-@holds_out("theory")
+FOLDER = RunFolder("theory", writes=("theory.json", "theory.png"))
+"""What ``run_theory`` writes into ``--out``."""
+
+
+@FOLDER.holds
 def run_theory(
     config: TheoryConfig,
     *,
@@ -269,7 +273,7 @@ def run_theory(
 
     if seed is not None:
         config = replace(config, seed=seed)
-    prepare_out(out, ["theory.json", "theory.png"], overwrite)
+    folder = FOLDER.open(out, overwrite=overwrite)
     timer = Timer()
     with timer("compute"):
         result = compute_theory(config)
@@ -290,7 +294,7 @@ def run_theory(
             valley_position=s.valley_position,
         )
         save_figure(fig, out / "theory.png")
-    record["metadata"] = run_metadata("theory", config.record(), config.seed, timer.seconds)
+    record["metadata"] = folder.metadata(config.record(), config.seed, timer.seconds)
     write_json(out / "theory.json", record)
     if console is not None:
         console.print(fit_table(summary_table(result)))

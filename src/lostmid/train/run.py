@@ -16,7 +16,6 @@ Files under ``--out``:
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -31,8 +30,8 @@ from rich.table import Table
 from lostmid.errors import UserError
 from lostmid.files import read_result, schema_of
 from lostmid.report.layout import fit_table
-from lostmid.runinfo import Timer, prepare_out, run_metadata, write_json
-from lostmid.runs.lock import holds_out
+from lostmid.runinfo import Timer, write_json
+from lostmid.runs.folder import RunFolder
 from lostmid.runs.progress import progress as logged_progress
 from lostmid.train.config import TrainConfig, checkpoint_steps
 from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
@@ -129,31 +128,11 @@ def saved_checkpoints(out: Path, until: int) -> tuple[Checkpoint, ...]:
     return tuple(c for c in checkpoints if c.step <= until)
 
 
-def _prepare_out(out: Path, overwrite: bool, resume: bool) -> None:
-    if resume and overwrite:
-        raise UserError("--resume and --overwrite contradict each other; pass one")
-    if resume:
-        if not (out / RESUME).is_file():
-            started = (out / CHECKPOINTS).is_dir() or (out / DYNAMICS).is_file()
-            why = "; the run stopped before its first saved state" if started else ""
-            fix = "start again with --overwrite" if started else "run without --resume"
-            raise UserError(f"cannot resume: {out / RESUME} does not exist{why}; {fix}")
-        return
-    try:  # a run that stopped before writing anything into it (a full disk) left it empty
-        (out / CHECKPOINTS).rmdir()
-    except OSError:
-        pass
-    prepare_out(out, [DYNAMICS, RESUME, CHECKPOINTS], overwrite, state=RESUME)
+FOLDER = RunFolder("train", writes=(DYNAMICS, RESUME, CHECKPOINTS), resumes="state", state=RESUME)
+"""What ``run_training`` writes into ``--out``: its saved state continues with --resume."""
 
 
-def _clear_out(out: Path) -> None:
-    """What ``--overwrite`` replaces (only what this command writes), once every check
-    of the run has passed: a refused run keeps the earlier one whole."""
-    shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
-    (out / RESUME).unlink(missing_ok=True)
-
-
-@holds_out("train")
+@FOLDER.holds
 def run_training(
     config: TrainConfig,
     *,
@@ -185,7 +164,7 @@ def run_training(
         check_training_size(
             config.model, config.batch_size, f"train --preset {config.preset}", config.steps
         )
-    _prepare_out(out, overwrite, resume)
+    folder = FOLDER.open(out, overwrite=overwrite, resume=resume)
     context = config.model.context
     with timer("corpus"):
         corpus = load_corpus(
@@ -203,8 +182,7 @@ def run_training(
             corpus.heldout, config.probe.heldout_windows, context, config.seed
         )
         trainer = Trainer(model, config, sampler, interventions.loss_weight, config.device)
-    if overwrite:
-        _clear_out(out)
+    folder.clear()
     if resume:
         trainer.load(out / RESUME)
     result = TrainResult(
@@ -296,8 +274,7 @@ def run_training(
         result,
         complete=True,
         tokens_per_second=trained_tokens / train_seconds if train_seconds else None,
-        metadata=run_metadata(
-            "train",
+        metadata=folder.metadata(
             config.record() | {"resumed_from_step": start_step},
             config.seed,
             timer.seconds,

@@ -22,7 +22,6 @@ training: trial log").
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -41,8 +40,8 @@ from lostmid.behaviour.training.task import sequence_length
 from lostmid.errors import UserError
 from lostmid.files import read_json_object, schema_of
 from lostmid.report.layout import fit_table
-from lostmid.runinfo import Timer, prepare_out, run_metadata, to_jsonable, write_json
-from lostmid.runs.lock import holds_out
+from lostmid.runinfo import Timer, to_jsonable, write_json
+from lostmid.runs.folder import RunFolder
 from lostmid.train.model import ModelVariant
 
 SCHEMA = schema_of("retrieval training")
@@ -219,7 +218,18 @@ def _resumed(
     )
 
 
-@holds_out("train")
+FOLDER = RunFolder(
+    "train",
+    writes=(RESULT, FIGURE, CHECKPOINTS, RESUME),
+    resumes="state",
+    state=RESUME,
+    kind="train-retrieval",
+)
+"""What ``run_retrieval_training`` writes into ``--out``: its saved state continues with
+--resume."""
+
+
+@FOLDER.holds
 def run_retrieval_training(
     config: RetrievalTrainConfig,
     *,
@@ -263,8 +273,6 @@ def run_retrieval_training(
 
     wall, cpu = time.perf_counter(), time.process_time()
     out = Path(out)
-    if resume and overwrite:
-        raise UserError("--resume continues a run and --overwrite starts it again; give one")
     train = config.resolved_train()
     if size_check and train.device == "cpu":  # before anything in out is replaced
         check_training_size(
@@ -273,8 +281,7 @@ def run_retrieval_training(
             f"train --task {config.task.task} --preset {config.preset}",
             train.steps,
         )
-    if not resume:
-        prepare_out(out, [RESULT, FIGURE, CHECKPOINTS, RESUME], overwrite, state=RESUME)
+    folder = FOLDER.open(out, overwrite=overwrite, resume=resume)
     timer = Timer()
     task = config.task
     length = sequence_length(task)
@@ -293,8 +300,7 @@ def run_retrieval_training(
         model = build_model(train.model, train.seed, _variant(config, hooks))
         trainer = MaskedTrainer(model, train, sampler, device=train.device)
         heldout = HeldOut.build(config)
-    if overwrite:  # only now: every refusal above keeps the earlier run whole
-        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+    folder.clear()  # only now: every refusal above keeps the earlier run whole
     wanted = config.eval_steps()
     checkpoints: list[RetrievalCheckpoint] = []
     train_seconds = cpu_before = 0.0
@@ -385,9 +391,7 @@ def run_retrieval_training(
         save_figure(fig, out / FIGURE)
     timer.seconds["total"] = time.perf_counter() - wall
     document = result.record()
-    document["metadata"] = run_metadata(
-        "train-retrieval", config.record(), train.seed, timer.seconds
-    )
+    document["metadata"] = folder.metadata(config.record(), train.seed, timer.seconds)
     write_json(out / RESULT, document)
     if console is not None:
         console.print(fit_table(training_table(result)))
