@@ -54,6 +54,27 @@ def test_resumed_work_is_not_reported_again() -> None:
     assert [line.split(",")[0] for line in _lines(log.getvalue())] == ["sweep: 4/4 done (100%)"]
 
 
+def test_slow_steps_still_get_a_time_left() -> None:
+    """Steps slower than rich's 30-s speed window (a 8192-token example takes 85 s on
+    this box) used to print '~? left' at every line; the mean rate of the steps this run
+    finished (resumed ones left out) gives the estimate."""
+    from lostmid.runs.progress import LoggedProgress
+
+    now = [0.0]
+    log = io.StringIO()
+    bar = LoggedProgress(
+        label="retrieve", every=0.0, console=Console(file=log, width=120), get_time=lambda: now[0]
+    )
+    with bar:
+        task = bar.add_task("cells", total=60, completed=20)  # 20 resumed
+        for _ in range(2):
+            now[0] += 85.0
+            bar.advance(task)
+    lines = [line for line in _lines(log.getvalue()) if "done (" in line]
+    assert lines[-1].startswith("retrieve: 22/60 done") and "~?" not in lines[-1]
+    assert "0:53:50 left" in lines[-1]  # 38 steps left at 85 s each
+
+
 def test_sweep_and_train_print_progress_into_a_log(run_cli: RunCli, tmp_path: Path) -> None:
     code, out, err = run_cli(
         "sweep", "--task", "theory", "--lengths", "8,16", "--out", tmp_path / "s"

@@ -6,8 +6,9 @@ makes the bar every long command uses (train, retrieve, remedies, sweep, reprodu
 stages), and when its console is not a terminal it also prints one plain line when a
 step or unit finishes: the first, then at most one every :data:`EVERY_S` seconds, and
 the last, each with the count, the elapsed time and the time left (rich's estimate
-from the recent rate), and what finished last: the task's ``last`` field (sweep's unit
-and its status), else its description (the stage runner's stage).
+from the recent rate; where steps are slower than rich's 30 s window, the mean rate of
+this run's steps: :func:`time_left`), and what finished last: the task's ``last``
+field (sweep's unit and its status), else its description (the stage runner's stage).
 
 >>> import io
 >>> from rich.console import Console
@@ -45,6 +46,24 @@ def _clock(seconds: float | None) -> str:
     return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
+def time_left(
+    recent: float | None, elapsed: float | None, done: float, total: float | None
+) -> float | None:
+    """Seconds left: rich's ``recent`` estimate, else the mean rate of the ``done`` steps
+    finished in ``elapsed`` seconds (None when nothing finished or the total is unknown).
+
+    >>> time_left(None, 170.0, 2, 60)  # two 85-s steps done: 58 left
+    4930.0
+    >>> time_left(12.0, 170.0, 2, 60), time_left(None, 0.0, 0, 60)
+    (12.0, None)
+    """
+    if recent is not None:
+        return recent
+    if total is None or not elapsed or done <= 0:
+        return None
+    return (total - done) * elapsed / done
+
+
 class LoggedProgress(Progress):
     """:class:`rich.progress.Progress` that, on a console that is not a terminal, also
     prints a line as work finishes (module doc). Everything else is rich's."""
@@ -55,6 +74,7 @@ class LoggedProgress(Progress):
         self.every = every
         self.logging = not kwargs.get("disable", False) and not self.console.is_terminal
         self._done: dict[TaskID, float] = {}
+        self._resumed: dict[TaskID, float] = {}  # completed when added (not this run's)
         self._printed = -math.inf
 
     def update(self, task_id: TaskID, **kwargs: Any) -> None:
@@ -68,6 +88,7 @@ class LoggedProgress(Progress):
     def add_task(self, description: str, *args: Any, **kwargs: Any) -> TaskID:
         task_id = super().add_task(description, *args, **kwargs)
         self._done[task_id] = self._tasks[task_id].completed  # resumed work is not news
+        self._resumed[task_id] = self._tasks[task_id].completed
         return task_id
 
     def _log(self, task_id: TaskID) -> None:
@@ -86,7 +107,17 @@ class LoggedProgress(Progress):
         self._printed = now
         total = "?" if task.total is None else f"{task.total:g}"
         share = f" ({100 * task.completed / task.total:.0f}%)" if task.total else ""
-        left = 0.0 if last else task.time_remaining
+        resumed = self._resumed.get(task_id, 0.0)
+        left = (
+            0.0
+            if last
+            else time_left(
+                task.time_remaining,
+                task.elapsed,
+                task.completed - resumed,
+                None if task.total is None else task.total - resumed,
+            )
+        )
         text = str(task.fields.get("last") or task.description).strip()
         about = f"; last: {text}" if text and text != self.label else ""
         self.console.print(
