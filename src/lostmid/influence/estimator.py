@@ -117,9 +117,13 @@ def _wanted_layers(loaded: LoadedModel, per_layer: bool | Sequence[int]) -> set[
 def _progress_bar(progress: bool, console: Any) -> Any:
     if not progress:
         return nullcontext()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
 
-    return Progress(
+    from lostmid.runs.progress import progress as logged_progress
+
+    # a log (not a terminal) gets a plain line as samples finish, not silence until the end
+    return logged_progress(
+        "measure",
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),

@@ -12,6 +12,10 @@ which Ray workers and subprocesses inherit).
 The same process may lock a folder again (a command calling another on the same
 ``--out``): the lock is counted, not taken twice.
 
+Ours rather than ``filelock``: its Unix lock is the same ``flock`` (so neither needs
+stale-lock logic), but a refused run here names the holder (pid, host, command, start)
+from the lock file's contents, and file systems without ``flock`` fall back to that pid.
+
 >>> import tempfile
 >>> out = Path(tempfile.mkdtemp())
 >>> with lock_out(out, "theory"):
