@@ -91,11 +91,14 @@ def test_sweep_and_train_print_progress_into_a_log(run_cli: RunCli, tmp_path: Pa
 
 
 def test_measure_prints_progress_into_a_log(run_cli: RunCli, tmp_path: Path) -> None:
-    """measure's samples used rich's plain bar, silent in a log until the end (an
-    8-sample L = 2048 run on SmolLM2 is 15 minutes of nothing)."""
+    """measure's samples used rich's plain bar, silent in a log until the end, and its
+    branch gains had none (an 8-sample L = 2048 run on SmolLM2: 15 minutes of profile,
+    then as long again of gains, with nothing in the log)."""
     code, out, err = run_cli(
         "measure", "--model", "tiny-gpt2", "--length", "16", "--samples", "2", "--probes", "1",
         "--out", tmp_path / "m",
     )  # fmt: skip
     assert code == 0, err
     assert "measure: 1/2 done (50%)" in out and "measure: 2/2 done (100%)" in out
+    # the branch gains after the profile take as long again: their own lines
+    assert "branch gains: 2/2 done (100%)" in out

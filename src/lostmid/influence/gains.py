@@ -69,7 +69,7 @@ zero or when L = 1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,6 +190,7 @@ def branch_gains(
     per_position: bool = True,
     batch_size: int = 1,
     exact: bool = False,
+    done: Callable[[int], None] | None = None,
 ) -> BranchGains:
     """Attention and MLP branch gains of every layer; the formulas are in the module docstring.
 
@@ -202,6 +203,8 @@ def branch_gains(
         batch_size: samples per forward pass.
         exact: use the d scaled basis vectors instead of random directions (d backward
             passes per layer and branch: for small models and tests).
+        done: called with the number of samples of each batch once it is finished (a
+            progress bar's advance).
 
     Returns:
         A :class:`BranchGains`.
@@ -273,6 +276,8 @@ def branch_gains(
             mlp_sq[index] += g_mlp.pow(2).sum(-1).mean(0).sum(0).double().cpu().numpy()
             with np.errstate(invalid="ignore"):
                 mlp_cos[index] += coherence(g_mlp).sum(0).double().cpu().numpy()
+        if done is not None:
+            done(bsz)
     gain_pos = np.sqrt(attn_sq / samples / width)  # (H, L)
     mlp_pos = np.sqrt(mlp_sq / samples / width)
     coherence_pos = mlp_cos / samples

@@ -276,7 +276,7 @@ def run_measure(
                 console=console,
             )
         with timer("residual_strength"):
-            gains, forward, masks, notes = measure_strengths(loaded, ids, config)
+            gains, forward, masks, notes = measure_strengths(loaded, ids, config, console)
         if config.dtype == "float16" and config.device == "cpu" and config.device_map is None:
             notes.insert(0, CPU_HALF_NOTE)
         if console is not None:
@@ -349,25 +349,42 @@ def resolve_compile(loaded: LoadedModel, config: MeasureConfig) -> tuple[bool, s
 
 
 def measure_strengths(
-    loaded: LoadedModel, ids: Any, config: MeasureConfig
+    loaded: LoadedModel, ids: Any, config: MeasureConfig, console: Any = None
 ) -> tuple[BranchGains | None, np.ndarray | None, tuple[str, ...] | None, list[str]]:
     """Branch gains, the forward ratio and the layer masks of ``loaded`` on ``ids``.
 
     Returns (gains, forward ratio (H,), layer masks, notes); a family without the
     places (no adapter) gets None for each and a note saying why. The per-position
-    arrays are kept as :meth:`MeasureConfig.per_position_gains_for` says.
+    arrays are kept as :meth:`MeasureConfig.per_position_gains_for` says. ``console``:
+    where the branch gains' progress goes (their samples take as long as the profile's).
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
+
+    from lostmid.runs.progress import progress
+
     notes: list[str] = []
     gains = forward = masks = None
+    bar = progress(
+        "branch gains",
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
     try:
-        gains = branch_gains(
-            loaded,
-            ids,
-            directions=config.gain_directions,
-            seed=config.seed,
-            per_position=config.per_position_gains_for(loaded.num_layers),
-            batch_size=config.batch_size,
-        )
+        with bar:
+            task = bar.add_task("branch gains", total=int(ids.shape[0]))
+            gains = branch_gains(
+                loaded,
+                ids,
+                directions=config.gain_directions,
+                seed=config.seed,
+                per_position=config.per_position_gains_for(loaded.num_layers),
+                batch_size=config.batch_size,
+                done=lambda k: bar.advance(task, k),
+            )
     except UserError as err:  # generic families: the profile still stands
         notes.append(f"branch gains skipped: {err}")
     try:
