@@ -117,20 +117,10 @@ def _wanted_layers(loaded: LoadedModel, per_layer: bool | Sequence[int]) -> set[
 def _progress_bar(progress: bool, console: Any) -> Any:
     if not progress:
         return nullcontext()
-    from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
-
-    from lostmid.runs.progress import progress as logged_progress
+    from lostmid.runs.progress import count_bar
 
     # a log (not a terminal) gets a plain line as samples finish, not silence until the end
-    return logged_progress(
-        "measure",
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
+    return count_bar("measure", console)
 
 
 def _check_compile(loaded: LoadedModel, compile: bool, checkpointing: bool) -> None:

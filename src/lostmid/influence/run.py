@@ -358,21 +358,11 @@ def measure_strengths(
     arrays are kept as :meth:`MeasureConfig.per_position_gains_for` says. ``console``:
     where the branch gains' progress goes (their samples take as long as the profile's).
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
-
-    from lostmid.runs.progress import progress
+    from lostmid.runs.progress import count_bar
 
     notes: list[str] = []
     gains = forward = masks = None
-    bar = progress(
-        "branch gains",
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
+    bar = count_bar("branch gains", console)
     try:
         with bar:
             task = bar.add_task("branch gains", total=int(ids.shape[0]))

@@ -129,6 +129,22 @@ class LoggedProgress(Progress):
         )
 
 
+def count_bar(label: str, console: Console | None) -> LoggedProgress:
+    """The bar of work counted in items (samples, examples): description, bar, done/total
+    and time left; kept on screen when done, plain lines in a log."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
+
+    return progress(
+        label,
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
 def progress(
     label: str,
     *columns: str | ProgressColumn,
