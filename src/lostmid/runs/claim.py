@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.errors import UserError
-from lostmid.files import check_out_dir, read_json
+from lostmid.files import read_json
 from lostmid.runinfo import to_jsonable, write_json
 from lostmid.runs.lock import LOCK_FILE
 
@@ -110,8 +110,7 @@ def claim_out(
         UserError: ``out`` holds a run of another command or configuration, or its claim
             file is damaged, and not ``overwrite``.
     """
-    out = Path(out)
-    check_out_dir(out)
+    out = Path(out)  # a file as ``out`` was refused by the caller (RunFolder.open)
     wanted = {"command": command, "config": to_jsonable(config)}
     path = out / CLAIM_FILE
     if not overwrite and _holds_files(out):
