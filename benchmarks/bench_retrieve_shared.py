@@ -8,12 +8,13 @@ tokenizer trained here (as ``bench_retrieve.py`` does; nothing is downloaded).
 
 * moved: one full prompt per example (the gold pair moved), ``--moved-examples`` of
   them timed (each costs a whole prefill, so a few give the rate);
-* shared: one context, its key-value cache kept, every record's key asked of it
-  (``--pairs`` examples, ``--batch-size`` questions a forward);
+* shared: ``--contexts`` contexts (one by default), each one's key-value cache kept,
+  every record's key asked of it (``--pairs`` examples a context, ``--batch-size``
+  questions a row; greedy decoding reads the questions of several contexts a step);
 * floor: the one prefill timed alone (it computes one column of logits), scaled to the
-  tokens the shared design reads, floor_s = t_prefill * (T + sum_i w_i) / T, with T the
-  context's tokens and w_i the tokens read after it for example i (teacher forcing:
-  question + target - 1; greedy: question + new tokens - 1);
+  tokens the shared design reads, floor_s = t_prefill * (sum_c T_c + sum_i w_i) / T, with
+  T the first context's tokens, T_c each context's and w_i the tokens read after it for
+  example i (teacher forcing: question + target - 1; greedy: question + new tokens - 1);
 * floor + logits: plus the output layer on the columns whose logits are needed (teacher
   forcing: every target token, with log-softmax; greedy: every new token), timed on its
   own. The prefill-scaled floor leaves these out; on a model with few layers and a large
@@ -58,6 +59,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=None, help="override the layer count")
     parser.add_argument("--pairs", type=int, default=75)
     parser.add_argument("--moved-examples", type=int, default=3)
+    parser.add_argument("--contexts", type=int, default=1, help="contexts of --pairs records")
     parser.add_argument(
         "--batch-size", default="16", help="questions a forward (shared); a list times each"
     )
@@ -74,8 +76,10 @@ def main() -> None:
         args.model, init="random", device=args.device, dtype=args.dtype, config_overrides=overrides
     )
     fmt = prompt_format("off", tokenizer)
-    records = kv_records(0, 0, args.pairs, 36)
-    shared_examples = [kv_query(records, g) for g in range(args.pairs)]
+    shared_examples = []
+    for seed in range(args.contexts):
+        records = kv_records(seed, 0, args.pairs, 36)
+        shared_examples += [kv_query(records, g) for g in range(args.pairs)]
     enc = encode(shared_examples, tokenizer, fmt, shared=True)
     assert enc.contexts is not None and enc.questions is not None
     context_tokens = len(enc.contexts[0])
@@ -88,7 +92,8 @@ def main() -> None:
     print(
         f"{args.model} ({loaded.num_layers} layers x {loaded.hidden_size}, {args.dtype}, "
         f"{args.device}), kv {args.pairs} pairs, tokenizer {tokenizer.name}: context "
-        f"{context_tokens} tokens, questions {np.mean([len(q) for q in enc.questions]):.1f}, "
+        f"{context_tokens} tokens x {args.contexts}, questions "
+        f"{np.mean([len(q) for q in enc.questions]):.1f}, "
         f"targets {np.mean([len(t) for t in enc.targets]):.1f}, moved prompts "
         f"{np.mean([len(p) for p in moved_enc.prompts]):.0f} tokens; torch threads "
         f"{torch.get_num_threads()}, batch {args.batch_size}, packed "
@@ -151,7 +156,8 @@ def main() -> None:
                     )  # fmt: skip
                 )
             timed.append((batch, shared_s))
-        floor_s = prefill * (context_tokens + sum(after)) / context_tokens
+        read = sum(len(c) for c in {tuple(c) for c in enc.contexts}) + sum(after)
+        floor_s = prefill * read / context_tokens
         n_moved, n_shared = len(moved), len(shared_examples)
         if mode == "teacher":
             columns = sum(len(t) for t in enc.targets)

@@ -216,15 +216,19 @@ def test_a_teacher_readout_below_greedy_is_named_yes_no_and_undecided() -> None:
 def test_progress_moves_inside_a_stage_and_counts_each_example_once(
     bpe_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, passes: str
 ) -> None:
-    """A log gets a line per example, not per cell (a 4096-token cell of 20 examples is
-    13 minutes on one thread), and the count ends at the total, also when cells resume."""
+    """A log gets a line per decoded group, not per cell (a 4096-token cell of 20 examples
+    is 13 minutes on one thread), and the count ends at the total, also when cells resume.
+    Greedy decoding reads up to ``STEP_ROWS`` questions of several contexts a step; at
+    one a step each example is a group of its own."""
     import io
 
     from rich.console import Console
 
     from lostmid.behaviour import run as retrieve_run
+    from lostmid.behaviour import shared
     from lostmid.runs.progress import progress
 
+    monkeypatch.setattr(shared, "STEP_ROWS", 1)
     monkeypatch.setattr(
         retrieve_run, "_progress", lambda console: progress("retrieve", console=console, every=0.0)
     )

@@ -51,12 +51,12 @@ def test_shared_prefill_equals_separate_full_prompts(preset: str, batch_size: in
     ctx = [contexts[c] for c, _, _ in rows]
     questions = [ids(q) for _, q, _ in rows]
     targets = [ids(t) for _, _, t in rows]
-    packs: list[int] = []
+    packs: list[tuple[int, int]] = []  # (rows, most questions in a row) of each forward
     real = loaded.adapter.continue_packed
 
-    def counting(model, cache, ids, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        packs.append(len(ids))
-        return real(model, cache, ids, *args, **kwargs)
+    def counting(model, cache, ids, owners, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        packs.append((ids.shape[0], int(owners.max()) + 1))
+        return real(model, cache, ids, owners, *args, **kwargs)
 
     loaded.adapter.continue_packed = counting  # type: ignore[method-assign]
     teacher, generated = shared_scores(
@@ -64,8 +64,10 @@ def test_shared_prefill_equals_separate_full_prompts(preset: str, batch_size: in
         batch_size=batch_size,
     )  # fmt: skip
     # packed families read several questions in one row (a wrong mask would let one
-    # question see another's tokens and move its numbers below)
-    assert (max(packs, default=0) > 1) == (preset in PACKED)
+    # question see another's tokens and move its numbers below), and greedy decoding
+    # reads both contexts (of 40 and 33 tokens: the shorter one padded) in one step
+    assert (max((q for _, q in packs), default=0) > 1) == (preset in PACKED)
+    assert (max((k for k, _ in packs), default=0) >= 2) == (preset in PACKED)
     assert teacher is not None and generated is not None
     full = [c + q for c, q in zip(ctx, questions, strict=True)]
     ref = teacher_forced(loaded.model, full, targets, batch_size=1)
@@ -73,6 +75,56 @@ def test_shared_prefill_equals_separate_full_prompts(preset: str, batch_size: in
     assert teacher.argmax.tolist() == ref.argmax.tolist()
     assert generated == greedy_decode(loaded.model, full, 4, batch_size=1)
     assert np.all(teacher.logprob < 0)  # real log-probabilities, not zeros
+
+
+def test_stacked_contexts_decode_in_place_and_in_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stacked cache writes each step's columns into its buffer (no copy of the
+    contexts a step), and a group closes at STEP_ROWS questions: one row a step then
+    gives the same tokens as every row in one step."""
+    import lostmid.behaviour.shared as shared
+
+    loaded = load_model("tiny-llama", init="random", seed=0)
+    adapter, model = loaded.adapter, loaded.model
+    g = torch.Generator().manual_seed(3)
+    contexts = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (21, 30, 17, 30)]
+    questions = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (2, 5, 1, 3)]
+    targets = [[1]] * 4
+    caches = [adapter.prefill(model, torch.tensor([c])) for c in contexts[:2]]
+    stacked = adapter.stack_caches(caches, room=8)
+    assert stacked is not None
+    buffer = stacked.layers[0].buffers[0]
+    assert buffer.shape[0] == 2 and buffer.shape[2] == 30 + 8
+    # row 0 holds context 0's 21 columns, then zeros
+    torch.testing.assert_close(buffer[0, :, :21], caches[0].layers[0].keys[0])
+    assert not buffer[0, :, 21:].any()
+    rows = [(caches[0], 21, [questions[0]]), (caches[1], 30, [questions[1]])]
+    shared._packed_greedy(model, adapter, rows, 3, torch.device("cpu"))
+    assert adapter.stacks(caches[0])  # the contexts' own caches are left as they were
+    assert caches[0].get_seq_length() == 21
+    together = shared_scores(model, adapter, contexts, questions, targets, new_tokens=5)[1]
+    seen_rows: list[int] = []
+    real = adapter.continue_packed
+
+    def counting(model, cache, ids, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen_rows.append(ids.shape[0])
+        layer = cache.layers[0]
+        ptr = layer.buffers[0].data_ptr() if hasattr(layer, "buffers") else None
+        out = real(model, cache, ids, *args, **kwargs)
+        if ptr is not None:  # written in place: the same buffer, the keys a view of it
+            assert layer.buffers[0].data_ptr() == ptr == layer.keys.data_ptr()
+        return out
+
+    monkeypatch.setattr(adapter, "continue_packed", counting)
+    monkeypatch.setattr(shared, "STEP_ROWS", 1)
+    apart = shared_scores(model, adapter, contexts, questions, targets, new_tokens=5)[1]
+    assert (
+        apart
+        == together
+        == greedy_decode(
+            model, [c + q for c, q in zip(contexts, questions, strict=True)], 5, batch_size=1
+        )
+    )
+    assert set(seen_rows) == {1}  # teacher forcing and every group: one context a step
 
 
 def test_one_prefill_per_distinct_context() -> None:

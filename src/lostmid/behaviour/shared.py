@@ -15,8 +15,11 @@ Where the family allows it (:meth:`~lostmid.models.adapters.cache.CacheContinuat
 packs_exactly`: every layer causal, positions given, no ALiBi) up to ``batch_size``
 questions of one context are packed in one row after the cached context, each token
 masked to see the context, its own question and its own earlier tokens: the context's
-keys and values are read once for all of them (one copy, not one per row), and a
-greedy step reads one new token per question in one forward. Elsewhere
+keys and values are read once for all of them (one copy, not one per row). Greedy
+decoding reads the questions of several contexts in one step: their caches stacked, a
+row each, in a buffer that each step writes in place (no copy of the contexts a step), so
+a step's linear layers multiply up to ``STEP_ROWS`` rows at once instead of one per
+context. Elsewhere
 (sliding windows, ALiBi) batches hold up to ``batch_size`` questions of one context
 as rows of their own: right-padded under teacher
 forcing (exact for every family; only the columns that predict a target get logits),
@@ -37,9 +40,18 @@ from lostmid.behaviour.decoding import TeacherScores
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.models.adapters import FamilyAdapter
+from lostmid.models.adapters.cache import cache_bytes
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
+
+# Greedy decoding packs the questions of several contexts in one step (their caches
+# stacked), so a step's linear layers multiply many rows at once: one row runs a tenth
+# of the prefill's rate on a CPU, 256 rows within 1.15x of it (the qwen2-0.5b MLP at one
+# thread, benchmarks/bench_gemm_rows.py). A group closes at STEP_ROWS questions or when
+# its contexts' caches reach STACK_BYTES (the stacked copy is as large again).
+STEP_ROWS = 256
+STACK_BYTES = 1 << 30
 
 
 def _padded(
@@ -109,28 +121,46 @@ def shared_scores(
     argmax = np.zeros(n, dtype=bool)
     generated: list[list[int]] = [[] for _ in range(n)]
     packed = adapter.packs_exactly(model)
+    pending: list[tuple[object, int, list[int]]] = []  # (cache, past, examples): rows to decode
+
+    def decode_pending() -> None:
+        tokens = _packed_greedy(
+            model, adapter, [(c, p, [questions[i] for i in b]) for c, p, b in pending],
+            new_tokens or 0, device,
+        )  # fmt: skip
+        for (_, _, batch), row in zip(pending, tokens, strict=True):
+            for i, continuation in zip(batch, row, strict=True):
+                generated[i] = continuation
+        if progress is not None:
+            progress(sum(len(b) for _, _, b in pending))
+        pending.clear()
+
     for context, rows in by_context.items():
         past = len(context)
         cache = adapter.prefill(model, torch.tensor([context], device=device))
         if packed:
             batches = [rows[lo : lo + batch_size] for lo in range(0, len(rows), batch_size)]
-            for batch in batches:
-                if teacher:
+            if teacher:
+                for batch in batches:
                     scored = _packed_teacher(
                         model, adapter, cache, past,
                         [questions[i] for i in batch], [targets[i] for i in batch], device,
                     )  # fmt: skip
                     for i, (lp, hit) in zip(batch, scored, strict=True):
                         logprob[i], argmax[i] = lp, hit
-                if new_tokens is not None:
-                    tokens = _packed_greedy(
-                        model, adapter, cache, past, [questions[i] for i in batch],
-                        new_tokens, device,
-                    )  # fmt: skip
-                    for i, continuation in zip(batch, tokens, strict=True):
-                        generated[i] = continuation
-            if progress is not None:
-                progress(len(rows))
+            if new_tokens is None:
+                if progress is not None:
+                    progress(len(rows))
+                continue
+            # the questions of several contexts decode together (a row each batch, the
+            # contexts' caches stacked): a step then multiplies many rows at once
+            pending.extend((cache, past, batch) for batch in batches)
+            if (
+                not adapter.stacks(cache)
+                or sum(len(b) for _, _, b in pending) >= STEP_ROWS
+                or sum(cache_bytes(c) for c, _, _ in pending) >= STACK_BYTES
+            ):
+                decode_pending()
             continue
         if teacher:  # right-padded batches: exact for every family
             seqs = {i: list(questions[i]) + list(targets[i])[:-1] for i in rows}
@@ -181,13 +211,15 @@ def shared_scores(
                     generated[i] = tokens[b]
         if progress is not None:
             progress(len(rows))
+    if pending:
+        decode_pending()
     scores = TeacherScores(logprob, argmax) if teacher else None
     return scores, (generated if new_tokens is not None else None)
 
 
 def _context_columns(past: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """(owners, positions) of a cached context: owner -1, positions 0 .. past - 1."""
-    return torch.full((past,), -1, device=device), torch.arange(past, device=device)
+    """(owners, positions) (1, past) of a cached context: owner -1, positions 0 .. past - 1."""
+    return torch.full((1, past), -1, device=device), torch.arange(past, device=device)[None]
 
 
 def _packed_row(
@@ -222,9 +254,10 @@ def _packed_teacher(
     ]
     keep = torch.cat(wanted)
     logits, _, _ = adapter.continue_packed(
-        model, adapter.repeat_cache(cache, 1), ids, owners, positions,
+        model, adapter.repeat_cache(cache, 1), ids[None], owners[None], positions[None],
         _context_columns(past, device), keep=keep,
     )  # fmt: skip
+    logits = logits[0]
     out = []
     lo = 0
     for t in targets:
@@ -239,29 +272,54 @@ def _packed_teacher(
 def _packed_greedy(
     model: PreTrainedModel,
     adapter: FamilyAdapter,
-    cache: object,
-    past: int,
-    questions: Sequence[Sequence[int]],
+    rows: Sequence[tuple[object, int, Sequence[Sequence[int]]]],
     new_tokens: int,
     device: torch.device,
-) -> list[list[int]]:
-    """Greedy continuations of the questions read after the cached context: the
-    questions packed in one row, then one new token per question a step, each seeing
-    the context, its own question and its own earlier tokens."""
-    ids, owners, positions = _packed_row(questions, past, device)
-    ends = torch.as_tensor(np.cumsum([len(q) for q in questions]) - 1, device=device)
-    branch = adapter.repeat_cache(cache, 1)
-    logits, branch, seen = adapter.continue_packed(
-        model, branch, ids, owners, positions, _context_columns(past, device), keep=ends
-    )
-    who = torch.arange(len(questions), device=device)
-    at = past + torch.as_tensor([len(q) for q in questions], device=device)
+) -> list[list[list[int]]]:
+    """Greedy continuations of questions read after cached contexts, per row and
+    question: each row is (a context's cache, its length, questions of it); the rows'
+    caches are stacked (one row of the batch each, :meth:`~lostmid.models.adapters.cache.
+    CacheContinuation.stack_caches`), each row's questions packed in it, then one new
+    token per question a step, each seeing its context, its own question and its own
+    earlier tokens. Question i of every row ends in the same column (shorter ones are
+    left-padded inside their slot), so one set of logits columns serves every row."""
+    slots = max(len(qs) for _, _, qs in rows)
+    widths = [max(len(qs[i]) for _, _, qs in rows if i < len(qs)) for i in range(slots)]
+    ends = np.cumsum(widths) - 1
+    width = int(ends[-1]) + 1
+    longest = max(past for _, past, _ in rows)
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    owners = torch.full((len(rows), width), -2)
+    positions = torch.zeros((len(rows), width), dtype=torch.long)
+    who = torch.full((len(rows), slots), -2)
+    at = torch.zeros((len(rows), slots), dtype=torch.long)
+    seen_owner = torch.full((len(rows), longest), -2)
+    for k, (_, past, qs) in enumerate(rows):
+        seen_owner[k, :past] = -1
+        for i, q in enumerate(qs):
+            lo, hi = int(ends[i]) + 1 - len(q), int(ends[i]) + 1
+            ids[k, lo:hi] = torch.as_tensor(list(q), dtype=torch.long)
+            owners[k, lo:hi] = i
+            positions[k, lo:hi] = past + torch.arange(len(q))
+            who[k, i], at[k, i] = i, past + len(q)
+    room = width + (new_tokens - 1) * slots
+    cache = adapter.stack_caches([c for c, _, _ in rows], room)
+    if cache is None:  # one row, transformers' own cache
+        assert len(rows) == 1
+        cache = adapter.repeat_cache(rows[0][0], 1)
+    seen = (seen_owner.to(device), torch.arange(longest, device=device).expand(len(rows), -1))
+    logits, cache, seen = adapter.continue_packed(
+        model, cache, ids.to(device), owners.to(device), positions.to(device), seen,
+        keep=torch.as_tensor(ends, device=device),
+    )  # fmt: skip
+    who, at = who.to(device), at.to(device)
     steps = []
     for step in range(new_tokens):
-        token = logits.argmax(dim=-1)  # (B,)
+        token = logits.argmax(dim=-1)  # (K, slots)
         steps.append(token)
         if step == new_tokens - 1:
             break
-        logits, branch, seen = adapter.continue_packed(model, branch, token, who, at, seen)
+        logits, cache, seen = adapter.continue_packed(model, cache, token, who, at, seen)
         at = at + 1
-    return torch.stack(steps, dim=1).tolist()
+    tokens = torch.stack(steps, dim=2).tolist()  # (K, slots, new_tokens)
+    return [tokens[k][: len(qs)] for k, (_, _, qs) in enumerate(rows)]

@@ -15,6 +15,11 @@ the gap's columns against its width (Mistral, Gemma2):
 :meth:`~CacheContinuation.gaps_are_exact` says which, and callers group rows by length
 where it is not.
 
+Where every layer is causal, several continuations share one row after the context
+(:meth:`~CacheContinuation.continue_packed`, each token masked to its own), and the
+caches of several contexts stack into one batch (:meth:`~CacheContinuation.stack_caches`:
+a buffer of fixed capacity that each step writes in place).
+
 Family differences handled here, once: the cache argument's name (``cache`` in
 Transformers >= 5, ``past_key_values`` before), whether the forward takes
 ``position_ids`` (BLOOM does not: ALiBi positions come from the attention mask), and
@@ -25,7 +30,9 @@ sliding-window layers).
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -41,6 +48,55 @@ def _accepts(model: PreTrainedModel, name: str) -> bool:
         return name in inspect.signature(model.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover - exotic wrappers
         return False
+
+
+def cache_length(cache: Any) -> int:
+    """The columns a batch-1 cache holds."""
+    return int(cache.get_seq_length())
+
+
+def cache_bytes(cache: Any) -> int:
+    """The bytes of a ``DynamicCache``'s keys and values (0 where it has no layers)."""
+    return sum(
+        layer.keys.nbytes + layer.values.nbytes
+        for layer in getattr(cache, "layers", ())
+        if getattr(layer, "keys", None) is not None
+    )
+
+
+@functools.cache
+def _buffered_layer() -> type | None:
+    """transformers' ``DynamicLayer`` over a preallocated buffer (None before it had one)."""
+    try:
+        from transformers.cache_utils import DynamicLayer
+    except ImportError:  # pragma: no cover - Transformers < 4.56
+        return None
+
+    class BufferedLayer(DynamicLayer):
+        """Keys and values in a buffer of fixed capacity: ``update`` writes the new
+        columns in place and returns views of the columns written so far."""
+
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
+            super().__init__()
+            self.buffers, self.length = (keys, values), length
+            self.device = keys.device
+            self.keys, self.values = keys[:, :, :length], values[:, :, :length]
+            self.is_initialized = True
+
+        def update(
+            self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            keys, values = self.buffers
+            lo, hi = self.length, self.length + key_states.shape[-2]
+            if hi > keys.shape[-2]:
+                raise RuntimeError(f"a stacked cache holds {keys.shape[-2]} columns, asked {hi}")
+            keys[:, :, lo:hi] = key_states
+            values[:, :, lo:hi] = value_states
+            self.length = hi
+            self.keys, self.values = keys[:, :, :hi], values[:, :, :hi]
+            return self.keys, self.values
+
+    return BufferedLayer
 
 
 def output_cache(output: Any) -> Any:
@@ -121,6 +177,43 @@ class CacheContinuation:
             and not (sliding)
         )
 
+    def stacks(self, cache: Any) -> bool:
+        """Whether :meth:`stack_caches` takes ``cache``: transformers' ``DynamicCache`` of
+        plain layers (not Transformers < 4.56, not sliding windows)."""
+        layers = getattr(cache, "layers", None) or []
+        return (
+            _buffered_layer() is not None
+            and len(layers) > 0
+            and all(type(layer).__name__ == "DynamicLayer" for layer in layers)
+        )
+
+    def stack_caches(self, caches: Sequence[Any], room: int) -> Any | None:
+        """One cache of ``len(caches)`` rows from batch-1 caches of any lengths: row k
+        holds cache k's T_k columns, then zeros up to the longest, then ``room`` columns
+        preallocated for what :meth:`continue_packed` reads next (written in place, the
+        cache never concatenated again: a greedy step copies one column per row, not the
+        whole context). None where a cache is not transformers' ``DynamicCache`` of plain
+        layers (Transformers < 4.56, sliding windows): callers then read one context at a
+        time."""
+        layer_type = _buffered_layer()
+        if layer_type is None or not caches or not all(self.stacks(c) for c in caches):
+            return None
+        per_cache = [c.layers for c in caches]
+        longest = max(cache_length(c) for c in caches)
+        stacked = copy.copy(caches[0])
+        stacked.layers = []
+        for depth in range(len(per_cache[0])):
+            parts = [layers[depth] for layers in per_cache]
+            first = parts[0].keys
+            keys = first.new_zeros((len(parts), first.shape[1], longest + room, first.shape[3]))
+            values = torch.zeros_like(keys, dtype=parts[0].values.dtype)
+            for k, part in enumerate(parts):
+                width = part.keys.shape[-2]
+                keys[k, :, :width] = part.keys[0]
+                values[k, :, :width] = part.values[0]
+            stacked.layers.append(layer_type(keys, values, longest))
+        return stacked
+
     @torch.no_grad()
     def continue_packed(
         self,
@@ -133,33 +226,36 @@ class CacheContinuation:
         *,
         keep: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, Any, tuple[torch.Tensor, torch.Tensor]]:
-        """(logits, cache, seen) of W tokens ``ids`` (W,) of several continuations packed
-        in one row after the cached columns; ``cache`` (batch 1) is extended in place.
+        """(logits, cache, seen) of tokens ``ids`` (K, W) of several continuations packed
+        in each of K rows after that row's cached columns; ``cache`` (K rows) is extended
+        in place.
 
-        Each cached or new column has an owner (-1: the shared context, i: continuation
-        i) and a position. A token sees a column when the column is the context's, or
-        its own continuation's at a position not after its own: what it sees on a row
-        of its own, so the numbers equal separate rows' (the test holds it to 1e-5),
-        while the context's keys and values are read once for all continuations.
+        Each cached or new column has an owner (-1: the row's shared context, i >= 0:
+        continuation i of that row, -2: padding, seen by no one) and a position. A token
+        of continuation i sees a column of its row when the column is the context's, or
+        continuation i's at a position not after its own: what it sees on a row of its
+        own, so the numbers equal separate rows' (the test holds it to 1e-5), while each
+        context's keys and values are read once for all its continuations.
 
         Args:
-            owners, positions: (W,) the new tokens' continuation and position.
-            seen: (owners, positions) of the cached columns, in cache order.
-            keep: the columns (indices into the W) whose logits are computed (all W
-                when None).
+            owners, positions: (K, W) the new tokens' continuation and position.
+            seen: (owners, positions) (K, P) of the cached columns, in cache order.
+            keep: the columns (indices into the W, the same for every row) whose logits
+                are computed (all W when None); logits are (K, len(keep), V).
         """
-        owner_k = torch.cat([seen[0], owners])
-        pos_k = torch.cat([seen[1], positions])
-        visible = (owner_k[None, :] == -1) | (
-            (owner_k[None, :] == owners[:, None]) & (pos_k[None, :] <= positions[:, None])
+        owner_k = torch.cat([seen[0], owners], dim=1)
+        pos_k = torch.cat([seen[1], positions], dim=1)
+        mine = (owner_k[:, None, :] == owners[:, :, None]) & (owners[:, :, None] >= 0)
+        visible = (owner_k[:, None, :] == -1) | (
+            mine & (pos_k[:, None, :] <= positions[:, :, None])
         )
         dtype = next(model.parameters()).dtype
         mask = torch.zeros(visible.shape, dtype=dtype, device=ids.device)
         mask.masked_fill_(~visible.to(ids.device), torch.finfo(dtype).min)
         kwargs: dict[str, Any] = {
-            "input_ids": ids[None],
-            "attention_mask": mask[None, None],
-            "position_ids": positions[None].to(ids.device),
+            "input_ids": ids,
+            "attention_mask": mask[:, None],
+            "position_ids": positions.to(ids.device),
             "use_cache": True,
             self.cache_argument(model): cache,
         }
@@ -169,9 +265,9 @@ class CacheContinuation:
         if keep is not None and keep_name is not None:
             kwargs[keep_name] = keep.to(ids.device)
         out = model(**kwargs)
-        logits = out.logits[0]
-        if keep is not None and logits.shape[0] != len(keep):
-            logits = logits[keep.to(logits.device)]
+        logits = out.logits
+        if keep is not None and logits.shape[1] != len(keep):
+            logits = logits[:, keep.to(logits.device)]
         return logits, output_cache(out), (owner_k, pos_k)
 
     @torch.no_grad()
