@@ -12,20 +12,19 @@ every family the adapters name):
 and greedy decoding continues each question from the cache one token a step.
 
 Where the family allows it (:meth:`~lostmid.models.adapters.cache.CacheContinuation.
-packs_exactly`: every layer causal, positions given, no ALiBi) up to ``batch_size``
-questions of one context are packed in one row after the cached context, each token
-masked to see the context, its own question and its own earlier tokens: the context's
-keys and values are read once for all of them (one copy, not one per row). Greedy
-decoding reads the questions of several contexts in one step: their caches stacked, a
-row each, in a buffer that each step writes in place (no copy of the contexts a step), so
-a step's linear layers multiply up to ``STEP_ROWS`` rows at once instead of one per
-context. Elsewhere
-(sliding windows, ALiBi) batches hold up to ``batch_size`` questions of one context
-as rows of their own: right-padded under teacher
-forcing (exact for every family; only the columns that predict a target get logits),
-left-padded for greedy decoding where every layer is causal, and of one length only
-where a sliding window would count the padding (:meth:`~lostmid.models.adapters.cache.
-CacheContinuation.gaps_are_exact`).
+packs_exactly`: positions given, no ALiBi, every layer's mask known: causal, or a
+sliding window the mask applies) up to ``batch_size`` questions of one context are
+packed in one row after the cached context, each token masked to see the context, its
+own question and its own earlier tokens: the context's keys and values are read once
+for all of them (one copy, not one per row). Greedy decoding reads the questions of
+several contexts in one step: their caches stacked, a row each, in a buffer that each
+step writes in place (no copy of the contexts a step), so a step's linear layers
+multiply up to ``STEP_ROWS`` rows at once instead of one per context. Elsewhere (ALiBi,
+the generic adapter) batches hold up to ``batch_size`` questions of one context as rows
+of their own: right-padded under teacher forcing (exact for every family; only the
+columns that predict a target get logits), left-padded for greedy decoding where every
+layer is causal, and of one length only where a sliding window would count the padding
+(:meth:`~lostmid.models.adapters.cache.CacheContinuation.gaps_are_exact`).
 """
 
 from __future__ import annotations

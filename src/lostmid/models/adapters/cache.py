@@ -15,10 +15,12 @@ the gap's columns against its width (Mistral, Gemma2):
 :meth:`~CacheContinuation.gaps_are_exact` says which, and callers group rows by length
 where it is not.
 
-Where every layer is causal, several continuations share one row after the context
-(:meth:`~CacheContinuation.continue_packed`, each token masked to its own), and the
-caches of several contexts stack into one batch (:meth:`~CacheContinuation.stack_caches`:
-a buffer of fixed capacity that each step writes in place).
+Where positions are given and every layer's mask is known (:meth:`~CacheContinuation.
+packs_exactly`), several continuations share one row after the context
+(:meth:`~CacheContinuation.continue_packed`, each token masked to its own; a sliding
+window applied by the mask, the prefill keeping every column), and the caches of
+several contexts stack into one batch (:meth:`~CacheContinuation.stack_caches`: a
+buffer of fixed capacity that each step writes in place).
 
 Family differences handled here, once: the cache argument's name (``cache`` in
 Transformers >= 5, ``past_key_values`` before), whether the forward takes
@@ -136,6 +138,13 @@ class CacheContinuation:
                 break
         if self.takes_position_ids(model):
             kwargs["position_ids"] = torch.arange(ids.shape[1], device=ids.device)[None]
+        windows = self.layer_windows(model.config) or []
+        if any(w is not None for w in windows) and self.packs_exactly(model):
+            # every layer keeps all the context's columns (a sliding layer's cache keeps
+            # its window only): continue_packed's masks apply the window
+            from transformers import DynamicCache
+
+            kwargs[self.cache_argument(model)] = DynamicCache()
         return output_cache(model(**kwargs))
 
     def repeat_cache(self, cache: Any, batch: int) -> Any:
@@ -155,27 +164,65 @@ class CacheContinuation:
             return False
         return all(spec == "causal" for spec in specs)
 
+    # the forward takes {layer type: 4D mask} for models with full and sliding layers
+    # (Gemma 2 and 3 read ``attention_mask`` so when it is a dict)
+    masks_by_layer_type = False
+
+    def layer_windows(self, config: Any) -> list[int | None] | None:
+        """Each layer's sliding window (None: causal at any length); None where the
+        family's masks are unknown (the generic adapter)."""
+        try:
+            specs = self.layer_masks(config, 1 << 40)
+        except UserError:
+            return None
+        if any(not (s == "causal" or s.startswith("sliding:")) for s in specs):
+            return None
+        return [None if s == "causal" else int(s.split(":")[1]) for s in specs]
+
     def packs_exactly(self, model: PreTrainedModel) -> bool:
         """Whether several continuations can be read after one cached context in a single
         row (:meth:`continue_packed`) with the numbers of separate rows: the forward takes
-        ``position_ids`` and a custom 4D mask, positions are not derived from the mask
-        (no ALiBi) and no layer has a sliding window (its cache and mask are built
-        apart from ours). False for the generic adapter (masks unknown)."""
-        config = model.config
-        try:
-            self.layer_masks(config, 1)
-        except UserError:
+        ``position_ids`` and custom 4D masks, positions are not derived from the mask (no
+        ALiBi), and every layer gets the mask of its kind: one mask where all layers are
+        alike (causal, or one sliding window: Mistral), one per layer type where the
+        family's forward takes them (Gemma 2 and 3). Where a layer slides, :meth:`prefill`
+        keeps all of the context's columns in every layer and the window is applied by
+        the mask. False for the generic adapter (masks unknown)."""
+        windows = self.layer_windows(model.config)
+        if windows is None or len({w for w in windows if w is not None}) > 1:
             return False
-        kinds = set(getattr(config, "layer_types", None) or ())
-        window = getattr(config, "sliding_window", None)
-        sliding = any("sliding" in str(k) for k in kinds) or (
-            window is not None and bool(getattr(config, "use_sliding_window", True))
-        )
         return (
             self.takes_position_ids(model)
             and not getattr(self, "has_alibi", False)
-            and not (sliding)
+            and (len(set(windows)) == 1 or self.masks_by_layer_type)
         )
+
+    def packed_masks(
+        self,
+        model: PreTrainedModel,
+        visible: torch.Tensor,
+        pos_q: torch.Tensor,
+        pos_k: torch.Tensor,
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The additive masks (K, 1, W, P + W) of a packed forward from which columns each
+        token sees, ``visible`` (K, W, P + W): as they are for causal layers, and within the
+        window (a column at position p_k seen from p_q when p_k > p_q - window, as
+        transformers' sliding layers do) for sliding ones; a dict by layer type where
+        the two kinds mix."""
+        dtype = next(model.parameters()).dtype
+
+        def additive(seen: torch.Tensor) -> torch.Tensor:
+            mask = torch.zeros(seen.shape, dtype=dtype, device=seen.device)
+            return mask.masked_fill_(~seen, torch.finfo(dtype).min)[:, None]
+
+        windows = self.layer_windows(model.config) or [None]
+        window = next((w for w in windows if w is not None), None)
+        if window is None:
+            return additive(visible)
+        slid = additive(visible & (pos_k[:, None, :] > pos_q[:, :, None] - window))
+        if all(w is not None for w in windows):
+            return slid
+        return {"full_attention": additive(visible), "sliding_attention": slid}
 
     def stacks(self, cache: Any) -> bool:
         """Whether :meth:`stack_caches` takes ``cache``: transformers' ``DynamicCache`` of
@@ -249,12 +296,11 @@ class CacheContinuation:
         visible = (owner_k[:, None, :] == -1) | (
             mine & (pos_k[:, None, :] <= positions[:, :, None])
         )
-        dtype = next(model.parameters()).dtype
-        mask = torch.zeros(visible.shape, dtype=dtype, device=ids.device)
-        mask.masked_fill_(~visible.to(ids.device), torch.finfo(dtype).min)
         kwargs: dict[str, Any] = {
             "input_ids": ids,
-            "attention_mask": mask[:, None],
+            "attention_mask": self.packed_masks(
+                model, visible.to(ids.device), positions.to(ids.device), pos_k.to(ids.device)
+            ),
             "position_ids": positions.to(ids.device),
             "use_cache": True,
             self.cache_argument(model): cache,

@@ -50,6 +50,7 @@ class SoftcappedHead(nn.Module):
 class Gemma2Adapter(RotaryAdapter):
     name = "gemma2"
     model_types = ("gemma2",)
+    masks_by_layer_type = True  # its forward takes {layer type: mask}
     layout = replace(
         DECODER_LAYOUT,
         attention_out="post_attention_layernorm",
