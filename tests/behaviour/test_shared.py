@@ -128,6 +128,35 @@ def test_stacked_contexts_decode_in_place_and_in_groups(monkeypatch: pytest.Monk
     assert set(seen_rows) == {1}  # teacher forcing and every group: one context a step
 
 
+def test_a_group_holds_at_most_stack_bytes_of_contexts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stacked copy is bounded: a context of many batches (one row each) is split
+    over groups when its rows' caches pass STACK_BYTES, with the same tokens."""
+    import lostmid.behaviour.shared as shared
+    from lostmid.models.adapters.cache import cache_bytes
+
+    loaded = load_model("tiny-qwen2", init="random", seed=0)
+    adapter, model = loaded.adapter, loaded.model
+    g = torch.Generator().manual_seed(4)
+    context = torch.randint(0, 256, (30,), generator=g).tolist()
+    questions = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (2, 3, 1, 4, 2)]
+    one = cache_bytes(adapter.prefill(model, torch.tensor([context])))
+    rows: list[int] = []
+    real = adapter.continue_packed
+
+    def counting(model, cache, ids, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        rows.append(ids.shape[0])
+        return real(model, cache, ids, *args, **kwargs)
+
+    monkeypatch.setattr(adapter, "continue_packed", counting)
+    monkeypatch.setattr(shared, "STACK_BYTES", 2 * one)
+    got = shared_scores(
+        model, adapter, [context] * 5, questions, [[1]] * 5, teacher=False, new_tokens=4,
+        batch_size=1,
+    )[1]  # fmt: skip
+    assert max(rows) == 2  # five rows of one question: groups of 2, 2 and 1
+    assert got == greedy_decode(model, [context + q for q in questions], 4, batch_size=1)
+
+
 def test_one_prefill_per_distinct_context() -> None:
     loaded = load_model("tiny-qwen2", init="random", seed=0)
     calls: list[int] = []

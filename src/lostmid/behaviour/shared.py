@@ -153,13 +153,14 @@ def shared_scores(
                 continue
             # the questions of several contexts decode together (a row each batch, the
             # contexts' caches stacked): a step then multiplies many rows at once
-            pending.extend((cache, past, batch) for batch in batches)
-            if (
-                not adapter.stacks(cache)
-                or sum(len(b) for _, _, b in pending) >= STEP_ROWS
-                or sum(cache_bytes(c) for c, _, _ in pending) >= STACK_BYTES
-            ):
-                decode_pending()
+            for batch in batches:  # a row each, the group closed as it fills
+                pending.append((cache, past, batch))
+                if (
+                    not adapter.stacks(cache)
+                    or sum(len(b) for _, _, b in pending) >= STEP_ROWS
+                    or sum(cache_bytes(c) for c, _, _ in pending) >= STACK_BYTES
+                ):
+                    decode_pending()
             continue
         if teacher:  # right-padded batches: exact for every family
             seqs = {i: list(questions[i]) + list(targets[i])[:-1] for i in rows}
