@@ -151,9 +151,9 @@ def shared_scores(
                 if progress is not None:
                     progress(len(rows))
                 continue
-            # the questions of several contexts decode together (a row each batch, the
-            # contexts' caches stacked): a step then multiplies many rows at once
-            for batch in batches:  # a row each, the group closed as it fills
+            # the questions of several contexts decode together, a row each batch (the
+            # contexts' caches stacked), the group closed as it fills
+            for batch in batches:
                 pending.append((cache, past, batch))
                 if (
                     not adapter.stacks(cache)
