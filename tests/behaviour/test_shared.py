@@ -99,7 +99,7 @@ def test_stacked_contexts_decode_in_place_and_in_groups(monkeypatch: pytest.Monk
     torch.testing.assert_close(buffer[0, :, :21], caches[0].layers[0].keys[0])
     assert not buffer[0, :, 21:].any()
     rows = [(caches[0], 21, [questions[0]]), (caches[1], 30, [questions[1]])]
-    shared._packed_greedy(model, adapter, rows, 3, torch.device("cpu"))
+    shared._packed_greedy(model, adapter, rows, 3, torch.device("cpu"), 8)
     assert adapter.stacks(caches[0])  # the contexts' own caches are left as they were
     assert caches[0].get_seq_length() == 21
     together = shared_scores(model, adapter, contexts, questions, targets, new_tokens=5)[1]
@@ -129,17 +129,17 @@ def test_stacked_contexts_decode_in_place_and_in_groups(monkeypatch: pytest.Monk
 
 
 def test_a_group_holds_at_most_stack_bytes_of_contexts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The stacked copy is bounded: a context of many batches (one row each) is split
-    over groups when its rows' caches pass STACK_BYTES, with the same tokens."""
+    """The stacked copy is bounded: contexts (a row each) are split over groups when
+    their caches pass STACK_BYTES, with the same tokens."""
     import lostmid.behaviour.shared as shared
     from lostmid.models.adapters.cache import cache_bytes
 
     loaded = load_model("tiny-qwen2", init="random", seed=0)
     adapter, model = loaded.adapter, loaded.model
     g = torch.Generator().manual_seed(4)
-    context = torch.randint(0, 256, (30,), generator=g).tolist()
+    contexts = [torch.randint(0, 256, (30,), generator=g).tolist() for _ in range(5)]
     questions = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (2, 3, 1, 4, 2)]
-    one = cache_bytes(adapter.prefill(model, torch.tensor([context])))
+    one = cache_bytes(adapter.prefill(model, torch.tensor([contexts[0]])))
     rows: list[int] = []
     real = adapter.continue_packed
 
@@ -150,11 +150,46 @@ def test_a_group_holds_at_most_stack_bytes_of_contexts(monkeypatch: pytest.Monke
     monkeypatch.setattr(adapter, "continue_packed", counting)
     monkeypatch.setattr(shared, "STACK_BYTES", 2 * one)
     got = shared_scores(
-        model, adapter, [context] * 5, questions, [[1]] * 5, teacher=False, new_tokens=4,
-        batch_size=1,
+        model, adapter, contexts, questions, [[1]] * 5, teacher=False, new_tokens=4,
     )[1]  # fmt: skip
-    assert max(rows) == 2  # five rows of one question: groups of 2, 2 and 1
-    assert got == greedy_decode(model, [context + q for q in questions], 4, batch_size=1)
+    assert max(rows) == 2  # five contexts of one question: groups of 2, 2 and 1
+    full = [c + q for c, q in zip(contexts, questions, strict=True)]
+    assert got == greedy_decode(model, full, 4, batch_size=1)
+
+
+def test_a_context_decodes_in_one_row_its_questions_read_batch_size_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Greedy decoding reads all of a context's questions in one row whatever
+    --batch-size (its cache read once a step), the first forward in chunks of
+    --batch-size questions; the tokens are the same for every chunk size."""
+    import lostmid.behaviour.shared as shared
+
+    loaded = load_model("tiny-llama", init="random", seed=0)
+    adapter, model = loaded.adapter, loaded.model
+    g = torch.Generator().manual_seed(5)
+    context = torch.randint(0, 256, (25,), generator=g).tolist()
+    questions = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (2, 4, 1, 3, 3)]
+    widths: list[tuple[int, int]] = []
+    real = adapter.continue_packed
+
+    def counting(model, cache, ids, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        widths.append(tuple(ids.shape))
+        return real(model, cache, ids, *args, **kwargs)
+
+    monkeypatch.setattr(adapter, "continue_packed", counting)
+    want = greedy_decode(model, [context + q for q in questions], 4, batch_size=1)
+    for batch_size, first in ((2, [(1, 6), (1, 4), (1, 3)]), (5, [(1, 13)])):
+        widths.clear()
+        got = shared.shared_scores(
+            model, adapter, [context] * 5, questions, [[1]] * 5, teacher=False,
+            new_tokens=4, batch_size=batch_size,
+        )[1]  # fmt: skip
+        assert got == want
+        # slots as wide as their questions, 2 4 | 1 3 | 3: chunks of 6, 4 and 3 columns
+        chunks = len(first)
+        assert widths[:chunks] == first
+        assert widths[chunks:] == [(1, 5)] * 3  # then a token per question a step
 
 
 def test_one_prefill_per_distinct_context() -> None:

@@ -81,7 +81,7 @@ HELP: dict[str, str] = {
     "or LongBench-style records.",
     "init": "auto | random | pretrained: weights of --model.",
     "seed": "Random seed.",
-    "batch_size": "Examples per forward.",
+    "batch_size": "Examples per forward (--design shared: questions read in one forward).",
     "padding": "left | right: how prompts of a batch are padded (teacher forcing).",
     "device": "cpu | cuda[:N]",
     "dtype": "float32 | bfloat16 | float16",

@@ -13,13 +13,16 @@ and greedy decoding continues each question from the cache one token a step.
 
 Where the family allows it (:meth:`~lostmid.models.adapters.cache.CacheContinuation.
 packs_exactly`: positions given, no ALiBi, every layer's mask known: causal, or a
-sliding window the mask applies) up to ``batch_size`` questions of one context are
-packed in one row after the cached context, each token masked to see the context, its
-own question and its own earlier tokens: the context's keys and values are read once
-for all of them (one copy, not one per row). Greedy decoding reads the questions of
-several contexts in one step: their caches stacked, a row each, in a buffer that each
-step writes in place (no copy of the contexts a step), so a step's linear layers
-multiply up to ``STEP_ROWS`` rows at once instead of one per context. Elsewhere (ALiBi,
+sliding window the mask applies) the questions of one context are packed in one row
+after the cached context, each token masked to see the context, its own question and
+its own earlier tokens: the context's keys and values are read once for all of them
+(one copy, not one per row; grouped key-value heads read in place,
+:data:`~lostmid.models.attention.GROUPED_SDPA`). Under teacher forcing a row holds up to
+``batch_size`` questions; greedy decoding puts all of a context's questions in its row
+(the first forward reading ``batch_size`` of them at a time, then one token per question
+a step) and reads the rows of several contexts in one step: their caches stacked, a row
+each, in a buffer that each step writes in place (no copy of the contexts a step), so a
+step's linear layers multiply up to ``STEP_ROWS`` rows at once. Elsewhere (ALiBi,
 the generic adapter) batches hold up to ``batch_size`` questions of one context as rows
 of their own: right-padded under teacher forcing (exact for every family; only the
 columns that predict a target get logits), left-padded for greedy decoding where every
@@ -125,7 +128,7 @@ def shared_scores(
     def decode_pending() -> None:
         tokens = _packed_greedy(
             model, adapter, [(c, p, [questions[i] for i in b]) for c, p, b in pending],
-            new_tokens or 0, device,
+            new_tokens or 0, device, batch_size,
         )  # fmt: skip
         for (_, _, batch), row in zip(pending, tokens, strict=True):
             for i, continuation in zip(batch, row, strict=True):
@@ -151,16 +154,15 @@ def shared_scores(
                 if progress is not None:
                     progress(len(rows))
                 continue
-            # the questions of several contexts decode together, a row each batch (the
-            # contexts' caches stacked), the group closed as it fills
-            for batch in batches:
-                pending.append((cache, past, batch))
-                if (
-                    not adapter.stacks(cache)
-                    or sum(len(b) for _, _, b in pending) >= STEP_ROWS
-                    or sum(cache_bytes(c) for c, _, _ in pending) >= STACK_BYTES
-                ):
-                    decode_pending()
+            # all of a context's questions decode in one row, the rows of several
+            # contexts together (their caches stacked), the group closed as it fills
+            pending.append((cache, past, rows))
+            if (
+                not adapter.stacks(cache)
+                or sum(len(b) for _, _, b in pending) >= STEP_ROWS
+                or sum(cache_bytes(c) for c, _, _ in pending) >= STACK_BYTES
+            ):
+                decode_pending()
             continue
         if teacher:  # right-padded batches: exact for every family
             seqs = {i: list(questions[i]) + list(targets[i])[:-1] for i in rows}
@@ -275,14 +277,16 @@ def _packed_greedy(
     rows: Sequence[tuple[object, int, Sequence[Sequence[int]]]],
     new_tokens: int,
     device: torch.device,
+    chunk: int,
 ) -> list[list[list[int]]]:
     """Greedy continuations of questions read after cached contexts, per row and
     question: each row is (a context's cache, its length, questions of it); the rows'
     caches are stacked (one row of the batch each, :meth:`~lostmid.models.adapters.cache.
-    CacheContinuation.stack_caches`), each row's questions packed in it, then one new
-    token per question a step, each seeing its context, its own question and its own
-    earlier tokens. Question i of every row ends in the same column (shorter ones are
-    left-padded inside their slot), so one set of logits columns serves every row."""
+    CacheContinuation.stack_caches`), each row's questions packed in it and read
+    ``chunk`` questions a forward, then one new token per question a step, each seeing its
+    context, its own question and its own earlier tokens. Question i of every row ends in
+    the same column (shorter ones are left-padded inside their slot), so one set of
+    logits columns serves every row."""
     slots = max(len(qs) for _, _, qs in rows)
     widths = [max(len(qs[i]) for _, _, qs in rows if i < len(qs)) for i in range(slots)]
     ends = np.cumsum(widths) - 1
@@ -308,10 +312,17 @@ def _packed_greedy(
         assert len(rows) == 1
         cache = adapter.repeat_cache(rows[0][0], 1)
     seen = (seen_owner.to(device), torch.arange(longest, device=device).expand(len(rows), -1))
-    logits, cache, seen = adapter.continue_packed(
-        model, cache, ids.to(device), owners.to(device), positions.to(device), seen,
-        keep=torch.as_tensor(ends, device=device),
-    )  # fmt: skip
+    ids, owners, positions = ids.to(device), owners.to(device), positions.to(device)
+    parts = []
+    for s0 in range(0, slots, chunk):  # the questions read ``chunk`` slots a forward
+        s1 = min(slots, s0 + chunk)
+        lo, hi = (int(ends[s0 - 1]) + 1 if s0 else 0), int(ends[s1 - 1]) + 1
+        part, cache, seen = adapter.continue_packed(
+            model, cache, ids[:, lo:hi], owners[:, lo:hi], positions[:, lo:hi], seen,
+            keep=torch.as_tensor(ends[s0:s1] - lo, device=device),
+        )  # fmt: skip
+        parts.append(part)
+    logits = torch.cat(parts, dim=1)
     who, at = who.to(device), at.to(device)
     steps = []
     for step in range(new_tokens):

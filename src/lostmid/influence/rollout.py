@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from lostmid.errors import UserError
+from lostmid.models.attention import attention_kernel
 from lostmid.typing import Float
 
 if TYPE_CHECKING:
@@ -51,14 +52,9 @@ def measured_attention(
     Runs the model with ``output_attentions`` (the eager kernel materialises the weights).
     """
     model = loaded.model
-    before = getattr(model.config, "_attn_implementation", None)
-    model.config._attn_implementation = "eager"  # the weights exist only in eager attention
-    try:
-        with torch.no_grad():
-            out = model(input_ids.to(loaded.input_device), output_attentions=True, use_cache=False)
-    finally:
-        if before is not None:
-            model.config._attn_implementation = before
+    # the weights exist only in eager attention
+    with torch.no_grad(), attention_kernel(model, "eager"):
+        out = model(input_ids.to(loaded.input_device), output_attentions=True, use_cache=False)
     if not out.attentions or out.attentions[0] is None:
         raise UserError(f"{loaded.spec}: the model returns no attention weights")
     return [a.float().mean(dim=(0, 1)).cpu().numpy() for a in out.attentions]  # (L, L)

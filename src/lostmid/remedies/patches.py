@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from lostmid.errors import UserError
+from lostmid.models.attention import attention_kernel
 from lostmid.typing import Float
 
 if TYPE_CHECKING:
@@ -257,11 +258,9 @@ def calibrated(
         return output, weights
 
     original = modeling.eager_attention_forward
-    implementation = model.config._attn_implementation
     modeling.eager_attention_forward = eager
-    model.config._attn_implementation = "eager"
     try:
-        yield state
+        with attention_kernel(model, "eager"):
+            yield state
     finally:
         modeling.eager_attention_forward = original
-        model.config._attn_implementation = implementation

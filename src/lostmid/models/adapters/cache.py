@@ -31,6 +31,7 @@ sliding-window layers).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import inspect
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lostmid.errors import UserError
+from lostmid.models.attention import GROUPED_SDPA, attention_kernel, grouped_sdpa_available
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -310,7 +312,11 @@ class CacheContinuation:
         )
         if keep is not None and keep_name is not None:
             kwargs[keep_name] = keep.to(ids.device)
-        out = model(**kwargs)
+        kernel = getattr(model.config, "_attn_implementation", None)
+        if kernel == "sdpa" and grouped_sdpa_available():
+            kernel = GROUPED_SDPA  # the mask would make sdpa copy grouped key-value heads
+        with attention_kernel(model, kernel) if kernel else contextlib.nullcontext():
+            out = model(**kwargs)
         logits = out.logits
         if keep is not None and logits.shape[1] != len(keep):
             logits = logits[:, keep.to(logits.device)]
