@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from lostmid.models import load_model
 from lostmid.models.attention import (
     GROUPED_SDPA,
+    SPLIT_KWARG,
     attention_kernel,
     grouped_sdpa_available,
     grouped_sdpa_forward,
+    split_attention,
+    split_columns,
 )
 
 
@@ -43,6 +48,57 @@ def test_grouped_sdpa_equals_repeated_heads_under_a_mask() -> None:
     assert not torch.allclose(out, _repeated(query, key, value, mask, tile=True))
 
 
+def _packed_layout(window: int | None):  # noqa: ANN202
+    """Two stacked rows: contexts of 7 and 5 columns (the second padded to 7), then the
+    question tokens of 3 continuations (padding inside a slot), then two decoded tokens
+    each, interleaved as greedy steps write them; the queries are the last step's."""
+    owners_k = torch.tensor(
+        [
+            [-1] * 7 + [0, 0, -2, 1, 2, 2, 2] + [0, 1, 2] * 2,
+            [-1] * 5 + [-2] * 2 + [-2, 0, 0, 1, 1, -2, 2] + [0, 1, 2] * 2,
+        ]
+    )
+    pos_k = torch.tensor(
+        [
+            list(range(7)) + [7, 8, 0, 7, 7, 8, 9] + [9, 8, 10, 10, 9, 11],
+            list(range(7)) + [0, 5, 6, 5, 6, 0, 5] + [7, 7, 6, 8, 8, 7],
+        ]
+    )
+    owners, positions = owners_k[:, -3:], pos_k[:, -3:]
+    mine = (owners_k[:, None] == owners[..., None]) & (owners[..., None] >= 0)
+    visible = (owners_k[:, None] == -1) | (mine & (pos_k[:, None] <= positions[..., None]))
+    if window is not None:
+        visible &= pos_k[:, None] > positions[..., None] - window
+    mask = torch.zeros(visible.shape, dtype=torch.float64)
+    mask = mask.masked_fill(~visible, torch.finfo(torch.float64).min)[:, None]
+    return owners_k, owners, mask
+
+
+@pytest.mark.parametrize("window", [None, 4])
+def test_split_attention_equals_one_softmax_over_what_the_mask_shows(window: int | None) -> None:
+    """Context and own columns attended apart and merged by log-sum-exp equal the dense
+    attention under the packed mask (sliding window or not), grouped heads included."""
+    owners_k, owners, mask = _packed_layout(window)
+    split = split_columns(owners_k, owners)
+    assert split is not None and split.context == 7
+    # the first row's continuation 2: its 3 question columns and 2 decoded ones
+    assert split.own[0, 2][split.own_ok[0, 2]].tolist() == [11, 12, 13, 16, 19]
+    g = torch.Generator().manual_seed(1)
+    query = torch.randn(2, 6, 3, 4, generator=g, dtype=torch.float64)
+    key = torch.randn(2, 2, 20, 4, generator=g, dtype=torch.float64)
+    value = torch.randn(2, 2, 20, 4, generator=g, dtype=torch.float64)
+    want = _repeated(query * 0.5 * 4**0.5, key, value, mask)
+    assert split.tail == 7  # the own columns, 13 after the context: few, attended densely
+    for how in (split, dataclasses.replace(split, tail=None)):  # and gathered
+        got = split_attention(query, key, value, mask, 0.5, how)
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+    # a mask that let continuation 0 see continuation 1's columns is not what the split
+    # reads: the split is exact only for packed masks
+    leaky = mask.clone()
+    leaky[0, 0, 0, 10] = 0.0
+    assert not torch.allclose(_repeated(query * 0.5 * 4**0.5, key, value, leaky), got)
+
+
 def test_continuations_switch_to_grouped_sdpa_and_back() -> None:
     """A packed continuation of an sdpa model runs the grouped kernel, the model's own
     restored after; an eager model stays eager (its numbers are eager's)."""
@@ -51,10 +107,12 @@ def test_continuations_switch_to_grouped_sdpa_and_back() -> None:
     model, adapter = loaded.model, loaded.adapter
     assert model.config._attn_implementation == "sdpa"
     used: list[str] = []
+    split: list[bool] = []
     attention = adapter.attention(adapter.blocks(model)[0])
 
     def record(module, args, kwargs) -> None:  # noqa: ANN001
         used.append(module.config._attn_implementation)
+        split.append(kwargs.get(SPLIT_KWARG) is not None)
 
     handle = attention.register_forward_pre_hook(record, with_kwargs=True)
     context = torch.arange(1, 9)[None]
@@ -64,6 +122,7 @@ def test_continuations_switch_to_grouped_sdpa_and_back() -> None:
     adapter.continue_packed(model, cache, ids, owners, positions, seen)
     handle.remove()
     assert used == ["sdpa", GROUPED_SDPA]  # the prefill, then the continuation
+    assert split == [False, True]  # which is told where its keys lie
     assert model.config._attn_implementation == "sdpa"
 
 

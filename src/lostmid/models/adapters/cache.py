@@ -41,7 +41,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lostmid.errors import UserError
-from lostmid.models.attention import GROUPED_SDPA, attention_kernel, grouped_sdpa_available
+from lostmid.models.attention import (
+    GROUPED_SDPA,
+    SPLIT_KWARG,
+    attention_kernel,
+    grouped_sdpa_available,
+    split_columns,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -314,7 +320,12 @@ class CacheContinuation:
             kwargs[keep_name] = keep.to(ids.device)
         kernel = getattr(model.config, "_attn_implementation", None)
         if kernel == "sdpa" and grouped_sdpa_available():
-            kernel = GROUPED_SDPA  # the mask would make sdpa copy grouped key-value heads
+            # no copies of grouped key-value heads, and each query reads the context and
+            # its own continuation's columns only, not the other continuations'
+            kernel = GROUPED_SDPA
+            split = split_columns(owner_k.to(ids.device), owners.to(ids.device))
+            if split is not None:
+                kwargs[SPLIT_KWARG] = split
         with attention_kernel(model, kernel) if kernel else contextlib.nullcontext():
             out = model(**kwargs)
         logits = out.logits
