@@ -190,6 +190,14 @@ def test_a_context_decodes_in_one_row_its_questions_read_batch_size_at_a_time(
         chunks = len(first)
         assert widths[:chunks] == first
         assert widths[chunks:] == [(1, 5)] * 3  # then a token per question a step
+    # a row holds at most STEP_ROWS questions (its preallocated columns grow with them)
+    monkeypatch.setattr(shared, "STEP_ROWS", 2)
+    widths.clear()
+    got = shared.shared_scores(
+        model, adapter, [context] * 5, questions, [[1]] * 5, teacher=False, new_tokens=4
+    )[1]
+    assert got == want
+    assert [w for w in widths if w[1] <= 2] == [(1, 2)] * 6 + [(1, 1)] * 3  # 2 + 2 + 1
 
 
 def test_one_prefill_per_distinct_context() -> None:

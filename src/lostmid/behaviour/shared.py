@@ -18,9 +18,9 @@ after the cached context, each token masked to see the context, its own question
 its own earlier tokens: the context's keys and values are read once for all of them
 (one copy, not one per row; grouped key-value heads read in place,
 :data:`~lostmid.models.attention.GROUPED_SDPA`). Under teacher forcing a row holds up to
-``batch_size`` questions; greedy decoding puts all of a context's questions in its row
-(the first forward reading ``batch_size`` of them at a time, then one token per question
-a step) and reads the rows of several contexts in one step: their caches stacked, a row
+``batch_size`` questions; greedy decoding puts a context's questions in one row (up to
+``STEP_ROWS``; the first forward reading ``batch_size`` of them at a time, then one token
+per question a step) and reads the rows of several contexts in one step: their caches stacked, a row
 each, in a buffer that each step writes in place (no copy of the contexts a step), so a
 step's linear layers multiply up to ``STEP_ROWS`` rows at once. Elsewhere (ALiBi,
 the generic adapter) batches hold up to ``batch_size`` questions of one context as rows
@@ -154,15 +154,17 @@ def shared_scores(
                 if progress is not None:
                     progress(len(rows))
                 continue
-            # all of a context's questions decode in one row, the rows of several
-            # contexts together (their caches stacked), the group closed as it fills
-            pending.append((cache, past, rows))
-            if (
-                not adapter.stacks(cache)
-                or sum(len(b) for _, _, b in pending) >= STEP_ROWS
-                or sum(cache_bytes(c) for c, _, _ in pending) >= STACK_BYTES
-            ):
-                decode_pending()
+            # a context's questions decode in one row (up to STEP_ROWS of them), the rows
+            # of several contexts together (their caches stacked), the group closed as
+            # it fills
+            for lo in range(0, len(rows), STEP_ROWS):
+                pending.append((cache, past, rows[lo : lo + STEP_ROWS]))
+                if (
+                    not adapter.stacks(cache)
+                    or sum(len(b) for _, _, b in pending) >= STEP_ROWS
+                    or sum(cache_bytes(c) for c, _, _ in pending) >= STACK_BYTES
+                ):
+                    decode_pending()
             continue
         if teacher:  # right-padded batches: exact for every family
             seqs = {i: list(questions[i]) + list(targets[i])[:-1] for i in rows}
