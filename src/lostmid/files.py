@@ -38,6 +38,7 @@ not a theory result; pass the theory.json of lostmid theory --out DIR
 from __future__ import annotations
 
 import errno
+import glob
 import io
 import json
 import os
@@ -594,6 +595,36 @@ def _temporary_dir(path: Path, suffix: str = ".tmp") -> Path:
             continue
         return tmp
     raise FileExistsError(f"no free temporary name next to {path}")  # pragma: no cover
+
+
+def remove_leftovers(path: Path) -> list[Path]:
+    """Remove the temporaries that writers of ``path`` left when they were killed (their
+    ``finally`` never ran): files and folders named ``.NAME.PID.HEX.tmp`` or ``.old`` next
+    to it. Call it only while holding the lock that every writer of ``path`` holds, so
+    no temporary of a live writer is there. Returns what was removed.
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / ".model.123.0a1b2c3d.tmp").mkdir()
+    >>> _ = (root / ".model.9.ffffffff.tmp").write_bytes(b"half")
+    >>> _ = (root / ".other.1.00000000.tmp").write_bytes(b"")
+    >>> sorted(p.name for p in remove_leftovers(root / "model"))
+    ['.model.123.0a1b2c3d.tmp', '.model.9.ffffffff.tmp']
+    >>> sorted(p.name for p in root.iterdir())
+    ['.other.1.00000000.tmp']
+    """
+    path = Path(path)
+    found = [
+        p
+        for suffix in (".tmp", ".old")
+        for p in path.parent.glob(f".{glob.escape(path.name)}.*.*{suffix}")
+    ]
+    for leftover in found:
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+    return found
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:

@@ -99,6 +99,24 @@ def test_an_incomplete_cache_folder_is_rebuilt(cache: Path, tiny_gguf) -> None:
         assert torch.allclose(loaded.model(ids).logits, source(ids).logits, atol=1e-5)
 
 
+def test_a_killed_build_s_leftovers_go_with_the_next_build(cache: Path, tiny_gguf) -> None:
+    """A build killed before its clean-up left a half-written folder under a temporary
+    name; the next build (holding the lock, so no live builder's) removes it, and only
+    what belongs to this entry."""
+    path, _ = tiny_gguf
+    gguf = inspect_gguf(path)
+    base = cache / "gguf"
+    base.mkdir(parents=True, exist_ok=True)
+    leftover = base / f".{gguf.sha256[:16]}.999.deadbeef.tmp"
+    leftover.mkdir()
+    (leftover / "model.safetensors").write_bytes(b"half")
+    other = base / ".0123456789abcdef.999.deadbeef.tmp"
+    other.mkdir()
+    folder = dequantised_dir(gguf)
+    assert (folder / FACTS).is_file()
+    assert not leftover.exists() and other.exists()
+
+
 def test_tokenizer_and_chat_template_come_from_the_file(cache: Path, tiny_gguf) -> None:
     path, _ = tiny_gguf
     tok = tokenizer_for_model(str(path))
@@ -207,8 +225,12 @@ def test_a_split_checkpoint_is_assembled_once_and_checked(cache: Path, tmp_path,
         sha256=hashlib.sha256(whole).hexdigest(),
         parts=tuple((dist, "inside") for dist in parts),
     )
+    killed = cache / "checkpoints" / ".fake.gguf.77.00ff00ff.tmp"  # an assembly killed
+    killed.parent.mkdir(parents=True)
+    killed.write_bytes(whole[:100])
     target = good.locate()
     assert target.read_bytes() == whole and target.parent == cache / "checkpoints"
+    assert not killed.exists()
     mtime = target.stat().st_mtime_ns
     assert good.locate().stat().st_mtime_ns == mtime  # not assembled again
     wrong = RegistryCheckpoint(

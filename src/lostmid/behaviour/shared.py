@@ -19,14 +19,15 @@ its own earlier tokens: the context's keys and values are read once for all of t
 (one copy, not one per row; grouped key-value heads read in place,
 :data:`~lostmid.models.attention.GROUPED_SDPA`). Under teacher forcing a row holds up to
 ``batch_size`` questions; greedy decoding puts a context's questions in one row (up to
-``STEP_ROWS``; the first forward reading ``batch_size`` of them at a time, then one token
-per question a step) and reads the rows of several contexts in one step: their caches stacked, a row
-each, in a buffer that each step writes in place (no copy of the contexts a step), so a
-step's linear layers multiply up to ``STEP_ROWS`` rows at once. Elsewhere (ALiBi,
-the generic adapter) batches hold up to ``batch_size`` questions of one context as rows
-of their own: right-padded under teacher forcing (exact for every family; only the
-columns that predict a target get logits), left-padded for greedy decoding where every
-layer is causal, and of one length only where a sliding window would count the padding
+``STEP_ROWS``; the first forward reading ``batch_size`` of them at a time, then one
+token per question a step) and reads the rows of several contexts in one step: their
+caches stacked, a row each, in a buffer that each step writes in place (no copy of the
+contexts a step), so a step's linear layers multiply up to ``STEP_ROWS`` rows at once.
+Elsewhere (ALiBi, the generic adapter) batches hold up to ``batch_size`` questions of
+one context as rows of their own: right-padded under teacher forcing (exact for every
+family; only the columns that predict a target get logits), left-padded for greedy
+decoding where every layer is causal, and of one length only where a sliding window
+would count the padding
 (:meth:`~lostmid.models.adapters.cache.CacheContinuation.gaps_are_exact`).
 """
 

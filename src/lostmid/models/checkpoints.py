@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from lostmid.errors import UserError
-from lostmid.files import atomic_write
+from lostmid.files import atomic_write, remove_leftovers
 from lostmid.models.gguf import cache_lock, cache_root, checked_sha256
 
 
@@ -74,6 +74,7 @@ class RegistryCheckpoint:
         target = (root or cache_root()) / "checkpoints" / self.filename
         with cache_lock(target.parent / f".{self.filename}.lock"):
             if not (target.is_file() and checked_sha256(target) == self.sha256):
+                remove_leftovers(target)  # an assembly killed before it could clean up
 
                 def assemble(tmp: Path) -> None:
                     with open(tmp, "wb") as out:

@@ -39,6 +39,7 @@ from lostmid.files import (
     disk_full_error,
     is_disk_full,
     quiet_transformers,
+    remove_leftovers,
     write_text,
 )
 
@@ -311,6 +312,7 @@ def dequantised_dir(gguf: GGUFFile, *, root: Path | None = None, option: str = "
         with cache_lock(base / f".{gguf.sha256[:16]}.lock"):
             if _complete(folder, gguf):  # built by another process while we waited
                 return folder
+            remove_leftovers(folder)  # a build killed before it could clean up
             with atomic_directory(folder) as tmp:
                 _dequantise_into(gguf, tmp, named=f"{option} {gguf.path}")
     except OSError as err:

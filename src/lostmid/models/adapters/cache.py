@@ -290,7 +290,11 @@ class CacheContinuation:
         of continuation i sees a column of its row when the column is the context's, or
         continuation i's at a position not after its own: what it sees on a row of its
         own, so the numbers equal separate rows' (the test holds it to 1e-5), while each
-        context's keys and values are read once for all its continuations.
+        context's keys and values are read once for all its continuations. A model on
+        ``sdpa`` runs :data:`~lostmid.models.attention.GROUPED_SDPA` for the forward, told
+        where each query's columns lie (:func:`~lostmid.models.attention.split_columns`):
+        grouped key-value heads read in place, the context and each continuation's own
+        columns attended apart; an ``eager`` model stays eager.
 
         Args:
             owners, positions: (K, W) the new tokens' continuation and position.
