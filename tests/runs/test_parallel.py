@@ -56,6 +56,21 @@ def test_worker_processes_compute_save_and_report_each_job(tmp_path: Path, monke
     assert outcomes["after"].status == "done" and outcomes["after"].summary["y"] == 25
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_jobs_of_higher_priority_start_first(tmp_path: Path, monkeypatch, workers: int) -> None:
+    """The longest jobs (reproduce's real-checkpoint stages) start before the rest, in
+    one process or in workers; plan order among equals."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    priorities = [0, 0, 1, 0, 1]
+    jobs = [
+        Job(f"sq{x}", {"x": x}, partial(jobs_helpers.square, x), priority=p)
+        for x, p in enumerate(priorities)
+    ]
+    outcomes, started = run(jobs, tmp_path, Backend(jobs=workers))
+    assert started == ["sq2", "sq4", "sq0", "sq1", "sq3"]
+    assert all(outcomes[f"sq{x}"].summary["y"] == x * x for x in range(5))
+
+
 def test_a_job_that_does_not_pickle_is_one_line(tmp_path: Path) -> None:
     from lostmid.errors import UserError
 
@@ -97,3 +112,18 @@ def test_parallel_reproduce_gives_the_sequential_numbers(tmp_path: Path, run_cli
     )
     meta = json.loads((tmp_path / "par" / "reproduce.json").read_text())["metadata"]
     assert meta["backend"]["jobs"] == 2 and len(meta["stages"]["computed"]) == 4
+
+
+def test_reproduce_starts_its_real_checkpoint_stages_first(tmp_path: Path) -> None:
+    """At the default scale the real-checkpoint stages are the longest (330-438 s against
+    23-129 s): they get the priority that starts them first, and nothing else does."""
+    from lostmid.reproduce.config import ReproduceConfig
+    from lostmid.reproduce.run import plan_stages
+
+    plan = plan_stages(ReproduceConfig.at_scale("default"), "cpu", tmp_path)
+    first = {s.name for s in plan if s.priority > 0}
+    assert first == {
+        "checkpoints-default",
+        "real-behaviour-default-smollm2-135m",
+        "real-behaviour-default-gemma3-270m",
+    }

@@ -41,7 +41,7 @@ from lostmid.errors import UserError
 from lostmid.files import write_bytes, write_text
 from lostmid.influence import influence_profile
 from lostmid.models import CHECKPOINTS, load_model
-from lostmid.reproduce.plan import PlannedStage, StandardSection
+from lostmid.reproduce.plan import REAL_CHECKPOINT_PRIORITY, PlannedStage, StandardSection
 
 INPUT_KINDS = ("random", "text", "records")
 KV_HEAD = (
@@ -459,6 +459,7 @@ class CheckpointsPlugin(StandardSection):
                 {"scale": scale, "seed": 0, "record": 1},
                 partial(checkpoint_stage, scale, out / "checkpoints"),
                 dict,
+                priority=REAL_CHECKPOINT_PRIORITY,
             )
         ]
 

@@ -37,6 +37,7 @@ class PlannedStage:
     compute: Callable[[], Any]
     read: Callable[[Mapping[str, Any]], Any]
     threads: int | None = None  # what the stage is worth (Job.threads); None: its share
+    priority: int = 0  # Job.priority: higher starts first
 
 
 class Section(Protocol):
@@ -99,6 +100,12 @@ class StandardSection:
         )
 
 
+# A stage that runs a real checkpoint is the longest of a run (the default scale,
+# 2026-12-03: 330-438 s against 23-129 s for every other stage): started first, it does
+# not end a run alone on one core (docs/BENCHMARKS.md, "reproduce").
+REAL_CHECKPOINT_PRIORITY = 1
+
+
 class PerModelSection(StandardSection):
     """A section that runs one stage per model at a named scale, or reads a folder of
     finished runs: its scale or folder is the :class:`~lostmid.reproduce.config.Scale`
@@ -144,6 +151,7 @@ class PerModelSection(StandardSection):
                     out / self.folder / scale.name / model_slug(model),
                 ),
                 dict,
+                priority=REAL_CHECKPOINT_PRIORITY,
             )
             for model in scale.models
         ]

@@ -91,7 +91,9 @@ def run_stages(
     """
     backend = backend or Backend()
     resources = Resources(cpus=backend.cpus, gpus=backend.stage_gpus(device))
-    jobs = [Job(s.name, s.config, s.compute, resources, s.threads) for s in plan]
+    jobs = [
+        Job(s.name, s.config, s.compute, resources, s.threads, priority=s.priority) for s in plan
+    ]
     records = run_backend_stages(jobs, store, backend, label="reproduce", console=console)
     return {stage.name: stage.read(records[stage.name]) for stage in plan}
 

@@ -81,6 +81,9 @@ class Job:
     outputs: tuple[Path, ...] = ()
     """Files the job writes besides its stage record (``runs/.../retrieval.json``): a
     saved result is reused only while they are there and read back whole."""
+    priority: int = 0
+    """Jobs of higher priority start first (:func:`dispatch`; plan order among equals):
+    the longest ones, so that they do not start last and leave cores idle at the end."""
 
 
 @dataclass(frozen=True)
@@ -438,8 +441,10 @@ def dispatch(
     retries: int = 0,
     started: Started | None = None,
 ) -> None:
-    """:func:`run_ray`, :func:`run_processes` (local, several jobs at once) or
-    :func:`run_local` (one after the other in this process), inside :func:`open_backend`."""
+    """:func:`run_ray`, :func:`run_processes` (local, several jobs at once) or one after
+    the other in this process, inside :func:`open_backend`; jobs of higher
+    :attr:`Job.priority` first, plan order among equals."""
+    jobs = sorted(jobs, key=lambda job: -job.priority)  # stable
     if backend.name == "ray":
         run_ray(jobs, out, retries, report)
     elif backend.local_jobs() > 1 and len(jobs) > 1:
