@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -71,6 +71,12 @@ class SplitColumns:
     own: torch.Tensor
     own_ok: torch.Tensor
     tail: int | None = None
+    context_masks: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The context part's mask, once per forward (:func:`_context_mask`): every layer of a
+    kind gets the same mask object, which the entry holds (so its id cannot be
+    another's); the memo goes with this object, at the end of the forward."""
 
 
 def split_columns(owner_k: torch.Tensor, owners: torch.Tensor) -> SplitColumns | None:
@@ -156,29 +162,21 @@ def _by_group(mask: torch.Tensor, groups: int) -> torch.Tensor:
     )
 
 
-# the context part's mask, once per forward: every layer of a kind gets the same mask
-# object, which the entry holds (so its id cannot be another's while it is here)
-_context_masks: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor | None]] = {}
-
-
-def _context_mask(mask: torch.Tensor, context: int, groups: int) -> torch.Tensor | None:
+def _context_mask(mask: torch.Tensor, split: SplitColumns, groups: int) -> torch.Tensor | None:
     """``mask[..., :context]`` for grouped queries: None where it hides nothing, one row
     per context (R, 1, 1, C) where every query sees the same columns (causal layers: the
     whole context but its padding), else expanded over the groups (sliding windows)."""
-    key = (id(mask), context, groups)
-    hit = _context_masks.get(key)
+    hit = split.context_masks.get(id(mask))
     if hit is not None and hit[0] is mask:
         return hit[1]
-    part = mask[..., :context]
+    part = mask[..., : split.context]
     first = part[:, :, :1]
     found: torch.Tensor | None
     if bool((part == first).all()):
         found = first if bool((first < 0).any()) else None
     else:
         found = _by_group(part, groups)
-    if len(_context_masks) >= 4:
-        _context_masks.clear()
-    _context_masks[key] = (mask, found)
+    split.context_masks[id(mask)] = (mask, found)
     return found
 
 
@@ -211,7 +209,7 @@ def split_attention(
             grouped,
             key[:, :, :context],
             value[:, :, :context],
-            _context_mask(mask, context, groups),
+            _context_mask(mask, split, groups),
             scale,
         )
     )
