@@ -126,7 +126,7 @@ SECTION_OPTIONS = (
 
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "quick": "Short contexts, short training (3 seeds each), SmolLM2 at the quick scale: "
-    "about 5 min on 2 quiet CPUs (294 s measured, docs/BENCHMARKS.md).",
+    "about 5 min on 2 quiet CPUs (267 s measured, docs/BENCHMARKS.md).",
     "full": "The paper's scale (L = 2048): a GPU or patience.",
     "models": "Comma-separated model specs (presets, directories, hub ids).",
     "length": "Override the scale's length L.",
