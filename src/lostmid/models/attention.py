@@ -20,8 +20,10 @@ A packed forward (several continuations in one row after a shared context) also 
 the kernel where its keys lie (:class:`SplitColumns`): every query sees the whole
 context, and otherwise only its own continuation's columns, a few dozen of the thousands
 that other continuations add to the row. The kernel then attends in two parts, the
-context (one dense pass, no column wasted) and each query's own columns (gathered), and
-merges them by their log-sum-exp:
+context (one dense pass, no column wasted) and each query's own columns (densely where
+they all lie in a short tail, as when questions are read for the first time; gathered
+in a decoding step, where they are spread over the row), and merges them by their
+log-sum-exp:
 
     out = out_ctx * exp(lse_ctx - lse) + out_own * exp(lse_own - lse),
     lse = log(exp(lse_ctx) + exp(lse_own)),
