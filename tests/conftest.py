@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,18 @@ def one_job_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     import lostmid.runs.backend as backend
 
     monkeypatch.setattr(backend, "default_jobs", lambda: 1)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stage_costs_apart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Stage costs that tests' runs remember go to a file of the session's, not to the
+    user's cache (lostmid.runs.eta)."""
+    import lostmid.runs.eta as eta
+
+    path = tmp_path_factory.mktemp("stage-costs") / eta.COSTS_FILE
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(eta, "costs_path", lambda: path)
+        yield
 
 
 @pytest.fixture

@@ -572,6 +572,13 @@ def disk_full_error(path: Path | str | None, err: BaseException | None = None) -
     )
 
 
+def cache_root() -> Path:
+    """Where lostmid keeps what it derives once (dequantised checkpoints, stage costs):
+    ``$LOSTMID_CACHE`` or ``~/.cache/lostmid``."""
+    root = os.environ.get("LOSTMID_CACHE")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "lostmid"
+
+
 def _temporary(path: Path) -> Path:
     """A fresh, empty file next to ``path`` (same file system, so the rename is atomic),
     named ``.NAME.PID.RANDOM.tmp``; created with the permissions the umask gives."""

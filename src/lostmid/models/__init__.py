@@ -11,6 +11,7 @@
 
 from lostmid.attention_choice import EAGER_MAX_LENGTH
 from lostmid.attention_choice import attention_for as attention_for_length
+from lostmid.files import cache_root
 from lostmid.models.ablations import (
     freeze_norm_scale,
     remove_mlp,
@@ -28,7 +29,7 @@ from lostmid.models.build import (
 )
 from lostmid.models.checkpoints import CHECKPOINTS, RegistryCheckpoint
 from lostmid.models.devices import resolve_device
-from lostmid.models.gguf import GGUFFile, cache_root, inspect_gguf
+from lostmid.models.gguf import GGUFFile, inspect_gguf
 from lostmid.models.load import INITS, gguf_checkpoint, load_model, local_model_dir
 from lostmid.models.loaded import LoadedModel
 from lostmid.models.placement import parse_device_map

@@ -23,8 +23,8 @@ from importlib import metadata
 from pathlib import Path
 
 from lostmid.errors import UserError
-from lostmid.files import atomic_write, remove_leftovers
-from lostmid.models.gguf import cache_lock, cache_root, checked_sha256
+from lostmid.files import atomic_write, cache_root, remove_leftovers
+from lostmid.models.gguf import cache_lock, checked_sha256
 
 
 @dataclass(frozen=True)

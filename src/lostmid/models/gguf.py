@@ -36,6 +36,7 @@ from typing import Any
 from lostmid.errors import UserError
 from lostmid.files import (
     atomic_directory,
+    cache_root,
     disk_full_error,
     is_disk_full,
     quiet_transformers,
@@ -49,12 +50,6 @@ FACTS = "lostmid_gguf.json"
 
 # GGUF architectures whose transformers model has a lostmid adapter (llama-style, Gemma).
 ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt2", "phi3")
-
-
-def cache_root() -> Path:
-    """Where lostmid keeps what it derives once: ``$LOSTMID_CACHE`` or ``~/.cache/lostmid``."""
-    root = os.environ.get("LOSTMID_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "lostmid"
 
 
 def file_sha256(path: Path, *, chunk: int = 1 << 22) -> str:

@@ -5,9 +5,11 @@ rich draws its bar only on a terminal; with the output going to a file or a pipe
 makes the bar every long command uses (train, retrieve, remedies, sweep, reproduce's
 stages), and when its console is not a terminal it also prints one plain line when a
 step or unit finishes: the first, then at most one every :data:`EVERY_S` seconds, and
-the last, each with the count, the elapsed time and the time left (rich's estimate
-from the recent rate; where steps are slower than rich's 30 s window, the mean rate of
-this run's steps: :func:`time_left`), and what finished last: the task's ``last``
+the last, each with the count, the elapsed time and the time left (the task's ``eta``
+field when it has one, a function of no arguments: the stage runner's
+:class:`~lostmid.runs.eta.StageClock`; else rich's estimate from the recent rate; where
+steps are slower than rich's 30 s window, the mean rate of this run's steps:
+:func:`time_left`), and what finished last: the task's ``last``
 field (sweep's unit and its status), else its description (the stage runner's stage).
 
 >>> import io
@@ -34,10 +36,10 @@ EVERY_S = 10.0
 """The least time between two progress lines in a log (the last is always printed)."""
 
 
-def _clock(seconds: float | None) -> str:
+def clock_text(seconds: float | None) -> str:
     """``0:01:05``; ``?`` when unknown.
 
-    >>> _clock(65.2), _clock(None)
+    >>> clock_text(65.2), clock_text(None)
     ('0:01:05', '?')
     """
     if seconds is None or not math.isfinite(seconds):
@@ -108,9 +110,12 @@ class LoggedProgress(Progress):
         total = "?" if task.total is None else f"{task.total:g}"
         share = f" ({100 * task.completed / task.total:.0f}%)" if task.total else ""
         resumed = self._resumed.get(task_id, 0.0)
+        eta = task.fields.get("eta")
         left = (
             0.0
             if last
+            else eta()
+            if callable(eta)
             else time_left(
                 task.time_remaining,
                 task.elapsed,
@@ -121,8 +126,8 @@ class LoggedProgress(Progress):
         text = str(task.fields.get("last") or task.description).strip()
         about = f"; last: {text}" if text and text != self.label else ""
         self.console.print(
-            f"{self.label}: {task.completed:g}/{total} done{share}, {_clock(task.elapsed)} "
-            f"elapsed, ~{_clock(left)} left{about}",
+            f"{self.label}: {task.completed:g}/{total} done{share}, {clock_text(task.elapsed)} "
+            f"elapsed, ~{clock_text(left)} left{about}",
             highlight=False,
             markup=False,
             soft_wrap=True,

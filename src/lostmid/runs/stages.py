@@ -14,18 +14,27 @@ rerun with the same folder reuses every finished stage.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
 
 from lostmid.errors import UserError
-from lostmid.runs.backend import Backend
+from lostmid.runs.backend import Backend, available_cpus
+from lostmid.runs.eta import StageClock, StageCosts
 from lostmid.runs.jobs import Job, UnitOutcome, run_jobs, threads_set
-from lostmid.runs.progress import progress
+from lostmid.runs.progress import clock_text, progress
 from lostmid.runs.store import StageStore
 
 
@@ -40,21 +49,21 @@ def stage_progress(label: str, console: Console | None) -> Progress:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TextColumn("{task.fields[left]}"),
+        LeftColumn(),
         console=console,
     )
 
 
-def _left(progress: Progress, bar: Any, started: float) -> None:
-    """The overall ETA: the mean time per finished stage times the stages left, divided
-    among the stages running at once (rough, and said to be)."""
-    task = progress.tasks[bar]
-    done, total = task.completed, task.total or 0
-    if done <= 0 or total <= done:
-        progress.update(bar, left="")
-        return
-    per_stage = (time.perf_counter() - started) / done
-    progress.update(bar, left=f"~{per_stage * (total - done) / 60:.1f} min left")
+class LeftColumn(ProgressColumn):
+    """``~0:12:05 left`` from the task's ``eta`` field (a
+    :meth:`~lostmid.runs.eta.StageClock.left`), recomputed at every refresh; blank for
+    a task without one or when done."""
+
+    def render(self, task: Task) -> Text:
+        eta = task.fields.get("eta")
+        if eta is None or task.finished:
+            return Text("")
+        return Text(f"~{clock_text(eta())} left", style="progress.remaining")
 
 
 def run_stages(
@@ -73,23 +82,35 @@ def run_stages(
     interrupt (Ctrl-C) one line says how many stages are saved and how to resume.
     """
     results: dict[str, Any] = {}
+    costs = StageCosts()
     with stage_progress(label, console) as progress:
-        bar = progress.add_task("", total=len(jobs), left="")
+        bar = progress.add_task("", total=len(jobs))
         current = ""
         try:
             if backend.name == "local" and backend.local_jobs() == 1:
-                started = time.perf_counter()
+                todo = []
                 for job in jobs:
+                    saved = store.reuse(job.name, dict(job.config), job.outputs)
+                    if saved is None:
+                        todo.append(job)
+                    else:
+                        results[job.name] = saved
+                        progress.advance(bar)
+                clock = _clock(todo, costs, workers=1)
+                _announce(progress, bar, clock, console)
+                for job in todo:
                     current = job.name
                     progress.update(bar, description=job.name)
+                    clock.start(job.name)
                     with threads_set(job.threads):
                         results[job.name] = store.run(
                             job.name, dict(job.config), job.compute, job.outputs
                         )
+                    costs.remember(job.name, job.config, store.seconds[job.name])
+                    clock.finish(job.name, store.seconds[job.name])
                     progress.advance(bar)
-                    _left(progress, bar, started)
             else:
-                _run_elsewhere(jobs, store, backend, results, progress, bar)
+                _run_elsewhere(jobs, store, backend, results, progress, bar, costs)
         except KeyboardInterrupt:
             progress.stop()
             during = f" during stage {current}" if current else ""
@@ -108,6 +129,7 @@ def _run_elsewhere(
     results: dict[str, Any],
     progress: Progress,
     bar: Any,
+    costs: StageCosts,
 ) -> None:
     """Reuse what is saved, run the rest in worker processes or as Ray tasks; one error
     naming every failure after the others have finished and been saved."""
@@ -121,21 +143,26 @@ def _run_elsewhere(
             progress.advance(bar)
     failed: dict[str, str] = {}
     lines: dict[str, Any] = {}
-    started = time.perf_counter()
+    clock = _clock(todo, costs, workers=min(_workers(backend), max(len(todo), 1)))
+    _announce(progress, bar, clock, progress.console if not progress.disable else None)
 
     def start(job: Job) -> None:
-        lines[job.name] = progress.add_task(f"  running {job.name}", total=None, left="")
+        clock.start(job.name)
+        lines[job.name] = progress.add_task(f"  running {job.name}", total=None)
 
     def report(job: Job, outcome: UnitOutcome) -> None:
         if job.name in lines:
             progress.remove_task(lines.pop(job.name))
         if outcome.status == "failed":
             failed[job.name] = outcome.error or "failed"
+            clock.drop(job.name)
         else:
             results[job.name] = outcome.summary
             store.computed_elsewhere(job.name, outcome.compute_seconds)
+            if outcome.status == "done" and outcome.compute_seconds is not None:
+                costs.remember(job.name, job.config, outcome.compute_seconds)
+            clock.finish(job.name, outcome.compute_seconds)
         progress.update(bar, advance=1, description=f"{outcome.status}: {job.name}")
-        _left(progress, bar, started)
 
     def warn(why: str) -> None:
         progress.console.print(f"[yellow]warning:[/] {escape(why)}")
@@ -150,3 +177,38 @@ def _run_elsewhere(
             f"finished stages are saved in {store.dir}: fix the cause and run the same "
             "command again to resume"
         )
+
+
+def _clock(jobs: Sequence[Job], costs: StageCosts, workers: int) -> StageClock:
+    """The run's estimate over ``jobs`` in the order they start (higher priority first,
+    :func:`~lostmid.runs.jobs.dispatch`), each at its remembered cost."""
+    order = sorted(jobs, key=lambda job: -job.priority) if workers > 1 else list(jobs)
+    return StageClock(
+        [job.name for job in order],
+        {job.name: costs.expected(job.name, job.config) for job in order},
+        workers=workers,
+    )
+
+
+def _announce(progress: Progress, bar: Any, clock: StageClock, console: Console | None) -> None:
+    """Give the bar ``clock``'s estimate and, when every stage to compute has a cost
+    from an earlier run, say up front how long they should take."""
+    progress.update(bar, eta=clock.left)
+    left = clock.left()
+    if console is not None and clock.order and left is not None:
+        console.print(
+            f"{len(clock.order)} stages to compute on {clock.workers} "
+            f"{'worker' if clock.workers == 1 else 'workers'}: ~{clock_text(left)} by what "
+            "they took in earlier runs"
+        )
+
+
+def _workers(backend: Backend) -> int:
+    """How many stages run at once, for the estimate: ``--jobs`` locally; on a Ray
+    instance of this machine its CPUs over each stage's; on a cluster, unknown here:
+    as many as there are (the estimate is then a lower bound)."""
+    if backend.name == "local":
+        return backend.local_jobs()
+    if backend.address is None:
+        return max(int(available_cpus() // backend.cpus), 1)
+    return 1 << 20
