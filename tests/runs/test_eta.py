@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from rich.progress import Progress
 
 import lostmid.runs.eta as eta
 from lostmid.runs.backend import Backend
@@ -175,3 +176,19 @@ def test_the_clock_orders_stages_as_dispatch_starts_them() -> None:
     ]
     assert _clock(jobs, StageCosts(), workers=2).order == ["big", "small"]
     assert _clock(jobs, StageCosts(), workers=1).order == ["small", "big"]
+
+
+def test_the_terminal_bar_shows_the_clock_s_estimate_at_every_refresh() -> None:
+    from lostmid.runs.stages import LeftColumn
+
+    log = io.StringIO()
+    estimates = iter([65.0, None])
+    with Progress(console=Console(file=log, force_terminal=True)) as bar:
+        with_eta = bar.add_task("", total=2, eta=lambda: next(estimates))
+        without = bar.add_task("", total=2)
+        column = LeftColumn()
+        assert column.render(bar.tasks[with_eta]).plain == "~0:01:05 left"
+        assert column.render(bar.tasks[with_eta]).plain == "~? left"  # unknown, not a guess
+        assert column.render(bar.tasks[without]).plain == ""
+        bar.update(with_eta, completed=2)
+        assert column.render(bar.tasks[with_eta]).plain == ""  # done
