@@ -130,43 +130,33 @@ def _jobs() -> list[Job]:
     return [Job(f"sq-{x}", {"x": x}, partial(_square, float(x))) for x in (1, 2, 3)]
 
 
+def _logged_run(folder: Path) -> str:
+    """What one in-process run of :func:`_jobs` into ``folder`` prints to a log."""
+    log = io.StringIO()
+    run_stages(
+        _jobs(), StageStore(folder), Backend(), label="sq", console=Console(file=log, width=160)
+    )
+    return log.getvalue()
+
+
 def test_a_run_remembers_what_it_computed_and_says_what_the_next_should_take(
     tmp_path: Path,
 ) -> None:
-    costs_file = eta.costs_path()
-    costs_file.unlink(missing_ok=True)
-    quiet = Console(file=io.StringIO(), width=120)
-    run_stages(_jobs(), StageStore(tmp_path / "one"), Backend(), label="sq", console=quiet)
-    assert "stages to compute" not in quiet.file.getvalue()  # type: ignore[attr-defined]
+    eta.costs_path().unlink(missing_ok=True)
+    assert "stages to compute" not in _logged_run(tmp_path / "one")  # nothing remembered yet
     costs = StageCosts()
     assert all(costs.expected(job.name, job.config) is not None for job in _jobs())
     # make the remembered costs long and known, then run again into a fresh folder
     for job in _jobs():
         costs.remember(job.name, job.config, 1200.0)
-    log = io.StringIO()
-    run_stages(
-        _jobs(),
-        StageStore(tmp_path / "two"),
-        Backend(),
-        label="sq",
-        console=Console(file=log, width=160),
-    )
-    text = log.getvalue()
+    text = _logged_run(tmp_path / "two")
     assert "3 stages to compute on 1 worker: ~1:00:00 by what they took in earlier runs" in text
     # the first line after a stage uses the run's own speed: the stages took far less than
     # their 1,200 s, so the time left is about nothing, not rich's or the mean's guess
     first = next(line for line in text.splitlines() if "1/3 done" in line)
     assert "~0:00:00 left" in first
     # a rerun into the same folder reuses everything: nothing to compute, nothing said
-    log = io.StringIO()
-    run_stages(
-        _jobs(),
-        StageStore(tmp_path / "two"),
-        Backend(),
-        label="sq",
-        console=Console(file=log, width=160),
-    )
-    assert "stages to compute" not in log.getvalue()
+    assert "stages to compute" not in _logged_run(tmp_path / "two")
 
 
 def test_the_clock_orders_stages_as_dispatch_starts_them() -> None:

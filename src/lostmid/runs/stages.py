@@ -88,14 +88,7 @@ def run_stages(
         current = ""
         try:
             if backend.name == "local" and backend.local_jobs() == 1:
-                todo = []
-                for job in jobs:
-                    saved = store.reuse(job.name, dict(job.config), job.outputs)
-                    if saved is None:
-                        todo.append(job)
-                    else:
-                        results[job.name] = saved
-                        progress.advance(bar)
+                todo = _reuse_saved(jobs, store, results, progress, bar)
                 clock = _clock(todo, costs, workers=1)
                 _announce(progress, bar, clock, console)
                 for job in todo:
@@ -133,14 +126,7 @@ def _run_elsewhere(
 ) -> None:
     """Reuse what is saved, run the rest in worker processes or as Ray tasks; one error
     naming every failure after the others have finished and been saved."""
-    todo = []
-    for job in jobs:
-        saved = store.reuse(job.name, dict(job.config), job.outputs)
-        if saved is None:
-            todo.append(job)
-        else:
-            results[job.name] = saved
-            progress.advance(bar)
+    todo = _reuse_saved(jobs, store, results, progress, bar)
     failed: dict[str, str] = {}
     lines: dict[str, Any] = {}
     clock = _clock(todo, costs, workers=min(_workers(backend), max(len(todo), 1)))
@@ -177,6 +163,22 @@ def _run_elsewhere(
             f"finished stages are saved in {store.dir}: fix the cause and run the same "
             "command again to resume"
         )
+
+
+def _reuse_saved(
+    jobs: Sequence[Job], store: StageStore, results: dict[str, Any], progress: Progress, bar: Any
+) -> list[Job]:
+    """Put every saved result into ``results`` (counted done on the bar); the jobs left
+    to compute, in plan order."""
+    todo = []
+    for job in jobs:
+        saved = store.reuse(job.name, dict(job.config), job.outputs)
+        if saved is None:
+            todo.append(job)
+        else:
+            results[job.name] = saved
+            progress.advance(bar)
+    return todo
 
 
 def _clock(jobs: Sequence[Job], costs: StageCosts, workers: int) -> StageClock:
