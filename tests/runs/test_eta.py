@@ -16,7 +16,7 @@ from rich.progress import Progress
 
 import lostmid.runs.eta as eta
 from lostmid.runs.backend import Backend
-from lostmid.runs.eta import StageCosts, cost_key, makespan, time_left
+from lostmid.runs.eta import StageCosts, cost_key, makespan, scheduled_left
 from lostmid.runs.jobs import Job
 from lostmid.runs.stages import _clock, run_stages
 from lostmid.runs.store import StageStore
@@ -61,22 +61,22 @@ def test_the_estimate_follows_the_run_s_speed_and_its_unknowns() -> None:
     order = ["long", "a", "b"]
     known = {"long": 600.0, "a": 60.0, "b": 60.0}
     # nothing done yet: the remembered costs as they are, on 2 workers
-    assert time_left(order, known, {}, {}, workers=2) == 600.0
+    assert scheduled_left(order, known, {}, {}, workers=2) == 600.0
     # one worker: everything in a row
-    assert time_left(order, known, {}, {}, workers=1) == 720.0
+    assert scheduled_left(order, known, {}, {}, workers=1) == 720.0
     # a finished in half its remembered time: the rest is expected at half too
-    assert time_left(order, known, {"a": 30.0}, {"long": 100.0}, workers=2) == 200.0
+    assert scheduled_left(order, known, {"a": 30.0}, {"long": 100.0}, workers=2) == 200.0
     # twice as slow: twice
-    assert time_left(order, known, {"a": 120.0}, {"long": 100.0}, workers=2) == 1100.0
+    assert scheduled_left(order, known, {"a": 120.0}, {"long": 100.0}, workers=2) == 1100.0
     # a running stage past its cost has no time left, never negative
-    assert time_left(order, known, {"a": 60.0}, {"long": 900.0, "b": 0.0}, workers=2) == 60.0
+    assert scheduled_left(order, known, {"a": 60.0}, {"long": 900.0, "b": 0.0}, workers=2) == 60.0
     # a stage never computed costs the mean of this run's finished stages...
     unknown = dict(known, b=None)
-    assert time_left(order, unknown, {"long": 600.0, "a": 60.0}, {}, workers=2) == 330.0
+    assert scheduled_left(order, unknown, {"long": 600.0, "a": 60.0}, {}, workers=2) == 330.0
     # ... and with none finished there is nothing to go on: unknown, not a guess
-    assert time_left(order, unknown, {}, {"long": 1.0}, workers=2) is None
+    assert scheduled_left(order, unknown, {}, {"long": 1.0}, workers=2) is None
     # all done
-    assert time_left(order, known, dict.fromkeys(order, 1.0), {}, workers=2) == 0.0
+    assert scheduled_left(order, known, dict.fromkeys(order, 1.0), {}, workers=2) == 0.0
 
 
 def test_costs_are_remembered_by_stage_and_configuration(tmp_path: Path) -> None:
@@ -169,7 +169,7 @@ def test_the_clock_orders_stages_as_dispatch_starts_them() -> None:
 
 
 def test_the_terminal_bar_shows_the_clock_s_estimate_at_every_refresh() -> None:
-    from lostmid.runs.stages import LeftColumn
+    from lostmid.runs.progress import LeftColumn
 
     log = io.StringIO()
     estimates = iter([65.0, None])

@@ -9,7 +9,7 @@ ended at 18:41). What a stage costs is known once it has run somewhere with the 
 configuration: :class:`StageCosts` remembers the seconds of every stage computed
 (``$LOSTMID_CACHE/stage-seconds.json``, keyed by the stage's name and a digest of its
 configuration, the key that decides whether a saved result is reused) and
-:func:`time_left` schedules what is left the way the run does (the stages running now
+:func:`scheduled_left` schedules what is left the way the run does (the stages running now
 for what is left of their cost, then the queue in order on the first free worker),
 with every remembered cost scaled by how this run's finished stages compared with
 theirs (another machine, another load, threads). A stage never computed before costs
@@ -141,7 +141,7 @@ def makespan(running: Sequence[float], queued: Sequence[float], workers: int) ->
     return max(slots)
 
 
-def time_left(
+def scheduled_left(
     order: Sequence[str],
     expected: Mapping[str, float | None],
     finished: Mapping[str, float],
@@ -159,11 +159,12 @@ def time_left(
 
     >>> order = ["long", "a", "b", "c"]
     >>> known = {"long": 300.0, "a": 60.0, "b": 60.0, "c": 60.0}
-    >>> time_left(order, known, {}, {"long": 100.0, "a": 30.0}, workers=2)  # 200 | 30 60 60
+    >>> scheduled_left(order, known, {}, {"long": 100.0, "a": 30.0}, workers=2)  # 200 | 30 60 60
     200.0
-    >>> time_left(order, known, {"a": 120.0}, {"long": 200.0, "b": 0.0}, workers=2)  # 2x slower
+    >>> slower = {"long": 200.0, "b": 0.0}  # a took twice its 60 s: so will the rest
+    >>> scheduled_left(order, known, {"a": 120.0}, slower, workers=2)
     400.0
-    >>> time_left(order, dict(known, c=None), {}, {"long": 1.0}, workers=2) is None
+    >>> scheduled_left(order, dict(known, c=None), {}, {"long": 1.0}, workers=2) is None
     True
     """
     left = [name for name in order if name not in finished]
@@ -179,16 +180,19 @@ def time_left(
         cost = expected.get(name)
         return fallback if cost is None else cost * speed
 
-    costs = {name: cost_of(name) for name in left}
-    if any(cost is None for cost in costs.values()):
-        return None
-    busy = [max(float(costs[name] or 0.0) - running[name], 0.0) for name in left if name in running]
-    queued = [float(costs[name] or 0.0) for name in left if name not in running]
+    costs: dict[str, float] = {}
+    for name in left:
+        cost = cost_of(name)
+        if cost is None:
+            return None
+        costs[name] = cost
+    busy = [max(costs[name] - running[name], 0.0) for name in left if name in running]
+    queued = [costs[name] for name in left if name not in running]
     return makespan(busy, queued, workers)
 
 
 class StageClock:
-    """The estimate of one run as it goes: :func:`time_left` over the stages to compute
+    """The estimate of one run as it goes: :func:`scheduled_left` over the stages to compute
     (``order``, their remembered ``expected`` costs) on ``workers``, told which start
     and which finish.
 
@@ -232,4 +236,4 @@ class StageClock:
         """Seconds left (None: a stage left has no cost to go on)."""
         now = self._now()
         running = {name: now - began for name, began in self._started.items()}
-        return time_left(self.order, self.expected, self.finished, running, self.workers)
+        return scheduled_left(self.order, self.expected, self.finished, running, self.workers)

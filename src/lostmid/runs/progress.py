@@ -30,7 +30,8 @@ import time
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress, ProgressColumn, TaskID
+from rich.progress import Progress, ProgressColumn, Task, TaskID
+from rich.text import Text
 
 EVERY_S = 10.0
 """The least time between two progress lines in a log (the last is always printed)."""
@@ -132,6 +133,17 @@ class LoggedProgress(Progress):
             markup=False,
             soft_wrap=True,
         )
+
+
+class LeftColumn(ProgressColumn):
+    """``~0:12:05 left`` from the task's ``eta`` field (the same function the log lines
+    call), recomputed at every refresh; blank for a task without one or when done."""
+
+    def render(self, task: Task) -> Text:
+        eta = task.fields.get("eta")
+        if eta is None or task.finished:
+            return Text("")
+        return Text(f"~{clock_text(eta())} left", style="progress.remaining")
 
 
 def count_bar(label: str, console: Console | None) -> LoggedProgress:

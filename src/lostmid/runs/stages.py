@@ -19,22 +19,13 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.text import Text
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lostmid.errors import UserError
 from lostmid.runs.backend import Backend, available_cpus
 from lostmid.runs.eta import StageClock, StageCosts
 from lostmid.runs.jobs import Job, UnitOutcome, run_jobs, threads_set
-from lostmid.runs.progress import clock_text, progress
+from lostmid.runs.progress import LeftColumn, clock_text, progress
 from lostmid.runs.store import StageStore
 
 
@@ -52,18 +43,6 @@ def stage_progress(label: str, console: Console | None) -> Progress:
         LeftColumn(),
         console=console,
     )
-
-
-class LeftColumn(ProgressColumn):
-    """``~0:12:05 left`` from the task's ``eta`` field (a
-    :meth:`~lostmid.runs.eta.StageClock.left`), recomputed at every refresh; blank for
-    a task without one or when done."""
-
-    def render(self, task: Task) -> Text:
-        eta = task.fields.get("eta")
-        if eta is None or task.finished:
-            return Text("")
-        return Text(f"~{clock_text(eta())} left", style="progress.remaining")
 
 
 def run_stages(
@@ -90,7 +69,7 @@ def run_stages(
             if backend.name == "local" and backend.local_jobs() == 1:
                 todo = _reuse_saved(jobs, store, results, progress, bar)
                 clock = _clock(todo, costs, workers=1)
-                _announce(progress, bar, clock, console)
+                _announce(progress, bar, clock)
                 for job in todo:
                     current = job.name
                     progress.update(bar, description=job.name)
@@ -130,7 +109,7 @@ def _run_elsewhere(
     failed: dict[str, str] = {}
     lines: dict[str, Any] = {}
     clock = _clock(todo, costs, workers=min(_workers(backend), max(len(todo), 1)))
-    _announce(progress, bar, clock, progress.console if not progress.disable else None)
+    _announce(progress, bar, clock)
 
     def start(job: Job) -> None:
         clock.start(job.name)
@@ -192,13 +171,13 @@ def _clock(jobs: Sequence[Job], costs: StageCosts, workers: int) -> StageClock:
     )
 
 
-def _announce(progress: Progress, bar: Any, clock: StageClock, console: Console | None) -> None:
+def _announce(progress: Progress, bar: Any, clock: StageClock) -> None:
     """Give the bar ``clock``'s estimate and, when every stage to compute has a cost
-    from an earlier run, say up front how long they should take."""
+    from an earlier run, say up front how long they should take (on a shown bar)."""
     progress.update(bar, eta=clock.left)
     left = clock.left()
-    if console is not None and clock.order and left is not None:
-        console.print(
+    if not progress.disable and clock.order and left is not None:
+        progress.console.print(
             f"{len(clock.order)} stages to compute on {clock.workers} "
             f"{'worker' if clock.workers == 1 else 'workers'}: ~{clock_text(left)} by what "
             "they took in earlier runs"
