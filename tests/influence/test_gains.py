@@ -334,3 +334,35 @@ def test_every_family_gain_is_its_uniform_attention_jacobian(spec) -> None:
         np.testing.assert_allclose(
             norms[t - 1] / np.sqrt(d), got.mlp_gain_per_position[0, t - 1], rtol=1e-6
         )
+
+
+ALL_TINY = [*FAMILIES, "tiny-qwen2", "tiny-mistral", "tiny-gemma2", "tiny-gemma3"]
+
+
+@pytest.mark.parametrize("spec", ALL_TINY)
+def test_the_values_kernel_gives_the_self_only_mask_s_gains(spec, monkeypatch) -> None:
+    """Where a family reads transformers' attention function the gains' block passes
+    return the values themselves (no L x L scores); the numbers are the mask's, which
+    runs when the kernel is off (and for BLOOM, whose attention is its own)."""
+    from transformers import AttentionInterface
+
+    from lostmid.influence import gain_passes
+    from lostmid.models.attention import SELF_ONLY, self_only_available, self_only_forward
+
+    assert self_only_available()  # registered before the spy replaces it
+    loaded = load_model(spec, dtype="float64", seed=2)
+    ids = random_token_ids(loaded.vocab_size, 2, 7, seed=3)
+    calls = []
+
+    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        return self_only_forward(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setitem(AttentionInterface._global_mapping, SELF_ONLY, counted)
+        fast = branch_gains(loaded, ids, directions=3, seed=4)
+    assert len(calls) == (0 if spec == "tiny-bloom" else loaded.num_layers * 2)  # 2 samples
+    monkeypatch.setattr(gain_passes, "self_only_available", lambda: False)
+    masked = branch_gains(loaded, ids, directions=3, seed=4)
+    for name in ("per_position", "mlp_gain_per_position", "mlp_coherence_per_position"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(masked, name), rtol=1e-10)

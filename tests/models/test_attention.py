@@ -14,6 +14,8 @@ from lostmid.models.attention import (
     attention_kernel,
     grouped_sdpa_available,
     grouped_sdpa_forward,
+    self_only_available,
+    self_only_forward,
     split_attention,
     split_columns,
 )
@@ -132,3 +134,47 @@ def test_attention_kernel_restores_the_model_s_own_after_an_error() -> None:
         assert model.config._attn_implementation == "eager"
         raise RuntimeError("inside")
     assert model.config._attn_implementation == "sdpa"
+
+
+def _self_only(length: int, keys: int | None = None) -> torch.Tensor:
+    """(1, 1, L, K) additive mask: query i sees key i + K - L alone."""
+    keys = length if keys is None else keys
+    mask = torch.full((length, keys), torch.finfo(torch.float64).min, dtype=torch.float64)
+    mask[torch.arange(length), torch.arange(length) + keys - length] = 0.0
+    return mask[None, None]
+
+
+def test_self_only_is_softmax_attention_under_a_self_only_mask() -> None:
+    """Each query head gets its own position's value from its group's key-value head (the
+    reference copies the heads and takes the softmax over the mask); the wrong grouping
+    differs."""
+    attention = load_model("tiny-llama", init="random", seed=0).model.model.layers[0].self_attn
+    g = torch.Generator().manual_seed(1)
+    query = torch.randn(2, 6, 7, 8, generator=g, dtype=torch.float64)
+    key = torch.randn(2, 2, 7, 8, generator=g, dtype=torch.float64)
+    value = torch.randn(2, 2, 7, 8, generator=g, dtype=torch.float64)
+    mask = _self_only(7)
+    got, weights = self_only_forward(attention, query, key, value, mask, scaling=0.3)
+    assert weights is None and got.shape == (2, 7, 6, 8)
+    torch.testing.assert_close(got, _repeated(query, key, value, mask), rtol=0, atol=1e-12)
+    assert not torch.allclose(got, _repeated(query, key, value, mask, tile=True))
+
+
+def test_self_only_hands_what_it_cannot_reduce_to_the_family_s_eager() -> None:
+    """Keys beyond the queries (a cache) or attention sinks: the family's eager attention
+    with the caller's mask, not the values."""
+    attention = load_model("tiny-llama", init="random", seed=0).model.model.layers[0].self_attn
+    g = torch.Generator().manual_seed(2)
+    query = torch.randn(1, 4, 3, 8, generator=g)
+    key = torch.randn(1, 2, 5, 8, generator=g)
+    value = torch.randn(1, 2, 5, 8, generator=g)
+    mask = _self_only(3, 5).float()
+    got, _ = self_only_forward(attention, query, key, value, mask, scaling=8**-0.5)
+    torch.testing.assert_close(got, _repeated(query, key, value, mask).float())
+    square = key[:, :, :3], value[:, :, :3]
+    mask = torch.zeros(1, 1, 3, 3)  # not self-only: the eager path shows it, the values not
+    sinks, _ = self_only_forward(attention, query, *square, mask, scaling=8**-0.5, sinks=1.0)
+    values, _ = self_only_forward(attention, query, *square, mask, scaling=8**-0.5)
+    torch.testing.assert_close(sinks, _repeated(query, *square, mask).float())
+    assert not torch.allclose(sinks, values)
+    assert self_only_available() and grouped_sdpa_available()

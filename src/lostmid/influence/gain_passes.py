@@ -1,12 +1,15 @@
 """The passes behind :func:`lostmid.influence.gains.branch_gains`: each block re-run on
 its recorded input (attention restricted to the position itself, so that a source
-position's value path is isolated), vector-Jacobian products of each branch in batches of
-cotangents, and the MLP's coherence across positions. The formulas are in
+position's value path is isolated: a self-only mask, and the kernel that returns the
+values themselves where the family reads its attention function), vector-Jacobian
+products of each branch in batches of cotangents, and the MLP's coherence across
+positions. The formulas are in
 :mod:`lostmid.influence.gains`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +20,7 @@ from torch import nn
 from lostmid.errors import UserError
 from lostmid.influence.passes import at_least_float32
 from lostmid.models import LoadedModel
+from lostmid.models.attention import SELF_ONLY, attention_kernel, self_only_available
 
 
 def mlp_output_module(loaded: LoadedModel, block: nn.Module) -> nn.Module:
@@ -139,10 +143,16 @@ def layer_vjps(
         attention_out.register_forward_hook(swap_output),
         mlp_out.register_forward_hook(keep_mlp),
     ]
+    kernel = (  # the values themselves where the family reads its attention function
+        attention_kernel(loaded.model, SELF_ONLY)
+        if self_only_available()
+        else contextlib.nullcontext()
+    )
     try:
         args, kwargs = call.with_hidden(x)
         with torch.enable_grad():
-            block(*args, **kwargs)
+            with kernel:
+                block(*args, **kwargs)
             branch = kept["branch"].reshape(x.shape)  # (B, L, d)
             m = kept["mlp"].reshape(x.shape)  # (B, L, d); OPT runs (B L, d)
             v = attention_cotangents.to(branch.dtype).expand(-1, *branch.shape)

@@ -29,7 +29,10 @@ Measurement. The value path of every source is isolated exactly by re-running ea
 block on its real input x_l with an attention mask that lets every position attend
 only to itself: the softmax over one entry is the constant 1, so the branch output at
 j is W_O W_V LN1(x_j) (plus biases) and its Jacobian is J_j, with no query/key terms
-and no mixing between positions. One vector-Jacobian product with a cotangent v
+and no mixing between positions (where the family reads transformers' attention
+function, the kernel :data:`lostmid.models.attention.SELF_ONLY` returns the values
+themselves, the same output without scoring the L x L pairs whose gradients are zero).
+One vector-Jacobian product with a cotangent v
 (B, L, d) then gives g_j = J_j^T v_j at every position at once. Per layer and position:
 
     per_position[l, j] = sqrt(mean over inputs and directions of ||g_j||^2 / d)
