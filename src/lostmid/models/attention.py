@@ -64,6 +64,9 @@ SPLIT_KWARG = "lostmid_split"
 # of 16 continuations at SmolLM2's shape, one thread): a contiguous span of own columns
 # up to this many times the longest continuation is attended densely instead
 SLICE_RATIO = 32
+BEYOND_SOFTMAX = ("position_bias", "s_aux", "sinks")
+"""Attention-function keywords that add to a softmax over the keys (a bias, sink logits):
+a kernel that reduces attention to something simpler hands these to transformers'."""
 
 
 @dataclass(frozen=True)
@@ -281,7 +284,7 @@ def grouped_sdpa_forward(
     split = kwargs.pop(SPLIT_KWARG, None)
     groups = query.shape[1] // key.shape[1]
     unusual = attention_mask is None or any(
-        kwargs.get(k) is not None for k in ("position_bias", "softcap", "s_aux", "sinks")
+        kwargs.get(k) is not None for k in (*BEYOND_SOFTMAX, "softcap")
     )
     exact = not unusual and not (module.training and dropout > 0)
     if split is not None and attention_mask is not None and exact:
@@ -340,7 +343,7 @@ def self_only_forward(
     output (sinks, a position bias, dropout in training, keys beyond the queries) runs
     the family's eager attention with that mask."""
     unusual = (
-        any(kwargs.get(k) is not None for k in ("position_bias", "s_aux", "sinks"))
+        any(kwargs.get(k) is not None for k in BEYOND_SOFTMAX)
         or (module.training and dropout > 0)
         or key.shape[2] != query.shape[2]
     )
