@@ -3,8 +3,7 @@ its recorded input (attention restricted to the position itself, so that a sourc
 position's value path is isolated: a self-only mask, and the kernel that returns the
 values themselves where the family reads its attention function), vector-Jacobian
 products of each branch in batches of cotangents, and the MLP's coherence across
-positions. The formulas are in
-:mod:`lostmid.influence.gains`.
+positions. The formulas are in :mod:`lostmid.influence.gains`.
 """
 
 from __future__ import annotations
