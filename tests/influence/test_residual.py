@@ -132,3 +132,39 @@ def test_forward_ratio_reads_the_branch_not_the_stream_in_bloom() -> None:
             block.self_attention.dense.weight.zero_()
             block.self_attention.dense.bias.zero_()
     np.testing.assert_array_equal(forward_ratio(loaded, ids), 0.0)
+
+
+@pytest.mark.parametrize(("spec", "batch"), [("tiny-qwen2", 1), ("tiny-gpt2", 2), ("tiny-opt", 3)])
+def test_gains_and_ratio_from_one_forward_are_the_two_apart(spec, batch) -> None:
+    """One recorded forward a batch for both: bit for bit the gains and the ratio that
+    branch_gains and forward_ratio give on their own (OPT records (B L, d) outputs)."""
+    from lostmid.influence import branch_gains, gains_and_forward_ratio
+
+    loaded = load_model(spec, seed=1)
+    ids = random_token_ids(loaded.vocab_size, 3, 9, seed=2)
+    gains, ratio = gains_and_forward_ratio(loaded, ids, directions=2, seed=5, batch_size=batch)
+    apart = branch_gains(loaded, ids, directions=2, seed=5, batch_size=batch)
+    np.testing.assert_array_equal(ratio, forward_ratio(loaded, ids, batch_size=batch))
+    np.testing.assert_array_equal(gains.per_position, apart.per_position)
+    np.testing.assert_array_equal(gains.mlp_coherence, apart.mlp_coherence)
+    assert not np.array_equal(ratio, forward_ratio(loaded, ids[:2]))  # the samples count
+
+
+def test_measure_keeps_the_forward_ratio_when_the_gains_stop(monkeypatch) -> None:
+    """A model whose gains stop (here: a non-finite gain) still gets the ratio, from a
+    forward of its own, and a note saying why the gains are missing."""
+    from lostmid.influence import gain_passes
+    from lostmid.influence.config import MeasureConfig
+    from lostmid.influence.run import measure_strengths
+
+    loaded = load_model("tiny-llama", seed=0)
+    ids = random_token_ids(loaded.vocab_size, 2, 6, seed=0)
+    real = gain_passes.layer_vjps
+    monkeypatch.setattr(
+        "lostmid.influence.gains.layer_vjps",
+        lambda *a: tuple(g * float("nan") for g in real(*a)),
+    )
+    gains, forward, masks, notes = measure_strengths(loaded, ids, MeasureConfig(model="x"))
+    assert gains is None and masks is not None
+    np.testing.assert_array_equal(forward, forward_ratio(loaded, ids))
+    assert len(notes) == 1 and "branch gains skipped" in notes[0] and "non-finite" in notes[0]

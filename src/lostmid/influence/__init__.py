@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     )
     from lostmid.influence.residual import (
         forward_ratio as forward_ratio,
+        gains_and_forward_ratio as gains_and_forward_ratio,
         residual_strength as residual_strength,
     )
     from lostmid.influence.gains import (
@@ -74,7 +75,7 @@ __getattr__, __dir__, __all__ = attach(
         "hooks": ["checkpointed_blocks", "frozen_parameters"],
         "flops": ["Matmul", "matmul_inventory", "measurement_flops"],
         "inputs": ["corpus_token_ids", "random_token_ids", "read_corpus_bytes"],
-        "residual": ["forward_ratio", "residual_strength"],
+        "residual": ["forward_ratio", "gains_and_forward_ratio", "residual_strength"],
         "gains": ["BranchGains", "branch_gains", "strength_from_gain"],
         "config": ["MeasureConfig"],
         "record": ["MeasureRecord", "read_measure", "write_measure"],

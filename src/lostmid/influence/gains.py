@@ -81,7 +81,13 @@ import torch
 
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
-from lostmid.influence.gain_passes import coherence, layer_vjps, mlp_output_module, record_calls
+from lostmid.influence.gain_passes import (
+    BlockCall,
+    coherence,
+    layer_vjps,
+    mlp_output_module,
+    record_calls,
+)
 from lostmid.influence.inputs import check_fits_model
 from lostmid.influence.passes import LengthChangedError, NonFiniteError
 from lostmid.models import LoadedModel
@@ -194,6 +200,7 @@ def branch_gains(
     batch_size: int = 1,
     exact: bool = False,
     done: Callable[[int], None] | None = None,
+    seen: Callable[[list[BlockCall]], None] | None = None,
 ) -> BranchGains:
     """Attention and MLP branch gains of every layer; the formulas are in the module docstring.
 
@@ -208,6 +215,10 @@ def branch_gains(
             passes per layer and branch: for small models and tests).
         done: called with the number of samples of each batch once it is finished (a
             progress bar's advance).
+        seen: called with each batch's recorded block calls (inputs x_l, attention
+            outputs a_l of the real forward pass) before its gain passes: what else
+            reads that forward reads it here
+            (:func:`lostmid.influence.residual.gains_and_forward_ratio`).
 
     Returns:
         A :class:`BranchGains`.
@@ -251,6 +262,8 @@ def branch_gains(
         ids = input_ids[lo : lo + batch_size].to(device)  # (B, L)
         bsz = ids.shape[0]
         calls = record_calls(loaded, ids)
+        if seen is not None:
+            seen(calls)
         for index, (block, call) in enumerate(zip(blocks, calls, strict=True)):
             where = f"layer {index + 1} of {layers} (sample {lo + 1})"
             if call.hidden.shape[1] != length:

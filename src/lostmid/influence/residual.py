@@ -41,14 +41,17 @@ out: with W_Q = W_K = 0 it closes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import torch
 
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
 from lostmid.influence.config import STRENGTHS
-from lostmid.influence.gain_passes import record_calls
-from lostmid.influence.gains import branch_gains
+from lostmid.influence.gain_passes import BlockCall, record_calls
+from lostmid.influence.gains import BranchGains, branch_gains
 from lostmid.influence.inputs import check_fits_model
 from lostmid.influence.passes import at_least_float32
 from lostmid.models import LoadedModel
@@ -99,6 +102,29 @@ def residual_strength(
     return gains.residual_strength
 
 
+class RatioSums:
+    """The forward ratio's running sums over recorded block calls (one home for
+    :func:`forward_ratio` and :func:`gains_and_forward_ratio`)."""
+
+    def __init__(self, layers: int) -> None:
+        self.sums = np.zeros(layers)
+        self.tokens = 0
+
+    def add(self, calls: Sequence[BlockCall]) -> None:
+        """One batch's calls, as :func:`~lostmid.influence.gain_passes.record_calls`
+        keeps them: x_l the block input, a_l the attention branch's output."""
+        for index, call in enumerate(calls):
+            x = at_least_float32(call.hidden)  # (B, L, d)
+            assert call.attention_output is not None
+            a = at_least_float32(call.attention_output).reshape(x.shape)  # OPT: (B L, d)
+            a_norm, x_norm = a.norm(dim=-1), x.norm(dim=-1)  # (B, L)
+            self.sums[index] += float((a_norm / (x_norm + a_norm).clamp_min(1e-30)).double().sum())
+        self.tokens += calls[0].hidden.shape[0] * calls[0].hidden.shape[1] if calls else 0
+
+    def value(self) -> Float[np.ndarray, " H"]:
+        return self.sums / self.tokens
+
+
 def forward_ratio(
     loaded: LoadedModel, input_ids: Int[torch.Tensor, "B L"], *, batch_size: int = 1
 ) -> Float[np.ndarray, " H"]:
@@ -110,15 +136,31 @@ def forward_ratio(
     if input_ids.ndim != 2 or input_ids.shape[0] < 1:
         raise UserError("input_ids must be a non-empty (samples, length) tensor")
     check_fits_model(loaded, input_ids)
-    sums = np.zeros(loaded.num_layers)
-    count = 0
+    sums = RatioSums(loaded.num_layers)
     for lo in range(0, input_ids.shape[0], batch_size):
         ids = input_ids[lo : lo + batch_size].to(loaded.input_device)  # (B, L)
-        for index, call in enumerate(record_calls(loaded, ids)):
-            x = at_least_float32(call.hidden)  # (B, L, d)
-            assert call.attention_output is not None
-            a = at_least_float32(call.attention_output).reshape(x.shape)  # OPT: (B L, d)
-            a_norm, x_norm = a.norm(dim=-1), x.norm(dim=-1)  # (B, L)
-            sums[index] += float((a_norm / (x_norm + a_norm).clamp_min(1e-30)).double().sum())
-        count += ids.numel()
-    return sums / count
+        sums.add(record_calls(loaded, ids))
+    return sums.value()
+
+
+def gains_and_forward_ratio(
+    loaded: LoadedModel,
+    input_ids: Int[torch.Tensor, "B L"],
+    **gain_options: Any,
+) -> tuple[BranchGains, Float[np.ndarray, " H"]]:
+    """:func:`~lostmid.influence.gains.branch_gains` (``gain_options`` are its keywords)
+    and :func:`forward_ratio` from one recorded forward pass per batch instead of two:
+    the same numbers as the two apart (both read the calls
+    :func:`~lostmid.influence.gain_passes.record_calls` keeps), one forward a sample
+    fewer (8.6 s a sample for SmolLM2 at L = 2048 on one thread).
+
+    >>> from lostmid.models import load_model
+    >>> from lostmid.influence import random_token_ids
+    >>> m, ids = load_model("tiny-qwen2"), random_token_ids(256, 2, 8, seed=0)
+    >>> gains, ratio = gains_and_forward_ratio(m, ids, directions=2)
+    >>> bool((ratio == forward_ratio(m, ids)).all())
+    True
+    """
+    sums = RatioSums(loaded.num_layers)
+    gains = branch_gains(loaded, input_ids, seen=sums.add, **gain_options)
+    return gains, sums.value()

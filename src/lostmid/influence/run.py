@@ -23,12 +23,12 @@ from lostmid.errors import UserError
 from lostmid.influence.config import MeasureConfig
 from lostmid.influence.estimator import influence_profile
 from lostmid.influence.flops import compile_choice, measurement_flops
-from lostmid.influence.gains import BranchGains, branch_gains
+from lostmid.influence.gains import BranchGains
 from lostmid.influence.inputs import corpus_token_ids, random_token_ids
 from lostmid.influence.plot import plot_influence
 from lostmid.influence.profile import InfluenceProfile
 from lostmid.influence.record import MeasureRecord, write_measure
-from lostmid.influence.residual import forward_ratio
+from lostmid.influence.residual import forward_ratio, gains_and_forward_ratio
 from lostmid.models import LoadedModel, load_model
 from lostmid.models.budget import activation_bytes, dtype_bytes, parameter_count
 from lostmid.models.load import resolve_config
@@ -366,7 +366,7 @@ def measure_strengths(
     try:
         with bar:
             task = bar.add_task("branch gains", total=int(ids.shape[0]))
-            gains = branch_gains(
+            gains, forward = gains_and_forward_ratio(  # one forward a sample for both
                 loaded,
                 ids,
                 directions=config.gain_directions,
@@ -377,10 +377,11 @@ def measure_strengths(
             )
     except UserError as err:  # generic families: the profile still stands
         notes.append(f"branch gains skipped: {err}")
-    try:
-        forward = forward_ratio(loaded, ids, batch_size=config.batch_size)
-    except UserError as err:
-        notes.append(f"forward residual strength skipped: {err}")
+    if forward is None:  # the gains stopped: the ratio on its own
+        try:
+            forward = forward_ratio(loaded, ids, batch_size=config.batch_size)
+        except UserError as err:
+            notes.append(f"forward residual strength skipped: {err}")
     try:
         masks = tuple(loaded.adapter.layer_masks(loaded.model.config, ids.shape[1]))
     except UserError as err:

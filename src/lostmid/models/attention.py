@@ -39,9 +39,9 @@ L x L scores, whose gradients are zero: 55% of a layer's gain passes at SmolLM2'
 and 2,048 tokens (1.4 of 2.55 s). The kernel returns the values (each key-value head read
 for its group of query heads), and the gradients reach the inputs through the value
 path alone: the same quantity without the zero terms' rounding (a layer's float32
-vector-Jacobian products 1.5-2.4x closer to a float64 reference). What it cannot reduce to the values (attention sinks, a
-position bias, dropout in training, a query that reads a cache) it hands to the family's
-own eager attention with the caller's mask.
+vector-Jacobian products 1.5-2.4x closer to a float64 reference). What it cannot reduce
+to the values (attention sinks, a position bias, dropout in training, a query that reads
+a cache) it hands to the family's own eager attention with the caller's mask.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ import torch
 
 from lostmid.attention_choice import attention_for
 from lostmid.errors import UserError
-from lostmid.influence import forward_ratio, influence_profile, random_token_ids
-from lostmid.influence.gains import BranchGains, branch_gains
+from lostmid.influence import gains_and_forward_ratio, influence_profile, random_token_ids
+from lostmid.influence.gains import BranchGains
 from lostmid.influence.profile import InfluenceProfile
 from lostmid.models import LoadedModel, load_model
 from lostmid.models.devices import resolve_device
@@ -322,8 +322,9 @@ def measure_stage(
         on = ProfileRun.of(measure(ids, layers, seed))
     gain_start = time.perf_counter()
     gain_ids = ids[: scale.gain_inputs]
-    gains = branch_gains(loaded, gain_ids, directions=scale.gain_directions, seed=seed)
-    forward = forward_ratio(loaded, gain_ids)
+    gains, forward = gains_and_forward_ratio(
+        loaded, gain_ids, directions=scale.gain_directions, seed=seed
+    )
     gain_seconds = time.perf_counter() - gain_start
     switch = switch_off_positions(loaded)
     off = ProfileRun.of(measure(ids[:first], False, seed))  # the first part's inputs, probes
