@@ -63,10 +63,26 @@ def test_the_study_resumes_and_reads_back(tmp_path: Path, monkeypatch) -> None:
         twins=2, probes=1,
     )  # fmt: skip
     out = tmp_path / "study"
+    built = []
+    load = study.load_model
+
+    def counted_load(*args, **kwargs):
+        built.append(kwargs.get("init"))
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(study, "load_model", counted_load)
     first = study.run_study(config, out, progress=lambda m: None)
     assert set(first) == {"tiny-ckpt/L256/random", "tiny-ckpt/L256/text"}
+    assert built == ["pretrained", "random", "random"]  # each model once, for both kinds
     rows = np.load(out / "profiles/tiny-ckpt/L256/random/twin1.npz")["profiles"]
     assert rows.shape == (3, 256)
+    # the rows are the cell measured on its own: a fresh twin, the design's inputs and seeds
+    twin = load("tiny-ckpt", init="random", seed=1)
+    tok = study.tokenizer_for_model("tiny-ckpt")
+    ids = study.input_ids("text", tok, twin.vocab_size, 3, 256, config.seed)
+    alone = study.influence_profile(twin, ids[2:3], probes=1, seed=config.seed + 2).influence
+    text_rows = np.load(out / "profiles/tiny-ckpt/L256/text/twin1.npz")["profiles"]
+    np.testing.assert_array_equal(text_rows[2], alone)
     # a killed run: the last model lost its last input; only that input is measured again
     partial = out / "profiles/tiny-ckpt/L256/text/twin1.npz"
     kept = np.load(partial)["profiles"]
@@ -79,8 +95,9 @@ def test_the_study_resumes_and_reads_back(tmp_path: Path, monkeypatch) -> None:
         return real(*args, **kwargs)
 
     monkeypatch.setattr(study, "influence_profile", counting)
+    built.clear()
     again = study.run_study(config, out, progress=lambda m: None)
-    assert len(calls) == 1
+    assert len(calls) == 1 and built == ["random"]  # only twin1 is built again
     assert np.allclose(np.load(partial)["profiles"], kept)
     for cell, comparison in first.items():
         assert comparison.record() == again[cell].record()
