@@ -5,6 +5,7 @@ cache) and the pretrained-vs-twins influence study (issue 24).
     python benchmarks/bench_checkpoints.py --study results/checkpoints --lengths 512 \
         --inputs 8 --twins 3            # resumable: rerun the same line after a kill
     python benchmarks/bench_checkpoints.py --table results/checkpoints
+    python benchmarks/bench_checkpoints.py --stage default --out DIR   # reproduce's stage
 
 ``--loads`` times, in fresh interpreters and with an empty cache folder, the first
 ``load_model(NAME, init="pretrained")`` of each checkpoint (GGUF checked, dequantised,
@@ -15,6 +16,10 @@ every interpreter pays; ``--warm-cache DIR`` times only the later loads, from a 
 that already holds both. ``--study`` writes
 ``study.json`` and one ``.npz`` of profiles per model and cell into the folder;
 ``lostmid reproduce --checkpoints DIR`` reads the same folder back into the report.
+``--stage SCALE`` times reproduce's checkpoint stage at that scale in a new folder (one
+torch thread, as a stage worker runs it) and writes its result to ``DIR/stage.json``:
+run it from two commits' checkouts side by side to compare them (then ``cmp`` the
+``.npz`` files: the same numbers byte for byte).
 """
 
 from __future__ import annotations
@@ -101,6 +106,25 @@ def table(folder: Path) -> None:
         print(f"{cell}: deepens: {c.deepens.verdict}; valley in the middle: {c.middle.verdict}")
 
 
+def stage(scale: str, out: Path | None) -> None:
+    """``checkpoint_stage(scale, out)`` on one torch thread, timed."""
+    import torch
+
+    from lostmid.reproduce.checkpoints import checkpoint_stage
+    from lostmid.runinfo import to_jsonable
+
+    if out is None or (out.exists() and any(out.iterdir())):
+        raise SystemExit("--stage needs --out, a new or empty folder")
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    start = time.perf_counter()
+    result = checkpoint_stage(scale, out)
+    seconds = time.perf_counter() - start
+    (out / "stage.json").write_text(json.dumps({"seconds": seconds, "result": to_jsonable(result)}))
+    print(f"checkpoint stage ({scale}): {seconds:.1f} s; load at end {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loads", action="store_true")
@@ -112,7 +136,11 @@ def main() -> None:
     parser.add_argument("--twins", type=int, default=3)
     parser.add_argument("--probes", type=int, default=1)
     parser.add_argument("--checkpoints", default="smollm2-135m,gemma3-270m")
+    parser.add_argument("--stage", help="time reproduce's checkpoint stage at this scale")
+    parser.add_argument("--out", type=Path, help="--stage: a new folder for its files")
     args = parser.parse_args()
+    if args.stage is not None:
+        stage(args.stage, args.out)
     if args.loads:
         loads(args.warm_cache)
     if args.study is not None:
