@@ -187,17 +187,17 @@ def run_study(
         ]
         for label, init, seed in models:
             cells = [
-                (kind, length, _profiles_path(out, name, length, kind, label))
+                (kind, length, path, _read_rows(path))
                 for length in config.lengths
                 for kind in config.kinds
+                for path in [_profiles_path(out, name, length, kind, label)]
             ]
-            left = [cell for cell in cells if not _complete(_read_rows(cell[2]), config, cell[1])]
+            left = [cell for cell in cells if not _complete(cell[3], config, cell[1])]
             if not left:
                 continue
             loaded = load_model(name, init=init, seed=seed)
-            for kind, length, path in left:
+            for kind, length, path, rows in left:
                 loaded.check_length(length)
-                rows = _read_rows(path)
                 ids = input_ids(kind, tok, loaded.vocab_size, config.inputs, length, config.seed)
                 done = list(rows) if rows.ndim == 2 and rows.shape[1:] == (length,) else []
                 facts = {
