@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lostmid.behaviour.decoding import greedy_decode, greedy_from_cache
 from lostmid.errors import UserError
 from lostmid.influence.gold import gold_span_influence
-from lostmid.models import load_model
+from lostmid.models import MODEL_PRESETS, load_model
+from lostmid.models.adapters.cache import cache_length
 
 
 def _answer_logp(model, embed, prompt, answer, delta=None):
@@ -80,3 +82,35 @@ def test_one_forward_equals_the_full_model(preset: str) -> None:
     assert r.answer_logp == pytest.approx(total.item(), rel=1e-10)
     assert r.gradient == pytest.approx(float(sq[span[0] : span[1]].sum().sqrt()), rel=1e-8)
     assert r.gradient_share == pytest.approx(float(sq[span[0] : span[1]].sum() / sq.sum()))
+
+
+TINY = sorted(name for name in MODEL_PRESETS if name.startswith("tiny-"))
+
+
+@pytest.mark.parametrize("preset", TINY)
+def test_the_gradient_pass_cache_continues_the_prompt_greedily(preset: str) -> None:
+    """The gold pass filling a cache gives the numbers it gives without one, bit for bit;
+    cut back to the prompt but its last token, the cache continues the prompt with
+    greedy_decode's tokens and logits (every family; a prompt beyond the sliding windows of
+    tiny-mistral and the Gemmas, W = 16)."""
+    loaded = load_model(preset, seed=0, dtype="float64")
+    draw = torch.Generator().manual_seed(0)
+    prompt = [int(t) for t in torch.randint(3, 200, (40,), generator=draw)]
+    answer, span = [50, 51, 52], (4, 9)
+    plain = gold_span_influence(loaded, prompt, span, answer, probes=2, seed=3)
+    cache = loaded.adapter.full_cache()
+    filled = gold_span_influence(loaded, prompt, span, answer, probes=2, seed=3, cache=cache)
+    assert filled == plain
+    assert cache_length(cache) == len(prompt) + len(answer)
+    cache.crop(-(len(answer) + 1))
+    said = greedy_from_cache(loaded.adapter, loaded.model, cache, prompt[-1], 6)
+    (expected,) = greedy_decode(loaded.model, [prompt], 6, batch_size=1)
+    assert said == expected
+    assert cache_length(cache) == len(prompt) + 5  # the last new token is never read back
+    # the cache's columns are the prompt's: the next logits equal a forward over it all
+    with torch.no_grad():
+        full = loaded.model(input_ids=torch.tensor([prompt + said]), use_cache=False).logits
+        logits, _ = loaded.adapter.continue_from(
+            loaded.model, cache, torch.tensor([[said[-1]]]), cache_length(cache), keep=1
+        )
+    torch.testing.assert_close(logits[0, -1], full[0, -1], rtol=1e-9, atol=1e-9)

@@ -231,3 +231,35 @@ def greedy_decode(
         if progress is not None:
             progress(len(rows))
     return outputs
+
+
+@torch.no_grad()
+def greedy_from_cache(
+    adapter: Any,
+    model: torch.nn.Module,
+    cache: Any,
+    last: int,
+    new_tokens: int,
+    *,
+    device: torch.device | str | None = None,
+) -> list[int]:
+    """Greedy continuation of one prompt whose tokens but the ``last`` are in ``cache``
+    (batch 1, every column real: what a forward over the prompt left, cut back with
+    ``cache.crop``): the last prompt token is read first, its logits give the first new
+    token, then one token a step; ``cache`` is extended in place. ``adapter``: the model's
+    :class:`~lostmid.models.FamilyAdapter` (cache argument, positions).
+
+    The tokens of :func:`greedy_decode` on the whole prompt, but for rounding (the cached
+    columns come from another forward), without reading the prompt again: for a caller
+    that has just run it for something else (``reproduce --real-link``'s gradient pass).
+    """
+    from lostmid.models.adapters.cache import cache_length
+
+    check_positive("new_tokens", new_tokens)
+    token = torch.tensor([[int(last)]], device=_input_device(model, device))
+    said: list[int] = []
+    for _ in range(new_tokens):
+        logits, cache = adapter.continue_from(model, cache, token, cache_length(cache), keep=1)
+        token = logits[:, -1].argmax(dim=-1, keepdim=True)  # (1, 1)
+        said.append(int(token))
+    return said

@@ -61,8 +61,14 @@ def gold_span_influence(
     *,
     probes: int = 0,
     seed: int = 0,
+    cache: Any = None,
 ) -> GoldSpanInfluence:
     """The gradient (and, with ``probes`` > 0, the Jacobian) reach of ``span`` on one example.
+
+    ``cache``: an empty key-value cache (the adapter's
+    :meth:`~lostmid.models.adapters.cache.CacheContinuation.full_cache`) that the forward
+    fills with the prompt's and the answer's columns, for a caller that goes on from the
+    prompt (a greedy answer) without reading it again; the numbers are those without one.
 
     >>> from lostmid.models import load_model
     >>> m = load_model("tiny-qwen2")
@@ -81,7 +87,9 @@ def gold_span_influence(
         # one forward for both: h_L at the prompt's last position does not see the answer
         # (causal), and the output head reads only the m rows that predict the answer
         x = _embeddings(loaded, ids).requires_grad_(True)
-        hidden = loaded.adapter.base(loaded.model)(inputs_embeds=x, use_cache=False)
+        base = loaded.adapter.base(loaded.model)
+        kept = {} if cache is None else {loaded.adapter.cache_argument(base): cache}
+        hidden = base(inputs_embeds=x, use_cache=cache is not None, **kept)
         states = hidden.last_hidden_state[0]  # (L + m, d), after the final norm
         head = loaded.adapter.lm_head(loaded.model)
         logits = at_least_float32(head(states[length - 1 : -1]))  # (m, vocab)

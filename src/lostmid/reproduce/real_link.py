@@ -3,11 +3,13 @@ does the gold span's influence on a real LLM's output say where it loses what it
 
 For each example of RULER's multi-key needle at each depth (the behavioural section's
 task and prompts: chat template and answer prefix as ``lostmid retrieve`` renders them),
-one record (:func:`link_example`): greedy correctness (the value in a ``budget``-token
-reply, retrieve's ``substring`` rule) and the gold needle's reach on the answer
-(:func:`lostmid.influence.gold.gold_span_influence`): its share of the gradient of the
-answer's log p w.r.t. the input embeddings, and its share of measure's Jacobian norm
-``||d h_L / d e_j||^2`` (``probes`` Rademacher probes). The same prompts through the
+one record (:func:`link_example`): the greedy reply and its correctness (the value in
+a ``budget``-token reply, retrieve's ``substring`` rule) and the gold needle's reach on
+the answer (:func:`lostmid.influence.gold.gold_span_influence`): its share of the
+gradient of the answer's log p w.r.t. the input embeddings, and its share of measure's
+Jacobian norm ``||d h_L / d e_j||^2`` (``probes`` Rademacher probes). The prompt is read
+once for both: the greedy reply goes on from the gradient pass's keys and values
+(:func:`lostmid.behaviour.decoding.greedy_from_cache`). The same prompts through the
 random-init twin (seed 0) are the control: what the topology alone gives the needle at
 each depth (``twin_per_depth`` examples: its effect spans decades, a few resolve it).
 
@@ -129,13 +131,11 @@ def _grows(saved: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 def link_example(
     loaded: Any, tokenizer: Any, fmt: Any, design: Mapping[str, Any], depth: int, index: int
 ) -> dict[str, Any]:
-    """One example's record: its design keys, the needle's token span, greedy
-    correctness (pretrained only: the twin's answers are noise) and the gold span's
-    reach (:meth:`lostmid.influence.gold.GoldSpanInfluence.record`)."""
-    import torch
-
+    """One example's record: its design keys, the needle's token span, the greedy reply
+    and its correctness (pretrained only: the twin's answers are noise) and the gold
+    span's reach (:meth:`lostmid.influence.gold.GoldSpanInfluence.record`)."""
     from lostmid.behaviour.answers import answer_correct
-    from lostmid.behaviour.decoding import greedy_decode
+    from lostmid.behaviour.decoding import greedy_from_cache
     from lostmid.behaviour.needles import needles_example
     from lostmid.influence.gold import gold_span_influence
 
@@ -149,23 +149,30 @@ def link_example(
         count_tokens=lambda s: len(tokenizer.encode(s)),
     )
     ids, span = fmt.encode_span(ex, tokenizer, *ex.spans[0])
-    right = None
-    if loaded.init == "pretrained":
-        with torch.no_grad():
-            (said,) = greedy_decode(
-                loaded.model,
-                [ids],
-                int(design["budget"]),
-                batch_size=1,
-                vocab_size=loaded.vocab_size,
-                device=loaded.input_device,
-            )
-        right = answer_correct(str(design["scoring"]), tokenizer.decode(said), ex.references)
+    answer = tokenizer.encode(ex.target)
+    greedy = loaded.init == "pretrained"
+    # the greedy answer goes on from the gradient pass's keys and values (the prompt's
+    # but its last token, the answer's cut off) instead of reading the prompt again
+    cache: Any = loaded.adapter.full_cache() if greedy else None
     reach = gold_span_influence(
-        loaded, ids, span, tokenizer.encode(ex.target), probes=int(design["probes"]), seed=index
+        loaded, ids, span, answer, probes=int(design["probes"]), seed=index, cache=cache
     )
+    right = reply = None
+    if greedy:
+        cache.crop(-(len(answer) + 1))
+        said = greedy_from_cache(
+            loaded.adapter,
+            loaded.model,
+            cache,
+            ids[-1],
+            int(design["budget"]),
+            device=loaded.input_device,
+        )
+        reply = tokenizer.decode(said)
+        right = answer_correct(str(design["scoring"]), reply, ex.references)
     return {"depth": depth, "index": index, "tokens": len(ids), "span": list(span)} | {
         "right": right,
+        "reply": reply,
         **reach.record(),
     }
 

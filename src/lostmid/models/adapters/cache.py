@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 
-def _accepts(model: PreTrainedModel, name: str) -> bool:
+def _accepts(model: torch.nn.Module, name: str) -> bool:
     try:
         return name in inspect.signature(model.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover - exotic wrappers
@@ -122,9 +122,9 @@ class CacheContinuation:
 
         def layer_masks(self, config: Any, length: int) -> list[str]: ...
 
-    def cache_argument(self, model: PreTrainedModel) -> str:
-        """The forward's cache argument: ``cache`` (Transformers >= 5) or
-        ``past_key_values``."""
+    def cache_argument(self, model: torch.nn.Module) -> str:
+        """The forward's cache argument (a causal LM's or its base model's): ``cache``
+        (Transformers >= 5) or ``past_key_values``."""
         return "cache" if _accepts(model, "cache") else "past_key_values"
 
     def takes_position_ids(self, model: PreTrainedModel) -> bool:
@@ -150,10 +150,17 @@ class CacheContinuation:
         if any(w is not None for w in windows) and self.packs_exactly(model):
             # every layer keeps all the context's columns (a sliding layer's cache keeps
             # its window only): continue_packed's masks apply the window
-            from transformers import DynamicCache
-
-            kwargs[self.cache_argument(model)] = DynamicCache()
+            kwargs[self.cache_argument(model)] = self.full_cache()
         return output_cache(model(**kwargs))
+
+    def full_cache(self) -> Any:
+        """An empty ``DynamicCache`` whose every layer keeps all the columns it reads,
+        sliding ones too (a family's own cache keeps a sliding layer's window only), so
+        it can be cropped back to any shorter prefix (``cache.crop(-n)``); the family's
+        masks still apply each window."""
+        from transformers import DynamicCache
+
+        return DynamicCache()
 
     def repeat_cache(self, cache: Any, batch: int) -> Any:
         """A copy of a batch-1 ``cache`` with ``batch`` identical rows."""
