@@ -116,8 +116,8 @@ SECTION_OPTIONS = (
         "Structure and behaviour on the same prompts (issue 25): the gold needle's share of "
         "the Jacobian and of the answer's gradient against greedy correctness on "
         "SmolLM2-135M and Gemma 3 270M, and the random-init twin: quick (SmolLM2, 512 "
-        "tokens, 1 example a depth) | default (both, 1024 tokens, 20 a depth; about 1.2 h "
-        "each) | off (the default), or DIR (a finished OUT/real-link/SCALE).",
+        "tokens, 1 example a depth) | default (both, 1024 tokens, 20 a depth; about 30 min "
+        "each on one thread) | off (the default), or DIR (a finished OUT/real-link/SCALE).",
     ),
 )
 """The sections with scales of their own, in the order of their options. A new one is a

@@ -24,8 +24,8 @@ the within-depth answer (right vs wrong answers at one depth) are reported besid
 Scales (:data:`LINK_SCALES`): ``quick`` SmolLM2 at 512 tokens, one example a depth (a
 few minutes; fewer than 5 a depth decide nothing: inconclusive by the rule);
 ``default`` both checkpoints at 1024 tokens, 20 examples a depth, four distractors (the
-behavioural section's calibrated difficulty; about 40 s an example on one CPU thread:
-about 1.2 h a checkpoint, off unless asked). Resumable: one JSON line per example in
+behavioural section's calibrated difficulty; about 15 s an example on one quiet CPU
+thread: about 30 min a checkpoint, off unless asked). Resumable: one JSON line per example in
 ``FOLDER/examples.jsonl``; a run with more examples a depth grows a finished one (an
 example is drawn by its seed, index and depth). ``--real-link DIR`` reads finished runs
 back (``DIR/link.json`` or ``DIR/<model>/link.json``).
