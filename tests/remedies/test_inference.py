@@ -161,6 +161,41 @@ def test_the_calibrated_eager_path_is_the_model_when_no_layer_is_calibrated() ->
     torch.testing.assert_close(changed[:, :5], plain[:, :5], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("preset", ["tiny-qwen2", "tiny-gemma3"])
+def test_calibrate_reads_its_prior_without_the_output_head(preset: str) -> None:
+    """The filler pass records the attention only: the output head runs in the scoring
+    pass alone, and the scores equal those of a filler pass through the whole model."""
+    from lostmid.behaviour.decoding import teacher_forced
+    from lostmid.models import load_model
+    from lostmid.remedies.base import InferenceBatch
+    from lostmid.remedies.catalogue import Calibrate
+    from lostmid.remedies.patches import calibrated
+
+    loaded = load_model(preset, seed=1)
+    model = loaded.model
+    prompts = [[3, *range(30, 50), 120, 7], [4, *range(60, 75), 121, 9]]
+    targets, regions = [[8, 9], [10]], [(1, 21), (1, 16)]
+    batch = InferenceBatch(prompts, targets, regions, 2, None, None)
+    head = loaded.adapter.lm_head(model)
+    calls: list[int] = []
+    hook = head.register_forward_hook(lambda module, args, out: calls.append(out.shape[-2]))
+    try:
+        scores = Calibrate().score(model, batch)
+    finally:
+        hook.remove()
+    assert len(calls) == len(prompts)  # one scoring pass an example, no filler logits
+    layers = len(loaded.adapter.blocks(model))
+    for k, (prompt, target, region) in enumerate(zip(prompts, targets, regions, strict=True)):
+        sequence = prompt + target[:-1]
+        filler = sequence[: region[0]] + [2] * (region[1] - region[0]) + sequence[region[1] :]
+        with calibrated(model, list(range(layers // 2, layers)), region) as state:
+            with torch.no_grad():
+                model(input_ids=torch.tensor([filler]))  # the whole model, head and all
+            state["mode"] = "calibrate"
+            one = teacher_forced(model, [prompt], [target], batch_size=1)
+        assert scores.logprob[k] == one.logprob[0] and scores.argmax[k] == one.argmax[0]
+
+
 def _runs(outcomes: list[list[int]], seed: int = 0) -> dict[str, object]:
     """A per-seed inference record holding per-example outcomes (items x positions)."""
     positions = [0, 1, 2, 3, 4]

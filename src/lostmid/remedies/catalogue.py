@@ -270,15 +270,22 @@ class Calibrate(Remedy):
         from lostmid.models import adapter_for
         from lostmid.remedies.patches import calibrated
 
-        layers = len(adapter_for(model.config.model_type).blocks(model))
+        adapter = adapter_for(model.config.model_type)
+        layers = len(adapter.blocks(model))
         last = list(range(layers // 2, layers))
+        # the prior is attention weights: the filler pass skips the output head (at
+        # Gemma 3's 262k vocabulary more than half of a pass) and the cache
+        base = adapter.base(model)
         logprob, argmax = [], []
         for prompt, target, region in zip(batch.prompts, batch.targets, batch.regions, strict=True):
             start, end = region
             sequence = list(prompt) + list(target)[:-1]
             filler = sequence[:start] + [batch.filler] * (end - start) + sequence[end:]
             with calibrated(model, last, region) as state, torch.no_grad():
-                model(input_ids=torch.tensor([filler], device=next(model.parameters()).device))
+                base(
+                    input_ids=torch.tensor([filler], device=next(model.parameters()).device),
+                    use_cache=False,
+                )
                 state["mode"] = "calibrate"
                 one = teacher_forced(
                     model,
