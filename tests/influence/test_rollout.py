@@ -36,6 +36,21 @@ def test_measured_attention_is_causal_and_stochastic() -> None:
     assert loaded.model.config._attn_implementation == loaded.attention  # restored
 
 
+@pytest.mark.parametrize("preset", ["tiny-qwen2", "tiny-gpt2", "tiny-gemma3"])
+def test_measured_attention_is_the_whole_models(preset: str) -> None:
+    """Read from the blocks alone (no output head), the weights the whole model returns."""
+    from lostmid.models.attention import attention_kernel
+
+    loaded = load_model(preset, seed=0)
+    ids = torch.randint(0, 200, (2, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad(), attention_kernel(loaded.model, "eager"):
+        whole = loaded.model(input_ids=ids, output_attentions=True, use_cache=False).attentions
+    measured = measured_attention(loaded, ids)
+    assert len(measured) == len(whole)
+    for mine, theirs in zip(measured, whole, strict=True):
+        assert np.array_equal(mine, theirs.float().mean(dim=(0, 1)).numpy())
+
+
 def test_mismatched_inputs_are_refused() -> None:
     with pytest.raises(UserError, match="2 attention matrices for 1 strengths"):
         rollout_row([np.eye(3), np.eye(3)], [0.5], 3)

@@ -49,12 +49,15 @@ def measured_attention(
 ) -> list[Float[np.ndarray, "L L"]]:
     """Each layer's attention, averaged over heads and over the inputs (B, L), layer 1 first.
 
-    Runs the model with ``output_attentions`` (the eager kernel materialises the weights).
+    Runs the model's blocks (not its output head: no logits are read) with
+    ``output_attentions`` (the eager kernel materialises the weights).
     """
     model = loaded.model
+    base = loaded.adapter.base(model)
     # the weights exist only in eager attention
     with torch.no_grad(), attention_kernel(model, "eager"):
-        out = model(input_ids.to(loaded.input_device), output_attentions=True, use_cache=False)
+        ids = input_ids.to(loaded.input_device)
+        out = base(input_ids=ids, output_attentions=True, use_cache=False)
     if not out.attentions or out.attentions[0] is None:
         raise UserError(f"{loaded.spec}: the model returns no attention weights")
     return [a.float().mean(dim=(0, 1)).cpu().numpy() for a in out.attentions]  # (L, L)
