@@ -122,7 +122,7 @@ def test_ms_poe_refuses_a_model_without_rotary_positions() -> None:
 def test_calibration_removes_exactly_a_positional_prior() -> None:
     """If attention on the context is prior x relevance, calibration leaves attention
     proportional to relevance, with the context's mass and the other weights kept."""
-    from lostmid.remedies.patches import calibrate_weights
+    from lostmid.remedies.patches import calibrate_weights, prior_block
 
     gen = torch.Generator().manual_seed(0)
     t, start, end = 9, 2, 6
@@ -130,7 +130,7 @@ def test_calibration_removes_exactly_a_positional_prior() -> None:
     relevance = torch.rand(1, 2, 1, t, generator=gen) + 0.1
     weights = prior * relevance
     weights = weights / weights.sum(-1, keepdim=True)
-    out = calibrate_weights(weights, prior, (start, end))
+    out = calibrate_weights(weights, prior_block(prior, (start, end)), (start, end))
     torch.testing.assert_close(out.sum(-1), torch.ones(1, 2, t))
     torch.testing.assert_close(out[..., :end, :], weights[..., :end, :])  # earlier queries
     torch.testing.assert_close(out[..., end:, :start], weights[..., end:, :start])
@@ -155,6 +155,9 @@ def test_the_calibrated_eager_path_is_the_model_when_no_layer_is_calibrated() ->
     with calibrated(model, [1], (1, 5)) as state:
         _logits(model, ids)
         assert set(state["prior"]) == {1}
+        kept = state["prior"][1]  # the queries after the context on the context, alone
+        assert kept.shape[-2:] == (ids.shape[1] - 5, 4)
+        assert kept.untyped_storage().nbytes() == kept.numel() * kept.element_size()
         state["mode"] = "calibrate"
         changed = _logits(model, ids)  # prior = own attention: w/p = 1, uniform on context
     assert (changed[:, 5:] - plain[:, 5:]).abs().max() > 1e-6

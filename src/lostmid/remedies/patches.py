@@ -181,15 +181,26 @@ def ms_poe(
 PRIOR_FLOOR = 1e-6
 
 
+def prior_block(
+    weights: Float[torch.Tensor, "B h T S"], region: tuple[int, int]
+) -> Float[torch.Tensor, "B h Tq C"]:
+    """What calibration reads of a prior pass's attention: the queries after the context
+    on the context, ``[..., end:, start:end]``, a copy (the whole T x S weights of every
+    calibrated layer would be gigabytes at 8192 tokens)."""
+    start, end = region
+    return weights[..., end:, start:end].clone()
+
+
 def calibrate_weights(
     weights: Float[torch.Tensor, "B h T S"],
-    prior: Float[torch.Tensor, "B h T S"],
+    prior: Float[torch.Tensor, "B h Tq C"],
     region: tuple[int, int],
 ) -> torch.Tensor:
     """Divide the attention on the context by its positional prior, keeping its mass.
 
     For queries i >= ``end`` (the tokens after the context) and keys j in the context
-    ``[start, end)`` (0-indexed, half open):
+    ``[start, end)`` (0-indexed, half open), with ``prior`` p the prior's attention of
+    those queries on those keys (:func:`prior_block`):
 
         w'_ij = (w_ij / p_ij) * sum_{k in C} w_ik / sum_{k in C} (w_ik / p_ik),
 
@@ -198,13 +209,14 @@ def calibrate_weights(
 
     >>> w = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.5, 0.3]])[None, None]
     >>> p = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.25, 0.25]])[None, None]
-    >>> [round(v, 4) for v in calibrate_weights(w, p, (0, 2))[0, 0, 2].tolist()]  # query 3
+    >>> out = calibrate_weights(w, prior_block(p, (0, 2)), (0, 2))
+    >>> [round(v, 4) for v in out[0, 0, 2].tolist()]  # query 3
     [0.1167, 0.5833, 0.3]
     """
     start, end = region
     out = weights.clone()
     w = weights[..., end:, start:end]
-    ratio = w / prior[..., end:, start:end].clamp(min=PRIOR_FLOOR)
+    ratio = w / prior.clamp(min=PRIOR_FLOOR)
     scale = w.sum(-1, keepdim=True) / ratio.sum(-1, keepdim=True).clamp(min=1e-30)
     out[..., end:, start:end] = ratio * scale
     return out
@@ -215,8 +227,9 @@ def calibrated(
     model: PreTrainedModel, layers: Sequence[int], region: tuple[int, int]
 ) -> Iterator[dict[str, Any]]:
     """Eager attention whose weights in ``layers`` (0-indexed) are recorded (while
-    ``state["mode"] == "record"``: ``state["prior"][layer]``) or calibrated against the
-    recorded prior with :func:`calibrate_weights` (``"calibrate"``)."""
+    ``state["mode"] == "record"``: ``state["prior"][layer]``, the part calibration reads,
+    :func:`prior_block`) or calibrated against the recorded prior with
+    :func:`calibrate_weights` (``"calibrate"``)."""
     from lostmid.models import adapter_for
 
     adapter = adapter_for(model.config.model_type)
@@ -251,7 +264,7 @@ def calibrated(
         layer = index.get(module)
         if layer in wanted:
             if state["mode"] == "record":
-                state["prior"][layer] = weights.detach()
+                state["prior"][layer] = prior_block(weights.detach(), region)
             else:
                 weights = calibrate_weights(weights, state["prior"][layer], region)
         output = torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous()
