@@ -6,6 +6,7 @@ import copy
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -197,6 +198,31 @@ def test_calibrate_reads_its_prior_without_the_output_head(preset: str) -> None:
             state["mode"] = "calibrate"
             one = teacher_forced(model, [prompt], [target], batch_size=1)
         assert scores.logprob[k] == one.logprob[0] and scores.argmax[k] == one.argmax[0]
+
+
+def test_on_a_cpu_a_remedy_reads_one_prompt_a_forward() -> None:
+    """Prompts of different lengths, not padded into a batch on a CPU (where padding
+    costs more than it saves): one forward a prompt, the batch's scores."""
+    from lostmid.behaviour.decoding import teacher_forced
+    from lostmid.models import load_model
+    from lostmid.remedies.base import InferenceBatch
+    from lostmid.remedies.registry import get_remedy
+
+    model = load_model("tiny-qwen2", seed=1).model
+    prompts = [[3, *range(30, 30 + n), 7] for n in (12, 15, 9)]
+    targets = [[8, 9], [10], [11, 12]]
+    batch = InferenceBatch(prompts, targets, [(1, 10)] * 3, 2, None, None)
+    rows: list[int] = []
+    hook = model.register_forward_hook(lambda m, args, kwargs, out: rows.append(
+        kwargs["input_ids"].shape[0]), with_kwargs=True)  # fmt: skip
+    try:
+        scores = get_remedy("baseline").score(model, batch)
+    finally:
+        hook.remove()
+    assert rows == [1, 1, 1]
+    padded = teacher_forced(model, prompts, targets, batch_size=8)
+    np.testing.assert_allclose(scores.logprob, padded.logprob, rtol=1e-5)
+    assert list(scores.argmax) == list(padded.argmax)
 
 
 def _runs(outcomes: list[list[int]], seed: int = 0) -> dict[str, object]:

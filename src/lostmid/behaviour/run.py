@@ -42,7 +42,12 @@ import numpy as np
 
 from lostmid.behaviour.answers import answer_correct, cut_at_eos, resolve_rule
 from lostmid.behaviour.calibrate import PILOT_FIRST_ITEM, Calibration, calibrate_knob
-from lostmid.behaviour.decoding import TeacherScores, greedy_decode, teacher_forced
+from lostmid.behaviour.decoding import (
+    TeacherScores,
+    greedy_decode,
+    padded_batches_pay,
+    teacher_forced,
+)
 from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.prompts import (
     Encoded,
@@ -685,13 +690,11 @@ def _score_members(
     teacher: TeacherScores | None = None
     generated: list[list[int]] | None = None
     # the moved design from one prefill per prompt (its last token read from the cache,
-    # exact as --design shared is): with both passes half the compute of two; on a CPU
-    # also for one pass, where a batch of left-padded prompts costs more than the prompts
-    # one by one (no causal fast path, the padding computed: 35.6 s against 26.9 s for
-    # two 2,040-token prompts on SmolLM2, docs/BENCHMARKS.md)
+    # exact as --design shared is): with both passes half the compute of two; also for
+    # one pass where padded batches do not pay (a CPU)
     one_prefill = (
         not shared
-        and (len(passes) == 2 or loaded.input_device.type == "cpu")
+        and (len(passes) == 2 or not padded_batches_pay(loaded.input_device))
         and config.device_map is None
         and all(len(p) > 1 for p in prompts)
     )

@@ -169,15 +169,17 @@ class Remedy:
         return nullcontext(model)
 
     def score(self, model: Any, batch: InferenceBatch) -> Any:
-        """Teacher-forced scores (:class:`~lostmid.behaviour.score.TeacherScores`)."""
-        from lostmid.behaviour.decoding import teacher_forced
+        """Teacher-forced scores (:class:`~lostmid.behaviour.score.TeacherScores`): in
+        batches of 8 prompts, one a forward where padded batches do not pay (a CPU)."""
+        from lostmid.behaviour.decoding import padded_batches_pay, teacher_forced
 
+        device = next(model.parameters()).device
         with self.patch(model, batch) as patched:
             return teacher_forced(
                 patched,
                 batch.prompts,
                 batch.targets,
-                batch_size=8,
+                batch_size=8 if padded_batches_pay(device) else 1,
                 max_length=batch.max_length,
                 vocab_size=batch.vocab_size,
             )
