@@ -78,12 +78,11 @@ def shared_prefill(scale: LinkScale, model: str, seed: int, examples: int) -> No
 
     from lostmid.behaviour.answers import answer_correct
     from lostmid.behaviour.decoding import greedy_decode
-    from lostmid.behaviour.needles import needles_example
     from lostmid.behaviour.prompts import prompt_format
     from lostmid.behaviour.tokenizers import tokenizer_for_model
     from lostmid.influence.gold import gold_span_influence
     from lostmid.models import load_model
-    from lostmid.reproduce.real_link import link_example
+    from lostmid.reproduce.real_link import link_example, link_prompt
 
     print(f"load average {os.getloadavg()[0]:.2f}; torch threads {torch.get_num_threads()}")
     design = scale.design(model, seed)
@@ -92,16 +91,7 @@ def shared_prefill(scale: LinkScale, model: str, seed: int, examples: int) -> No
     fmt = prompt_format(str(design["chat_template"]), tokenizer, "on")
 
     def separate(depth: int, index: int) -> tuple[dict, list[int]]:
-        ex = needles_example(
-            seed=seed,
-            index=index,
-            depth=depth,
-            length=int(design["length"]),
-            variant=str(design["task"]),
-            distractors=int(design["distractors"]),
-            count_tokens=lambda s: len(tokenizer.encode(s)),
-        )
-        ids, span = fmt.encode_span(ex, tokenizer, *ex.spans[0])
+        ex, ids, span = link_prompt(tokenizer, fmt, design, depth, index)
         with torch.no_grad():
             (said,) = greedy_decode(
                 loaded.model, [ids], int(design["budget"]), batch_size=1, device=loaded.input_device

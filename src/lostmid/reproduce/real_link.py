@@ -128,16 +128,12 @@ def _grows(saved: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     )
 
 
-def link_example(
-    loaded: Any, tokenizer: Any, fmt: Any, design: Mapping[str, Any], depth: int, index: int
-) -> dict[str, Any]:
-    """One example's record: its design keys, the needle's token span, the greedy reply
-    and its correctness (pretrained only: the twin's answers are noise) and the gold
-    span's reach (:meth:`lostmid.influence.gold.GoldSpanInfluence.record`)."""
-    from lostmid.behaviour.answers import answer_correct
-    from lostmid.behaviour.decoding import greedy_from_cache
+def link_prompt(
+    tokenizer: Any, fmt: Any, design: Mapping[str, Any], depth: int, index: int
+) -> tuple[Any, list[int], tuple[int, int]]:
+    """An example of the design at ``depth``, drawn by its seed and ``index``: the needle
+    example, its prompt's token ids and the needle's token span in them."""
     from lostmid.behaviour.needles import needles_example
-    from lostmid.influence.gold import gold_span_influence
 
     ex = needles_example(
         seed=int(design["seed"]),
@@ -149,6 +145,20 @@ def link_example(
         count_tokens=lambda s: len(tokenizer.encode(s)),
     )
     ids, span = fmt.encode_span(ex, tokenizer, *ex.spans[0])
+    return ex, ids, span
+
+
+def link_example(
+    loaded: Any, tokenizer: Any, fmt: Any, design: Mapping[str, Any], depth: int, index: int
+) -> dict[str, Any]:
+    """One example's record: its design keys, the needle's token span, the greedy reply
+    and its correctness (pretrained only: the twin's answers are noise) and the gold
+    span's reach (:meth:`lostmid.influence.gold.GoldSpanInfluence.record`)."""
+    from lostmid.behaviour.answers import answer_correct
+    from lostmid.behaviour.decoding import greedy_from_cache
+    from lostmid.influence.gold import gold_span_influence
+
+    ex, ids, span = link_prompt(tokenizer, fmt, design, depth, index)
     answer = tokenizer.encode(ex.target)
     greedy = loaded.init == "pretrained"
     # the greedy answer goes on from the gradient pass's keys and values (the prompt's
