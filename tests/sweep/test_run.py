@@ -294,3 +294,53 @@ def test_reproduce_and_remedies_units_give_what_the_commands_give(tmp_path: Path
     assert [{k: v for k, v in r.items() if k not in drop} for r in swept["remedies"]] == [
         {k: v for k, v in r.items() if k not in drop} for r in mine["remedies"]
     ]
+
+
+def test_the_default_local_backend_with_two_workers_gives_the_one_job_sweep(
+    tmp_path: Path,
+) -> None:
+    """The default backend on 2 cores runs units in spawned worker processes: their jobs
+    must pickle (a closure did not), and the files equal those of units run in-process."""
+    pooled = run_sweep(_theory_sweep(jobs=2), out=tmp_path / "pool")
+    alone = run_sweep(_theory_sweep(jobs=1), out=tmp_path / "alone")
+    assert pooled.counts() == alone.counts() == {"done": 4, "reused": 0, "failed": 0}
+    for a, b in zip(pooled.units, alone.units, strict=True):
+        assert a.unit.key == b.unit.key and a.result == b.result
+        pool_file = json.loads((tmp_path / "pool" / a.result).read_text())
+        alone_file = json.loads((tmp_path / "alone" / b.result).read_text())
+        np.testing.assert_array_equal(pool_file["influence"], alone_file["influence"])
+        assert a.outcome.summary == b.outcome.summary
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["another unit's file", "a bare schema", "an edited number"],
+)
+def test_a_stale_unit_file_is_recomputed_never_reused(
+    tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grid = grid_from_flags("theory", seeds="0-1", lengths="16", params=["alpha=0.1,0.2"])
+    config = SweepConfig(grids=(grid,), jobs=1)
+    first = run_sweep(config, out=tmp_path)
+    by_alpha = {u.unit.params_dict()["alpha"]: u for u in first.units}
+    victim, donor = tmp_path / by_alpha[0.1].result, tmp_path / by_alpha[0.2].result
+    good = victim.read_bytes()
+    if damage == "another unit's file":
+        victim.write_bytes(donor.read_bytes())
+    elif damage == "a bare schema":
+        victim.write_text('{"schema":"lostmid.theory/1"}')
+    else:
+        doc = json.loads(good)
+        doc["log10_peak_to_valley"] = 99.0
+        victim.write_text(json.dumps(doc))
+    capsys.readouterr()
+    again = run_sweep(config, out=tmp_path)
+    statuses = {u.unit.key: u.outcome.status for u in again.units}
+    assert statuses[by_alpha[0.1].unit.key] == "done"
+    assert sorted(statuses.values()) == ["done"] + ["reused"] * 3  # only the damaged unit
+    assert by_alpha[0.1].unit.key in capsys.readouterr().err  # the sweep says which and why
+    doc = json.loads(victim.read_text())
+    np.testing.assert_array_equal(doc["influence"], json.loads(good)["influence"])
+    assert {u.unit.key: u.outcome.summary for u in again.units} == {
+        u.unit.key: u.outcome.summary for u in first.units
+    }

@@ -136,7 +136,7 @@ def execute_job(job: Job, out: Path, retries: int) -> UnitOutcome:
     while attempts <= retries:
         attempts += 1
         try:
-            summary = store.run(job.name, dict(job.config), job.compute)
+            summary = store.run(job.name, dict(job.config), job.compute, job.outputs)
         except Exception as err:  # reported in the outcome, never dropped
             error, trace = err, traceback.format_exc()
             if isinstance(err, UserError):

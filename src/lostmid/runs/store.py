@@ -4,11 +4,15 @@ missing.
 
 A stage is identified by its name and its configuration; a saved stage is reused only
 when the saved configuration equals the requested one (same scale, seeds, models...),
-otherwise it is recomputed and replaced.
+otherwise it is recomputed and replaced. A stage that writes files besides its record
+(its ``outputs``) saves each one's SHA-256 with it, and is reused only while every file
+is the one it wrote: a file copied from another stage, edited or replaced is said in one
+line and the stage recomputed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -48,16 +52,27 @@ class StageStore:
 
     def load(self, name: str, config: dict[str, Any], outputs: Sequence[Path] = ()) -> Any | None:
         """The saved result of ``name`` if it was computed with ``config`` and each of
-        its ``outputs`` (files the stage wrote besides its record) is still there and
-        readable, else None (recomputed)."""
+        its ``outputs`` (files the stage wrote besides its record) is still the file it
+        wrote, else None (recomputed)."""
         path = self.path(name)
         if self.fresh or not path.is_file():
             return None
         saved = self._read(path)
         if saved is None or saved.get("config") != to_jsonable(config) or "result" not in saved:
             return None
-        if any(not self.output_intact(name, output) for output in outputs):
-            return None
+        digests = saved.get("outputs")
+        for output in outputs:
+            if not self.output_intact(name, output):
+                return None
+            if digests is None:
+                continue  # a record saved before digests: read back whole is all we know
+            wanted = digests.get(output.name) if isinstance(digests, dict) else None
+            if wanted != file_digest(output):
+                self.warn(
+                    f"{name}: {output} is not the file this stage wrote (replaced, copied "
+                    "or edited since); recomputing it"
+                )
+                return None
         self._saved_seconds[name] = saved.get("seconds", 0.0)
         return saved.get("result")
 
@@ -134,12 +149,21 @@ class StageStore:
         start = time.perf_counter()
         result = to_jsonable(compute())
         self.seconds[name] = time.perf_counter() - start
-        write_json(
-            self.path(name),
-            {"config": config, "result": result, "seconds": self.seconds[name]},
-        )
+        record = {"config": config, "result": result, "seconds": self.seconds[name]}
+        if outputs:
+            record["outputs"] = {o.name: file_digest(o) for o in outputs if o.is_file()}
+        write_json(self.path(name), record)
         self.computed.append(name)
         return result
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in blocks (hex)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _to_stderr(line: str) -> None:

@@ -28,19 +28,23 @@ def _run_unit(spec: TaskSpec, params: dict[str, Any], folder: Path) -> dict[str,
 
 
 def unit_job(unit: Unit, spec: TaskSpec, out: Path) -> Job:
-    """The :class:`Job` of a sweep unit (its resources as given; defaults are the grid's)."""
+    """The :class:`Job` of a sweep unit (its resources as given; defaults are the grid's);
+    its result file is one of the job's outputs, so the store keeps its digest."""
     compute = functools.partial(_run_unit, spec, unit.params_dict(), unit_folder(out, unit))
-    return Job(unit.key, unit.record(), compute, unit.resources)
+    outputs = () if spec.result_file is None else (unit_folder(out, unit) / spec.result_file,)
+    return Job(unit.key, unit.record(), compute, unit.resources, outputs=outputs)
 
 
-def saved_outcome(store: StageStore, unit: Unit, out: Path) -> UnitOutcome | None:
-    """The unit as ``reused`` if the store holds its result and its file is still there
-    and whole (a damaged ``measure.json`` is said and the unit recomputed)."""
+def saved_outcome(store: StageStore, unit: Unit, spec: TaskSpec, out: Path) -> UnitOutcome | None:
+    """The unit as ``reused`` if the store holds its result and its result file is the one
+    the unit wrote (same SHA-256: a file copied from another unit, edited or damaged is
+    said in one line and the unit recomputed)."""
     start = time.perf_counter()
     saved = store.load(unit.key, unit.record())
-    if not isinstance(saved, dict) or not store.output_intact(
-        unit.key, unit_folder(out, unit) / str(saved.get("file", ""))
-    ):
+    if not isinstance(saved, dict):
+        return None
+    result = unit_folder(out, unit) / str(spec.result_file or saved.get("file", ""))
+    if store.load(unit.key, unit.record(), outputs=(result,)) is None:
         return None
     return UnitOutcome(
         key=unit.key,

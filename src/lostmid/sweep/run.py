@@ -220,7 +220,7 @@ def run_sweep(
     outcomes: dict[str, UnitOutcome] = {}
     todo = []
     for unit, spec in plan:
-        saved = saved_outcome(store, unit, out)
+        saved = saved_outcome(store, unit, spec, out)
         if saved is None:
             todo.append((unit, spec))
         else:

@@ -58,6 +58,9 @@ class TaskSpec:
             count and the first seed (``axes["seeds"]``), one unit for them all.
         summarise: None, or what to make of the task's finished units together once the
             sweep has run them (a summary file in the sweep folder; see :data:`Summarise`).
+        result_file: the file a unit writes into its folder (the capability's result
+            file): the stage store keeps its SHA-256, so a unit is reused only while the
+            file is the one it wrote. None: only the file its summary names, read whole.
     """
 
     name: str
@@ -68,6 +71,7 @@ class TaskSpec:
     needs_gpu: Callable[[Params], bool] = _never
     seed_count: str | None = None
     summarise: Summarise | None = None
+    result_file: str | None = None
 
     def check_name(self, name: str) -> None:
         known = self.defaults()
@@ -282,17 +286,19 @@ def _build_reproduce(params: Params) -> Any:
     )
 
 
-def _runner(name: str, *, overwrite: bool) -> Callable[[Any, Path], dict[str, Any]]:
+def _run_capability(name: str, config: Any, folder: Path, *, overwrite: bool) -> dict[str, Any]:
     """Run the capability ``name`` into the unit's folder (``overwrite``: recompute; else
     the run resumes its own stages) and read its headline back
     (:meth:`lostmid.capabilities.Capability.headline_of`)."""
+    spec = capability(name)
+    spec.run_function()(config, out=folder, overwrite=overwrite, console=None)
+    return spec.headline_of(folder)
 
-    def run(config: Any, folder: Path) -> dict[str, Any]:
-        spec = capability(name)
-        spec.run_function()(config, out=folder, overwrite=overwrite, console=None)
-        return spec.headline_of(folder)
 
-    return run
+def _runner(name: str, *, overwrite: bool) -> Callable[[Any, Path], dict[str, Any]]:
+    """:func:`_run_capability` for ``name``: a partial of a module-level function, so that
+    a unit's job pickles for a worker process or Ray (a closure would not)."""
+    return functools.partial(_run_capability, name, overwrite=overwrite)
 
 
 # What the sweep adds to each sweepable capability (lostmid.capabilities): its
@@ -348,7 +354,9 @@ _SHAPES: dict[str, dict[str, Any]] = {
         "seed_count": "seeds",
     },
 }
-TASKS: dict[str, TaskSpec] = {c.name: TaskSpec(name=c.name, **_SHAPES[c.name]) for c in sweepable()}
+TASKS: dict[str, TaskSpec] = {
+    c.name: TaskSpec(name=c.name, result_file=c.result_file, **_SHAPES[c.name]) for c in sweepable()
+}
 """The sweep's tasks: every sweepable capability, in the registry's order."""
 
 # Tasks the sweep knows of but this version cannot run yet: name -> why, what to do.
