@@ -47,6 +47,7 @@ VOLATILE = frozenset(
         "started_utc",
         "attempts",  # tries in this invocation (0 for a unit reused from the store)
         "counts",  # sweep.json: done vs reused differs by design after a resume
+        "output_sha256",  # a stage file's digests of files that hold their own timings
     }
 )
 STATUS_SAME = {"done": "ok", "reused": "ok"}  # a sweep unit computed now or reused

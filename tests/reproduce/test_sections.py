@@ -41,6 +41,9 @@ class Found:
 class SquareSection:
     key = "square"
 
+    def check(self, config: Any) -> None:
+        """Nothing to read before the stages."""
+
     def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
         return [PlannedStage("square-7", {"x": 7}, lambda: _square(7), dict)]
 

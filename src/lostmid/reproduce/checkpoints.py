@@ -1,4 +1,4 @@
-"""Real checkpoints against their twins at birth: the influence study of issue 24.
+"""Real checkpoints against their twins at birth: does pretraining deepen the valley?
 
 For each registry checkpoint (``smollm2-135m``, ``gemma3-270m``) and each length L, the
 pretrained model and S random-init twins (``--init random``, seeds 0..S-1) are measured
@@ -41,9 +41,14 @@ from lostmid.errors import UserError
 from lostmid.files import write_bytes, write_text
 from lostmid.influence import influence_profile
 from lostmid.models import CHECKPOINTS, load_model
+from lostmid.models.quantise import requantise
 from lostmid.reproduce.plan import REAL_CHECKPOINT_PRIORITY, PlannedStage, StandardSection
 
 INPUT_KINDS = ("random", "text", "records")
+CONTROLS = ("requantised",)
+"""Models a study may add beside the pretrained one and its twins: ``requantised``, the
+pretrained weights quantised once more (:mod:`lostmid.models.quantise`), the
+quantisation control a cell's depth must clear."""
 KV_HEAD = (
     "Extract the value corresponding to the specified key in the JSON object below.\n\nJSON data:\n"
 )
@@ -62,8 +67,12 @@ class StudyConfig:
     twins: int = 3
     probes: int = 2
     seed: int = 0
+    controls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for control in self.controls:
+            if control not in CONTROLS:
+                raise UserError(f"unknown control {control!r}; controls: {', '.join(CONTROLS)}")
         for name in self.checkpoints:
             if name not in CHECKPOINTS:
                 raise UserError(
@@ -140,19 +149,34 @@ def _profiles_path(out: Path, family: str, length: int, kind: str, model: str) -
 
 
 def _read_rows(path: Path) -> np.ndarray:
+    return _read_cell(path)[0]
+
+
+def _read_cell(path: Path) -> tuple[np.ndarray, dict[str, Any]]:
+    """A cell's saved rows (one influence profile an input) and the facts saved with them."""
     if not path.is_file():
-        return np.zeros((0, 0))
+        return np.zeros((0, 0)), {}
     try:
         with np.load(path) as data:
-            return np.asarray(data["profiles"], dtype=np.float64)
-    except (OSError, ValueError, KeyError):
-        return np.zeros((0, 0))  # damaged: recomputed
+            rows = np.asarray(data["profiles"], dtype=np.float64)
+            facts = json.loads(str(data["facts"])) if "facts" in data else {}
+    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+        return np.zeros((0, 0)), {}  # damaged: recomputed
+    return rows, facts if isinstance(facts, dict) else {}
 
 
 def _write_rows(path: Path, rows: np.ndarray, facts: dict[str, Any]) -> None:
     buffer = io.BytesIO()
-    np.savez(buffer, profiles=rows, facts=json.dumps(facts))
+    np.savez_compressed(buffer, profiles=rows, facts=json.dumps(facts))
     write_bytes(path, buffer.getvalue())
+
+
+def _rows_to_keep(rows: np.ndarray, facts: dict[str, Any], init: str) -> np.ndarray:
+    """Saved rows a resumed study keeps: a twin's only when its facts say which init facts
+    built it (twins saved before the published initialiser range was read are rebuilt)."""
+    if init == "random" and "init_facts" not in facts:
+        return np.zeros((0, 0))
+    return rows
 
 
 @dataclass
@@ -185,9 +209,10 @@ def run_study(
         models = [("pretrained", "pretrained", 0)] + [
             (f"twin{s}", "random", s) for s in range(config.twins)
         ]
+        models += [(control, "pretrained", 0) for control in config.controls]
         for label, init, seed in models:
             cells = [
-                (kind, length, path, _read_rows(path))
+                (kind, length, path, _rows_to_keep(*_read_cell(path), init))
                 for length in config.lengths
                 for kind in config.kinds
                 for path in [_profiles_path(out, name, length, kind, label)]
@@ -196,6 +221,7 @@ def run_study(
             if not left:
                 continue
             loaded = load_model(name, init=init, seed=seed)
+            changed = requantise(loaded.model) if label == "requantised" else None
             for kind, length, path, rows in left:
                 loaded.check_length(length)
                 ids = input_ids(kind, tok, loaded.vocab_size, config.inputs, length, config.seed)
@@ -209,6 +235,8 @@ def run_study(
                     "kind": kind,
                     "probes": config.probes,
                     "sha256": (loaded.checkpoint or {}).get("sha256"),
+                    "init_facts": (loaded.checkpoint or {}).get("init_facts", {}),
+                    "requantised": changed,
                 }
                 for i in range(len(done), config.inputs):
                     t0 = time.perf_counter()
@@ -230,9 +258,12 @@ def _complete(rows: np.ndarray, config: StudyConfig, length: int) -> bool:
     return bool(rows.ndim == 2 and rows.shape[0] >= config.inputs and rows.shape[1] == length)
 
 
-def study_comparisons(config: StudyConfig, out: Path) -> dict[str, Any]:
-    """The comparisons of every complete cell on disk (missing cells are left out)."""
-    found: dict[str, Any] = {}
+def study_comparisons(
+    config: StudyConfig, out: Path, readout: str = "binned"
+) -> dict[str, PretrainingComparison]:
+    """The comparisons of every complete cell on disk under ``readout`` (missing cells are
+    left out); nothing is loaded but the saved profiles."""
+    found: dict[str, PretrainingComparison] = {}
     for name in config.checkpoints:
         for length in config.lengths:
             for kind in config.kinds:
@@ -244,8 +275,16 @@ def study_comparisons(config: StudyConfig, out: Path) -> dict[str, Any]:
                 n = min([pre.shape[0], *(t.shape[0] for t in twins)])
                 if n < 2:
                     continue
+                again = None
+                if "requantised" in config.controls:
+                    rows = _read_rows(_profiles_path(Path(out), name, length, kind, "requantised"))
+                    again = rows[:n] if rows.ndim == 2 and rows.shape[0] >= n else None
                 comparison = compare_pretraining(
-                    pre[:n], np.stack([t[:n] for t in twins]), seed=config.seed
+                    pre[:n],
+                    np.stack([t[:n] for t in twins]),
+                    readout=readout,
+                    seed=config.seed,
+                    requantised=again,
                 )
                 found[f"{name}/L{length}/{kind}"] = comparison
     return found
@@ -278,6 +317,7 @@ def comparison_table(found: dict[str, PretrainingComparison]) -> list[list[str]]
                 fmt(c.pretrained["last_share"], 3),
                 fmt(c.twins["last_share"], 3),
                 c.deepens.verdict,
+                c.persists.verdict,
                 c.middle.verdict,
             ]
         )
@@ -296,6 +336,7 @@ TABLE_HEADER: Sequence[str] = (
     "last share pretrained",
     "last share twins",
     "deepens",
+    "U persists",
     "valley in middle",
 )
 
@@ -311,8 +352,10 @@ CHECKPOINT_SCALES = {
         twins=2,
         probes=1,
     ),  # fmt: skip
-    "default": StudyConfig(lengths=(512,), inputs=4, twins=2, probes=1),
-    "full": StudyConfig(lengths=(512, 2048), inputs=8, twins=3, probes=1),
+    "default": StudyConfig(lengths=(512,), inputs=4, twins=2, probes=1, controls=("requantised",)),
+    "full": StudyConfig(
+        lengths=(512, 2048), inputs=16, twins=3, probes=1, controls=("requantised",)
+    ),
 }
 """The section's scales. ``quick``: SmolLM2 only, L = 128, random and text inputs, 3
 inputs, 2 twins (about a minute once the checkpoint is cached). ``default``: both
@@ -322,6 +365,8 @@ checkpoints, L = 512, the three kinds, 4 inputs, 2 twins (about 15 min on 2 core
 STUDY_JSON = "study.json"
 DEEPEN_CLAIM = "Pretraining deepens the valley"
 DEEPEN_PAPER = "log10 peak-to-valley about 2 at initialisation, about 3 after pretraining"
+PERSIST_CLAIM = "The U persists through pretraining"
+PERSIST_PAPER = "training does not overcome the valley: the U is still there, as deep"
 MIDDLE_CLAIM = "A pretrained model's valley is in the middle"
 MIDDLE_PAPER = "the dead zone: the middle of the context"
 
@@ -339,6 +384,25 @@ def read_study_config(folder: Path) -> StudyConfig:
         raise UserError(f"--checkpoints {folder}: {STUDY_JSON} is not a study ({err})") from None
 
 
+def check_study_folder(folder: Path) -> None:
+    """One line unless ``folder`` holds a study with at least one cell whose pretrained
+    model and every twin have profiles of 2 inputs or more (what a verdict needs); reads
+    only the saved files."""
+    config = read_study_config(folder)
+    for name in config.checkpoints:
+        for length in config.lengths:
+            for kind in config.kinds:
+                models = ["pretrained", *(f"twin{s}" for s in range(config.twins))]
+                rows = [_read_rows(_profiles_path(folder, name, length, kind, m)) for m in models]
+                if all(r.ndim == 2 and r.shape[0] >= 2 and r.shape[1] == length for r in rows):
+                    return
+    raise UserError(
+        f"--checkpoints {folder}: no cell of the study has profiles of the pretrained model "
+        "and every twin for 2 inputs or more; give a folder a study wrote "
+        "(benchmarks/bench_checkpoints.py --study DIR)"
+    )
+
+
 def checkpoint_stage(scale: str, folder: Path) -> dict[str, Any]:
     """Run (or resume) the study of ``scale`` in ``folder``; the comparisons' records."""
     config = CHECKPOINT_SCALES[scale]
@@ -346,31 +410,44 @@ def checkpoint_stage(scale: str, folder: Path) -> dict[str, Any]:
     return {"cells": {cell: c.record() for cell, c in found.items()}}
 
 
+EARLIER_READOUT = "single"
+"""The readout shown beside the default for one release, so a reader sees what changed."""
+
+
 @dataclass(frozen=True)
 class CheckpointSection:
-    """The real-checkpoint section: where the profiles are and each cell's comparison."""
+    """The real-checkpoint section: where the profiles are and each cell's comparison
+    under the default readout (``cells``) and the earlier one (``earlier``)."""
 
     source: str
     folder: Path
     config: StudyConfig
     cells: dict[str, dict[str, Any]]
+    earlier: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, value: str, results: Mapping[str, Any], out: Path) -> CheckpointSection | None:
-        """From the stage result of a scale, or read from a finished study's folder."""
+        """Judged from the study's folder (its saved profiles): a scale's, once its stage
+        has finished, or a finished study's folder given by the user."""
         if value == "off":
             return None
         if value in CHECKPOINT_SCALES:
-            record = results.get(f"checkpoints-{value}")
-            if record is None:
+            if results.get(f"checkpoints-{value}") is None:
                 return None
-            return cls(
-                f"{value} scale", out / "checkpoints", CHECKPOINT_SCALES[value], record["cells"]
-            )
-        config = read_study_config(Path(value))
-        found = study_comparisons(config, Path(value))
+            folder, config, source = out / "checkpoints", CHECKPOINT_SCALES[value], f"{value} scale"
+        else:
+            folder, config = Path(value), read_study_config(Path(value))
+            source = f"the study in {value}"
+        found = study_comparisons(config, folder)
+        if not found:
+            check_study_folder(folder)
+        earlier = study_comparisons(config, folder, readout=EARLIER_READOUT)
         return cls(
-            f"the study in {value}", Path(value), config, {k: c.record() for k, c in found.items()}
+            source,
+            folder,
+            config,
+            {k: c.record() for k, c in found.items()},
+            {k: c.record() for k, c in earlier.items()},
         )
 
     @property
@@ -380,10 +457,15 @@ class CheckpointSection:
         claims = []
         for cell, c in self.cells.items():
             d, p = c["difference"]["log10_ptv"], c["pretrained"]
-            design = f"{cell}: {c['inputs']} inputs, {c['seeds']} twins"
+            design = f"{cell}: {c['inputs']} inputs, {c['seeds']} twins, {c['readout']} readout"
             ours = (
                 f"{design}; log10 PtV {_fmt(p['log10_ptv'])} vs twins "
-                f"{_fmt(c['twins']['log10_ptv'])}, change {_fmt(d)}"
+                f"{_fmt(c['twins']['log10_ptv'])}, change {_fmt(d)}; quantised once more: "
+                f"{_quantisation(c)}"
+            )
+            shape = (
+                f"{ours}; log10 first / valley {_fmt(p['log10_sink_depth'])}, last / valley "
+                f"{_fmt(p['log10_last_depth'])}"
             )
             where = (
                 f"{design}; valley at {_fmt(p['valley_fraction'])} of the context "
@@ -391,6 +473,7 @@ class CheckpointSection:
             )
             for claim, paper, text, key in (
                 (DEEPEN_CLAIM, DEEPEN_PAPER, ours, "deepens"),
+                (PERSIST_CLAIM, PERSIST_PAPER, shape, "persists"),
                 (MIDDLE_CLAIM, MIDDLE_PAPER, where, "middle"),
             ):
                 claims.append(Claim(claim, paper, text, c[key]["verdict"], c[key]["rule"]))
@@ -399,38 +482,53 @@ class CheckpointSection:
     def table(self) -> list[dict[str, Any]]:
         rows = []
         for cell, c in self.cells.items():
+            old = self.earlier.get(cell, {})
             rows.append(
                 {
                     "cell": cell,
                     "log10 PtV pretrained": _fmt(c["pretrained"]["log10_ptv"]),
                     "log10 PtV twins": _fmt(c["twins"]["log10_ptv"]),
                     "change": _fmt(c["difference"]["log10_ptv"]),
+                    "deepens": c["deepens"]["verdict"],
+                    "U persists": c["persists"]["verdict"],
                     "valley (fraction) pretrained": _fmt(c["pretrained"]["valley_fraction"]),
                     "valley twins": _fmt(c["twins"]["valley_fraction"]),
                     "sink share pretrained": _fmt(c["pretrained"]["sink_share"], 3),
                     "sink share twins": _fmt(c["twins"]["sink_share"], 3),
                     "last share pretrained": _fmt(c["pretrained"]["last_share"], 3),
                     "last share twins": _fmt(c["twins"]["last_share"], 3),
+                    "quantisation shift": _quantisation(c),
+                    "change, single-position readout": _fmt(
+                        old.get("difference", {}).get("log10_ptv", {})
+                    ),
+                    "deepens, single-position readout": old.get("deepens", {}).get(
+                        "verdict", "n/a"
+                    ),
                 }
             )
         return rows
 
     def paragraphs(self) -> tuple[str, ...]:
         return (
-            f"Profiles: {self.source}. Each registry checkpoint and its random-init twins "
-            "(same architecture, one per seed) are measured on the same inputs of three "
-            "kinds (random token ids, English prose, Liu's key-value records prompts); an "
-            "input's profile is the Jacobian norm of the final hidden state at the last "
-            "position with respect to each input embedding (measure's influence). Readouts "
-            "are taken on the mean profile over inputs: peak, valley (the smallest "
-            "influence before the last token) and their ratio as in lostmid.theory's "
-            "summary; the share of the first and of the last position.",
-            "Intervals: 95% percentile bootstrap, over inputs for the pretrained model, "
-            "over twins and inputs for the twins (each twin read on its own mean profile, "
-            "so both sides carry the noise of the same number of inputs), and paired over "
-            "inputs for the change. The two rules were stated before the runs "
-            "(lostmid.compare.pretraining) and tested on constructed profiles where the "
-            "answer is yes, no and undecided.",
+            f"Profiles: {self.source}. Each checkpoint and its random-init twins "
+            "(same architecture and initialiser range, one per seed) are measured on the "
+            "same inputs of three kinds (random token ids, English prose, Liu's key-value "
+            "records prompts); an input's profile is the Jacobian norm of the final hidden "
+            "state at the last position with respect to each input embedding (measure's "
+            "influence). Every profile is saved in the study's folder, so any verdict here "
+            "can be judged again without a model.",
+            "Readout (binned): positions 2..L-1 are cut into 32 bins (at least 4 positions "
+            "each) and each bin's level is its mean influence; the valley is the lowest "
+            "level, the peak the largest of the first position, the last and the bins. The "
+            "single smallest position of a mean over a few noisy inputs reads a noisier "
+            "profile as deeper (0.5-1.5 decades at 4 inputs on constructed studies with no "
+            "true change); the binned levels do not. The table also shows the change and "
+            "the verdict under that earlier single-position readout.",
+            "Intervals: 95% jackknife-t over inputs (leave one input out of the pretrained "
+            "model and every twin; the twins' spread over seeds added), a percentile "
+            "bootstrap for the valley's position. The rules were stated before the runs "
+            "(lostmid.compare.pretraining) and fed constructed studies where the answer is "
+            "yes, no and undecided, and a null where the pretrained side is only noisier.",
         )
 
     def figure(self, folder: Path) -> Path:
@@ -442,19 +540,26 @@ class CheckpointSection:
     def record(self) -> dict[str, Any]:
         return {
             "source": self.source,
+            "folder": str(self.folder),
             "config": asdict(self.config),
             "cells": self.cells,
+            "earlier_readout": {"readout": EARLIER_READOUT, "cells": self.earlier},
             "claims": list(self.claims),
         }
 
 
 class CheckpointsPlugin(StandardSection):
     """The real-checkpoint section (:class:`lostmid.reproduce.plan.Section`): SmolLM2 and
-    Gemma 3 against their twins at birth, does pretraining deepen the valley (issue 24)."""
+    Gemma 3 against their twins at birth, does pretraining deepen the valley."""
 
     key = "checkpoints"
     title = "Real checkpoints: does pretraining deepen the valley, and where is it?"
     figure_prefix = "checkpoints"
+
+    def check(self, config: Any) -> None:
+        value = config.scale.checkpoints
+        if value != "off" and value not in CHECKPOINT_SCALES:
+            check_study_folder(Path(value))
 
     def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
         scale = config.scale.checkpoints
@@ -463,7 +568,7 @@ class CheckpointsPlugin(StandardSection):
         return [
             PlannedStage(
                 f"checkpoints-{scale}",
-                {"scale": scale, "seed": 0, "record": 1},
+                {"scale": scale, "seed": 0, "record": 2},
                 partial(checkpoint_stage, scale, out / "checkpoints"),
                 dict,
                 priority=REAL_CHECKPOINT_PRIORITY,
@@ -480,6 +585,14 @@ class CheckpointsPlugin(StandardSection):
 
 
 SECTION = CheckpointsPlugin()
+
+
+def _quantisation(cell: Mapping[str, Any]) -> str:
+    """The quantisation control of a cell's record, in words."""
+    control = cell.get("quantisation")
+    if not control:
+        return "not measured"
+    return f"shift {_fmt(control['shift'])}, {control['verdict']}"
 
 
 def _fmt(e: dict[str, Any], digits: int = 2) -> str:

@@ -61,7 +61,9 @@ class SectionOption:
     def check(self, value: str) -> str:
         """``value`` when it is a choice or a folder with a finished run; else one line
         naming the option, the choices and what a finished run is."""
-        if value in self.choices or any(any(Path(value).glob(g)) for g in self.saved):
+        if value in self.choices:
+            return value
+        if any(any(Path(value).glob(g)) for g in self.saved):
             return value
         raise UserError(
             f"{self.flag} {value}: not {', '.join(self.choices)} or a folder with "
@@ -75,7 +77,7 @@ SECTION_OPTIONS = (
         DOSE_CHOICES,
         ("dose.json",),
         "a finished lostmid sweep --task train-retrieval --out",
-        "The depth dose-response section (issue 19): quick | default | full (the whole "
+        "The depth dose-response section: quick | default | full (the whole "
         "design) | off, or DIR (a finished lostmid sweep --task train-retrieval --out).",
     ),
     SectionOption(
@@ -83,7 +85,7 @@ SECTION_OPTIONS = (
         CHECKPOINT_CHOICES,
         ("study.json",),
         "a finished checkpoint study, benchmarks/bench_checkpoints.py",
-        "The real-checkpoint section (issue 24): SmolLM2-135M and Gemma 3 270M against their "
+        "The real-checkpoint section: SmolLM2-135M and Gemma 3 270M against their "
         "random-init twins: quick (SmolLM2, L = 128) | default (both, L = 512, 3 input "
         "kinds) | full (L = 512 and 2048) | off, or DIR (a finished study).",
     ),
@@ -92,7 +94,7 @@ SECTION_OPTIONS = (
         REAL_CHOICES,
         ("*/retrieve.json",),
         "a finished run of this section: OUT/real-behaviour/SCALE",
-        "The behavioural section for real checkpoints (issue 25): RULER's multi-key needle "
+        "The behavioural section for real checkpoints: RULER's multi-key needle "
         "on SmolLM2-135M and Gemma 3 270M, accuracy by depth: quick (SmolLM2, 512 tokens, 3 "
         "depths x 6) | default (both, 1024 tokens, calibrated, 5 depths x 20) | full (5 "
         "depths x 90) | off, or DIR (a finished OUT/real-behaviour/SCALE).",
@@ -102,7 +104,7 @@ SECTION_OPTIONS = (
         REAL_REMEDY_CHOICES,
         ("remedies.json", "*/remedies.json"),
         "a finished lostmid remedies --model run, or OUT/real-remedies/SCALE",
-        "The inference remedies on real checkpoints (issue 25): the query before and after, "
+        "The inference remedies on real checkpoints: the query before and after, "
         "attention calibration and Ms-PoE against the baseline on RULER's multi-key needle, "
         "a claim row per remedy and checkpoint: quick (SmolLM2, 512 tokens, 4 items a "
         "depth) | default (both, 1024 tokens, 20 a depth; about an hour each) | off (the "
@@ -113,7 +115,7 @@ SECTION_OPTIONS = (
         REAL_LINK_CHOICES,
         ("link.json", "*/link.json"),
         "a finished run of this section: OUT/real-link/SCALE",
-        "Structure and behaviour on the same prompts (issue 25): the gold needle's share of "
+        "Structure and behaviour on the same prompts: the gold needle's share of "
         "the Jacobian and of the answer's gradient against greedy correctness on "
         "SmolLM2-135M and Gemma 3 270M, and the random-init twin: quick (SmolLM2, 512 "
         "tokens, 1 example a depth) | default (both, 1024 tokens, 20 a depth; about 30 min "

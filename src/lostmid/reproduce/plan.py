@@ -52,6 +52,11 @@ class Section(Protocol):
 
     key: str
 
+    def check(self, config: ReproduceConfig) -> None:
+        """Refuse in one line, before any stage runs, what ``collect`` could not read (a
+        folder the configuration names that holds no finished run of the section)."""
+        ...
+
     def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
         """The stages this section adds to the plan (none when it is off)."""
         ...
@@ -84,6 +89,9 @@ class StandardSection:
 
     title: str = ""
     figure_prefix: str = ""
+
+    def check(self, config: ReproduceConfig) -> None:
+        """Nothing to check beyond the option's own (:class:`SectionOption`)."""
 
     def record(self, value: Any) -> Any:
         return value.record()

@@ -391,6 +391,9 @@ class RemediesPlugin:
 
     key = "remedies"
 
+    def check(self, config: Any) -> None:
+        """Nothing to check beyond the option's own."""
+
     def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
         if config.remedies not in ("quick", "default"):
             return []

@@ -172,6 +172,8 @@ def run_reproduce(
     """
     device = run_device(config)
     check_models(config, device)  # fail in seconds, not after a stage
+    for section in registry.SECTIONS:
+        section.check(config)  # a folder a section would read, read now
     folder = FOLDER.open(out, config.record(), overwrite=overwrite)
     store = folder.stages()
     start = time.perf_counter()

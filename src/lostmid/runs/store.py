@@ -60,7 +60,7 @@ class StageStore:
         saved = self._read(path)
         if saved is None or saved.get("config") != to_jsonable(config) or "result" not in saved:
             return None
-        digests = saved.get("outputs")
+        digests = saved.get("output_sha256")
         for output in outputs:
             if not self.output_intact(name, output):
                 return None
@@ -151,7 +151,7 @@ class StageStore:
         self.seconds[name] = time.perf_counter() - start
         record = {"config": config, "result": result, "seconds": self.seconds[name]}
         if outputs:
-            record["outputs"] = {o.name: file_digest(o) for o in outputs if o.is_file()}
+            record["output_sha256"] = {o.name: file_digest(o) for o in outputs if o.is_file()}
         write_json(self.path(name), record)
         self.computed.append(name)
         return result

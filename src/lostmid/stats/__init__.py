@@ -6,7 +6,8 @@ and ``reproduce`` summarise with one definition of each quantity:
 
 * :mod:`~lostmid.stats.intervals`: a proportion's Wilson interval, Newcombe's interval
   of a difference of two proportions, and the 95% Student-t interval over seeds
-  (:class:`Interval`, :func:`seed_interval`, :func:`paired_difference`);
+  (:class:`Interval`, :func:`seed_interval`, :func:`paired_difference`), and the
+  jackknife-t interval of a smooth readout over inputs (:func:`jackknife_interval`);
 * :mod:`~lostmid.stats.ranks`: Spearman's rank correlation (nan where undefined);
 * :mod:`~lostmid.stats.shape`: shape indices of a curve over positions (mean, gap,
   primacy, recency, bias index, and a shape class decided by intervals), for accuracy
@@ -22,6 +23,7 @@ from lostmid.stats.intervals import (
     Interval,
     difference_interval,
     item_bootstrap,
+    jackknife_interval,
     paired_difference,
     seed_interval,
     wilson_interval,
@@ -46,6 +48,7 @@ __all__ = [
     "difference_interval",
     "finite_or_none",
     "item_bootstrap",
+    "jackknife_interval",
     "paired_difference",
     "ranks",
     "reference_points",

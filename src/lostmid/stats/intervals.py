@@ -19,6 +19,17 @@ which is infinite for n = 1 (one seed says nothing about seed-to-seed variation)
 Differences between two arms run on the same seeds are *paired*: the interval is the t
 interval of the n per-seed differences d_s = a_s - b_s. This is the one uncertainty
 convention of every verdict over seeds (remedies, training, behaviour, dose-response).
+
+Over inputs, for a smooth function of means. A readout theta of the mean of n inputs (a
+log ratio of two levels of a mean profile, say) is not a mean itself, so its interval
+is the jackknife's: with theta_(i) the readout without input i,
+
+    se^2 = (n - 1)/n * sum_i (theta_(i) - mean theta_(.))^2 (+ an independent variance),
+    theta ± t_{0.975, n-1} * se.
+
+The jackknife variance is consistent for smooth functions of means (Efron and Tibshirani
+1993, ch. 11); the t quantile with n - 1 degrees of freedom keeps coverage near nominal
+at the few inputs a real-model study affords (benchmarks/bench_readout.py measures it).
 """
 
 from __future__ import annotations
@@ -125,6 +136,28 @@ def paired_difference(remedy: Sequence[float], baseline: Sequence[float]) -> Int
     if a.shape != b.shape:
         raise UserError("paired differences need the same seeds for remedy and baseline")
     return seed_interval((a - b).tolist())
+
+
+def jackknife_interval(
+    full: float, leave_one_out: Sequence[float], extra_variance: float = 0.0
+) -> Interval:
+    """``full`` with its 95% jackknife-t interval from the ``n`` leave-one-out values
+    (module docstring); ``extra_variance`` adds an independent part (e.g. twins' spread
+    over seeds / S). Fewer than 2 values, or non-finite ones: an infinite interval.
+
+    >>> i = jackknife_interval(2.0, [1.5, 2.0, 2.5])  # the mean of [3, 2, 1]
+    >>> round(i.ci_low, 4), round(i.ci_high, 4), i.n  # seed_interval([1, 2, 3])'s
+    (-0.4841, 4.4841, 3)
+    """
+    from scipy.stats import t as student_t
+
+    x = np.asarray(leave_one_out, dtype=np.float64)
+    n = int(x.size)
+    if n < 2 or not (np.all(np.isfinite(x)) and math.isfinite(full)):
+        return Interval(full, -math.inf, math.inf, n)
+    variance = (n - 1) / n * float(((x - x.mean()) ** 2).sum()) + max(extra_variance, 0.0)
+    half = float(student_t.ppf(0.975, n - 1)) * math.sqrt(variance)
+    return Interval(full, full - half, full + half, n)
 
 
 BOOTSTRAP_DRAWS = 4000

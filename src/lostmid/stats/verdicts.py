@@ -11,7 +11,9 @@ its own:
   than the noise floor);
 * a hypothesis about our own data (dose-response, the structure-behaviour link):
   *supported*, *not supported*, *inconclusive*;
-* a remedy against its baseline: *works*, *does not work*, *worse*, *inconclusive*.
+* a remedy against its baseline: *works*, *does not work*, *worse*, *inconclusive*;
+* a control that a verdict must clear (a second quantisation of the weights): *robust*,
+  *not robust*, *inconclusive*.
 
 >>> side_of(0.6, 0.9, 0.5), side_of(0.1, 0.4, 0.5), side_of(0.4, 0.6, 0.5)
 ('above', 'below', 'spans')
@@ -28,6 +30,7 @@ REPRODUCED, PARTLY, NOT_REPRODUCED = "reproduced", "partly", "not reproduced"
 BELOW_RESOLUTION = "below resolution"
 SUPPORTED, NOT_SUPPORTED = "supported", "not supported"
 WORKS, DOES_NOT_WORK, WORSE = "works", "does not work", "worse"
+ROBUST, NOT_ROBUST = "robust", "not robust"
 
 
 def side_of(low: float, high: float, boundary: float) -> str:

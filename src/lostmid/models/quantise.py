@@ -1,0 +1,55 @@
+"""A second quantisation of a model's weights: the size of the error a 4-bit GGUF file
+already carries, applied once more, to bound what quantisation does to a readout.
+
+The registry checkpoints are 4-bit files (Q4_1, Q4_K_M) dequantised to float32; their
+error is unknown since the full-precision weights are not here. Re-quantising the
+dequantised weights on another 4-bit grid moves each weight by an error of the same
+kind and size (symmetric blocks of 32 along each row, scale = max |w| / 7, 15 levels,
+as llama.cpp's Q4_0), so how far a readout moves under it estimates how far the file's
+own quantisation can have moved it. Matrices only (every tensor of 2 or more
+dimensions whose rows hold a whole number of blocks); norms and biases stay as they are.
+
+>>> import torch
+>>> w = torch.tensor([[0.7, -0.35, 0.1, 0.0] * 8])
+>>> q = requantised_tensor(w)
+>>> float((q - w).abs().max()) <= 0.7 / 7 / 2 + 1e-7, sorted(set(q[0, :4].tolist()))[-1]
+(True, 0.699999988079071)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+BLOCK = 32
+LEVELS = 7  # symmetric levels -8..7, scale from the largest magnitude as Q4_0 does
+
+
+def requantised_tensor(weight: torch.Tensor, block: int = BLOCK) -> torch.Tensor:
+    """``weight`` rounded onto a symmetric 4-bit grid, one scale a block of ``block``
+    values along its last dimension (that dimension a multiple of ``block``)."""
+    shape = weight.shape
+    blocks = weight.reshape(-1, block)
+    scale = blocks.abs().amax(dim=1, keepdim=True) / LEVELS
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+    q = torch.clamp(torch.round(blocks / safe), -LEVELS - 1, LEVELS) * scale
+    return q.reshape(shape)
+
+
+@torch.no_grad()
+def requantise(model: Any, block: int = BLOCK) -> dict[str, float]:
+    """Re-quantise every matrix of ``model`` in place (module docstring); returns the
+    matrices' count and the relative root-mean-square change of their weights."""
+    changed, squared, total = 0, 0.0, 0.0
+    seen: set[int] = set()
+    for param in model.parameters():
+        if param.ndim < 2 or param.shape[-1] % block or id(param) in seen:
+            continue
+        seen.add(id(param))  # tied embeddings are one tensor
+        new = requantised_tensor(param.data, block)
+        squared += float(((new - param.data) ** 2).sum())
+        total += float((param.data**2).sum())
+        param.data.copy_(new)
+        changed += 1
+    return {"matrices": changed, "relative_rms_change": (squared / total) ** 0.5 if total else 0.0}
