@@ -20,9 +20,39 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
 from gguf_files import write_tiny_llama_gguf  # noqa: E402
 
 
+class _Templated:
+    """The byte tokenizer with a chat template: the user turn between two markers."""
+
+    def __init__(self) -> None:
+        self.inner = load_tokenizer("bytes")
+        self.name = "templated"
+        self.chat_template = "<u>{{ user }}</u><a>"
+
+    def encode(self, text: str, *, special: bool = False) -> list[int]:
+        return self.inner.encode(text, special=special)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.inner.decode(ids)
+
+    def render_chat(self, user: str) -> str:
+        return f"<u>{user}</u><a>"
+
+
+def test_chat_formatted_inputs() -> None:
+    tok = _Templated()
+    ids = study.input_ids("chat", tok, 256, 3, 400, seed=4)
+    assert ids.shape == (3, 400)
+    stream = bytes(tok.encode(study.prose_text()))
+    for row in ids.tolist():
+        assert bytes(row[:3]) == b"<u>" and bytes(row[-7:]) == b"</u><a>"  # the turns
+        assert bytes(row[3:-7]) in stream  # and a window of the prose inside the user's
+    with pytest.raises(UserError, match="no chat template"):
+        study.input_ids("chat", load_tokenizer("bytes"), 256, 3, 400, seed=4)
+
+
 def test_the_three_input_kinds() -> None:
     tok = load_tokenizer("bytes")
-    for kind in study.INPUT_KINDS:
+    for kind in (k for k in study.INPUT_KINDS if k != "chat"):
         ids = study.input_ids(kind, tok, 256, 3, 400, seed=4)
         assert ids.shape == (3, 400)
         assert np.array_equal(ids, study.input_ids(kind, tok, 256, 3, 400, seed=4))

@@ -8,10 +8,13 @@ on the same N inputs of three kinds:
 * ``text``: windows of English prose, the documentation topics that ship with Python
   (``pydoc_data.topics``), tokenized by the model's own tokenizer;
 * ``records``: Liu et al.'s key-value prompts (UUID records in a JSON object, then the
-  question), as many records as fill L tokens.
+  question), as many records as fill L tokens;
+* ``chat``: the same prose as the user's turn of the model's own chat template, up to the
+  assistant's turn (an instruct model as it is used); only for a model with a template.
 
-Every input starts with the tokens the tokenizer itself adds before a text (Gemma's
-``<bos>``; nothing for SmolLM2), as the model saw in training. One influence profile
+Every input but ``chat`` starts with the tokens the tokenizer itself adds before a text
+(Gemma's ``<bos>``; nothing for SmolLM2), as the model saw in training; a chat input
+starts as its template does. One influence profile
 per input (the Jacobian norm of the final hidden state at position L with respect to
 each input embedding, ``measure``'s definition, ``probes`` Rademacher probes) is saved
 as it is computed (``OUT/profiles/<family>/L<L>/<kind>/<model>.npz``, a row an input),
@@ -44,7 +47,8 @@ from lostmid.models import CHECKPOINTS, load_model
 from lostmid.models.quantise import requantise
 from lostmid.reproduce.plan import REAL_CHECKPOINT_PRIORITY, PlannedStage, StandardSection
 
-INPUT_KINDS = ("random", "text", "records")
+INPUT_KINDS = ("random", "text", "records", "chat")
+CHAT_BODY = "\x00lostmid-body\x00"  # where the prose goes in a rendered chat template
 CONTROLS = ("requantised",)
 """Models a study may add beside the pretrained one and its twins: ``requantised``, the
 pretrained weights quantised once more (:mod:`lostmid.models.quantise`), the
@@ -120,6 +124,18 @@ def input_ids(
         rng = np.random.default_rng(seed)
         starts = rng.integers(0, len(stream) - body, count)
         rows = [prefix + stream[int(s) : int(s) + body] for s in starts]
+    elif kind == "chat":
+        if tok.chat_template is None:
+            raise UserError(f"{tok.name}: no chat template, so no chat-formatted inputs")
+        head_text, _, tail_text = tok.render_chat(CHAT_BODY).partition(CHAT_BODY)
+        head, tail = tok.encode(head_text), tok.encode(tail_text)
+        inside = length - len(head) - len(tail)
+        stream = tok.encode(prose_text())
+        if inside < 1 or len(stream) < inside + 1:
+            raise UserError(f"L = {length} is too short for a chat-formatted input")
+        rng = np.random.default_rng(seed)
+        starts = rng.integers(0, len(stream) - inside, count)
+        rows = [head + stream[int(s) : int(s) + inside] + tail for s in starts]
     elif kind == "records":
         for index in range(count):
             pairs = kv_records(seed, index, max(2, body // 20), 36)  # ~25 tokens a record
@@ -217,7 +233,12 @@ def run_study(
                 for kind in config.kinds
                 for path in [_profiles_path(out, name, length, kind, label)]
             ]
-            left = [cell for cell in cells if not _complete(cell[3], config, cell[1])]
+            left = [
+                cell
+                for cell in cells
+                if not _complete(cell[3], config, cell[1])
+                and not (cell[0] == "chat" and tok.chat_template is None)
+            ]
             if not left:
                 continue
             loaded = load_model(name, init=init, seed=seed)
@@ -616,7 +637,9 @@ def plot_study(folder: Path, config: StudyConfig) -> Any:
     fig, axes = plt.subplots(
         1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False, constrained_layout=True
     )
-    colours = dict(zip(INPUT_KINDS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
+    colours = dict(
+        zip(INPUT_KINDS, ("tab:blue", "tab:orange", "tab:green", "tab:red"), strict=True)
+    )
     for ax, (name, length) in zip(axes[0], panels, strict=True):
         x = np.arange(length) / max(length - 1, 1)
         for kind in config.kinds:
