@@ -137,6 +137,7 @@ def main() -> None:
     parser.add_argument("--probes", type=int, default=1)
     parser.add_argument("--checkpoints", default="smollm2-135m,gemma3-270m")
     parser.add_argument("--controls", default="", help="e.g. requantised")
+    parser.add_argument("--kinds", default="random,text,records,chat")
     parser.add_argument("--stage", help="time reproduce's checkpoint stage at this scale")
     parser.add_argument("--out", type=Path, help="--stage: a new folder for its files")
     args = parser.parse_args()
@@ -154,6 +155,7 @@ def main() -> None:
             twins=args.twins,
             probes=args.probes,
             controls=tuple(c for c in args.controls.split(",") if c),
+            kinds=tuple(args.kinds.split(",")),
         )
         start = time.perf_counter()
         run_study(config, args.study, progress=lambda m: print(m, flush=True))

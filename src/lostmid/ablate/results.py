@@ -24,7 +24,7 @@ from lostmid.typing import Float
 GAP_FACTOR = 2.0
 """A rung "opens the gap" when its best prediction's W1 exceeds this times the floor..."""
 GAP_MIN_W1 = 0.005
-"""... and this (W1 differences below it are under the issue's resolution target)."""
+"""... and this (W1 differences below it are under the resolution target)."""
 PREDICTIONS = (
     "predicted:rollout",
     "predicted:jacobian",

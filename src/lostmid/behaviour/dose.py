@@ -1,6 +1,6 @@
 """The depth dose-response: does the structure at birth shape the order of learning?
 
-The design (issue 19): retrieval models trained from scratch with the gold record drawn
+The design: retrieval models trained from scratch with the gold record drawn
 uniformly, at several depths H (the dose), the same width, task, steps and tokens for
 every depth, several seeds each (seed s uses the same batches and held-out examples at
 every depth). Per run (:mod:`lostmid.behaviour.learning`):

@@ -205,7 +205,7 @@ CPU_HALF_NOTE = (
     "is what is measured"
 )
 """Said in measure.json's notes (and printed) when float16 runs on the cpu: it runs, but
-rarely as meant (issue 28)."""
+rarely as meant."""
 
 
 FOLDER = RunFolder("measure", writes=tuple(FILES))

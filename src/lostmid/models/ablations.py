@@ -3,7 +3,7 @@
 Each function edits the model in place (a built model is cheap; build another to undo)
 and returns a one-line description for result files. They take a
 :class:`~lostmid.models.LoadedModel` or a bare causal LM (its adapter then comes from
-:func:`~lostmid.models.adapters.adapter_for_model`), so the ladder of issue 9 (uniform
+:func:`~lostmid.models.adapters.adapter_for_model`), so the ablation ladder (uniform
 attention and no MLP, + MLP, + attention logits, + positions; frozen norm gains; scaled
 embeddings) works for every family the adapters serve.
 

@@ -90,7 +90,7 @@ def verdict(gap_difference: Interval, accuracy_difference: Interval, margin: flo
 
 
 def halves_gap(remedy_gap: Interval, baseline_gap: Interval) -> bool:
-    """The issue's aim: the remedy's mean gap is at most half the baseline's (and the
+    """The aim: the remedy's mean gap is at most half the baseline's (and the
     baseline has a gap to halve).
 
     >>> halves_gap(Interval(0.1, 0, 0.2, 3), Interval(0.3, 0.2, 0.4, 3))

@@ -61,7 +61,7 @@ from lostmid.stats.verdicts import (
 
 PAPER_PEAK_TO_VALLEY = 100.0
 DEPTH1_EXACT, DEPTH1_TOLERANCE = 0.0, 0.005
-"""Depth 1: the theory is exact (W1 0); the tolerance is issue 9's target W1 <= 0.005."""
+"""Depth 1: the theory is exact (W1 0); the tolerance is the target W1 <= 0.005."""
 DEPTH1_CANDIDATE = "predicted:jacobian"
 
 VERDICT_COLOURS = {

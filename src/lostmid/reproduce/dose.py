@@ -1,4 +1,4 @@
-"""The depth dose-response section of ``lostmid reproduce`` (issue 19).
+"""The depth dose-response section of ``lostmid reproduce``.
 
 The claim "structural primacy at birth predicts behavioural primacy during learning":
 retrieval models trained from scratch at several depths (the dose), gold record drawn
@@ -268,7 +268,7 @@ def _text(interval: Mapping[str, Any] | None, digits: int = 2) -> str:
 class DosePlugin(StandardSection):
     """The depth dose-response section (:class:`lostmid.reproduce.plan.Section`):
     retrieval models of several depths trained alike, the dose at birth against the order
-    of learning (issue 19)."""
+    of learning."""
 
     key = "dose"
     title = "Depth dose-response: does the structure at birth shape the order of learning?"

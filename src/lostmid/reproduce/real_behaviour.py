@@ -1,4 +1,4 @@
-"""The behavioural section for real checkpoints (issue 25): does a real LLM lose the
+"""The behavioural section for real checkpoints: does a real LLM lose the
 middle of what it read?
 
 One stage per checkpoint runs ``lostmid retrieve`` on it (:func:`lostmid.behaviour.run.

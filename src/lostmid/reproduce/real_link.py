@@ -1,4 +1,4 @@
-"""Structure and behaviour on the same prompts, on real checkpoints (issue 25, section 2):
+"""Structure and behaviour on the same prompts, on real checkpoints:
 does the gold span's influence on a real LLM's output say where it loses what it read?
 
 For each example of RULER's multi-key needle at each depth (the behavioural section's

@@ -1,4 +1,4 @@
-"""The inference remedies on real checkpoints (issue 25, section 3): does a published
+"""The inference remedies on real checkpoints: does a published
 inference-time remedy flatten a real LLM's U?
 
 One stage per checkpoint runs ``lostmid remedies`` on it (:func:`lostmid.remedies.run.

@@ -41,7 +41,7 @@ PositionWeight = torch.Tensor | Callable[[int], torch.Tensor]
 
 @dataclass(frozen=True)
 class Interventions:
-    """The next issue's plug-in points; all None is plain next-token training.
+    """The plug-in points; all None is plain next-token training.
 
     loss_weight: per-position weight w_t >= 0 of the next-token loss (0-indexed over the
         T predicted positions), e.g. ``lambda T: torch.ones(T)`` or emphasis on the middle.

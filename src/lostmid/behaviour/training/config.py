@@ -126,7 +126,7 @@ def _optimiser(steps: int, batch: int, model: ModelSpec, seed: int = 0) -> Train
 
 
 DOSE_DEPTHS = (2, 4, 8)
-"""The depths of the depth dose-response (issue 19): presets ``retrieval-depth-H``."""
+"""The depths of the depth dose-response: presets ``retrieval-depth-H``."""
 
 
 def _depth_preset(layers: int) -> RetrievalTrainConfig:
@@ -187,7 +187,7 @@ RETRIEVAL_PRESETS: dict[str, RetrievalTrainConfig] = {
         task=RetrievalTask(task="mqar", pairs=8, vocab=64, queries=4),
         train=_optimiser(3000, 32, _llama_style(2, 128, 4)),
     ),
-    # the depth dose-response (issue 19): the same setting at depths 2, 4 and 8
+    # the depth dose-response: the same setting at depths 2, 4 and 8
     **{f"retrieval-depth-{h}": _depth_preset(h) for h in DOSE_DEPTHS},
     # the dose-response at reproduce's small scales (depth set by --layers, default 2):
     # 6 records, 6 queries a row, width 128, 500 steps; at depth 2 1.00 by step 300, at
