@@ -4,7 +4,7 @@ cache) and the pretrained-vs-twins influence study (issue 24).
     python benchmarks/bench_checkpoints.py --loads
     python benchmarks/bench_checkpoints.py --study results/checkpoints --lengths 512 \
         --inputs 8 --twins 3            # resumable: rerun the same line after a kill
-    python benchmarks/bench_checkpoints.py --table results/checkpoints
+    python benchmarks/bench_checkpoints.py --table results/checkpoints [--readout single]
     python benchmarks/bench_checkpoints.py --stage default --out DIR   # reproduce's stage
 
 ``--loads`` times, in fresh interpreters and with an empty cache folder, the first
@@ -85,7 +85,7 @@ def loads(warm: Path | None) -> None:
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
-def table(folder: Path) -> None:
+def table(folder: Path, readout: str = "binned") -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -97,13 +97,18 @@ def table(folder: Path) -> None:
     )
 
     config = read_study_config(folder)
-    found = study_comparisons(config, folder)
-    grid = Table(*TABLE_HEADER)
+    found = study_comparisons(config, folder, readout=readout)
+    grid = Table(*TABLE_HEADER, title=f"{readout} readout")
     for row in comparison_table(found):
         grid.add_row(*row)
     Console(width=250).print(grid)
     for cell, c in found.items():
-        print(f"{cell}: deepens: {c.deepens.verdict}; valley in the middle: {c.middle.verdict}")
+        control = c.record()["quantisation"]
+        said = "not measured" if control is None else control["verdict"]
+        print(
+            f"{cell}: deepens: {c.deepens.verdict}; the U persists: {c.persists.verdict}; "
+            f"valley in the middle: {c.middle.verdict}; quantisation control: {said}"
+        )
 
 
 def stage(scale: str, out: Path | None) -> None:
@@ -130,7 +135,8 @@ def main() -> None:
     parser.add_argument("--loads", action="store_true")
     parser.add_argument("--warm-cache", type=Path, help="--loads from this filled cache")
     parser.add_argument("--study", type=Path)
-    parser.add_argument("--table", type=Path)
+    parser.add_argument("--table", type=Path, help="judge a finished study's folder again")
+    parser.add_argument("--readout", default="binned", help="--table: binned or single")
     parser.add_argument("--lengths", default="512")
     parser.add_argument("--inputs", type=int, default=8)
     parser.add_argument("--twins", type=int, default=3)
@@ -162,7 +168,7 @@ def main() -> None:
         print(f"study: {time.perf_counter() - start:.0f} s, load {os.getloadavg()[0]:.2f}")
         table(args.study)
     if args.table is not None:
-        table(args.table)
+        table(args.table, args.readout)
 
 
 if __name__ == "__main__":

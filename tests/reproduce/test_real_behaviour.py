@@ -94,3 +94,17 @@ def test_the_section_table_has_no_empty_cell() -> None:
     rows = rb.RealBehaviour("constructed", runs).table()
     assert len(rows) == 6
     assert all(str(v).strip() not in ("", "None", "nan") for row in rows for v in row.values())
+
+
+def test_a_folder_of_another_kind_is_refused_before_any_stage(run_cli, tmp_path) -> None:
+    """A folder that only looks finished (a retrieve.json of another kind) is one line and
+    exit 2 before the run writes anything, not a KeyError after its stages."""
+    (tmp_path / "runs" / "m").mkdir(parents=True)
+    (tmp_path / "runs" / "m" / "retrieve.json").write_text('{"schema": "lostmid.theory/1"}')
+    out = tmp_path / "o"
+    code, _, err = run_cli(
+        "reproduce", "--quick", "--real-behaviour", tmp_path / "runs", "--out", out
+    )
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "not a finished run of this section" in err
+    assert not out.exists()

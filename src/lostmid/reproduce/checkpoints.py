@@ -373,16 +373,25 @@ CHECKPOINT_SCALES = {
         twins=2,
         probes=1,
     ),  # fmt: skip
-    "default": StudyConfig(lengths=(512,), inputs=4, twins=2, probes=1, controls=("requantised",)),
+    "default": StudyConfig(
+        lengths=(512,),
+        kinds=("random", "text", "records"),
+        inputs=4,
+        twins=2,
+        probes=1,
+        controls=("requantised",),
+    ),
     "full": StudyConfig(
         lengths=(512, 2048), inputs=16, twins=3, probes=1, controls=("requantised",)
     ),
 }
 """The section's scales. ``quick``: SmolLM2 only, L = 128, random and text inputs, 3
 inputs, 2 twins (about a minute once the checkpoint is cached). ``default``: both
-checkpoints, L = 512, the three kinds, 4 inputs, 2 twins (about 15 min on 2 cores).
-``full``: L = 512 and 2048, 8 inputs, 3 twins (hours). A folder holding ``study.json``
-(a finished :func:`run_study`, e.g. ``benchmarks/bench_checkpoints.py``) is read back."""
+checkpoints, L = 512, random, text and records, 4 inputs, 2 twins and the quantisation
+control (about 20 CPU-minutes; its intervals are wide: 16 inputs give 0.28-0.53 decade on
+the change, docs/BENCHMARKS.md). ``full``: L = 512 and 2048, every kind, 16 inputs, 3
+twins and the control (hours). A folder holding ``study.json`` (a finished
+:func:`run_study`, e.g. ``benchmarks/bench_checkpoints.py``) is read back."""
 STUDY_JSON = "study.json"
 DEEPEN_CLAIM = "Pretraining deepens the valley"
 DEEPEN_PAPER = "log10 peak-to-valley about 2 at initialisation, about 3 after pretraining"

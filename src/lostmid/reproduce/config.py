@@ -87,7 +87,8 @@ SECTION_OPTIONS = (
         "a finished checkpoint study, benchmarks/bench_checkpoints.py",
         "The real-checkpoint section: SmolLM2-135M and Gemma 3 270M against their "
         "random-init twins: quick (SmolLM2, L = 128) | default (both, L = 512, 3 input "
-        "kinds) | full (L = 512 and 2048) | off, or DIR (a finished study).",
+        "kinds, a quantisation control) | full (L = 512 and 2048, 16 inputs, chat inputs) "
+        "| off, or DIR (a finished study).",
     ),
     SectionOption(
         "real_behaviour",

@@ -164,6 +164,13 @@ class PerModelSection(StandardSection):
             for model in scale.models
         ]
 
+    def check(self, config: ReproduceConfig) -> None:
+        """A folder of finished runs is read now, so that one that is not is refused in
+        one line before any stage runs."""
+        value = getattr(config.scale, self.key)
+        if value != "off" and value not in self.scales:
+            self.result(f"the runs in {value}", Path(value))
+
     def collect(self, config: ReproduceConfig, results: Mapping[str, Any], out: Path) -> Any:
         value = getattr(config.scale, self.key)
         if value == "off":
@@ -216,7 +223,15 @@ class SectionRuns:
         folder = Path(folder)
         one = folder / cls.result_file
         paths = [one] if one.is_file() else sorted(folder.glob(f"*/{cls.result_file}"))
-        runs = [cls.summary(read_json_object(p, option=cls.option), p.parent) for p in paths]
+        runs = []
+        for path in paths:
+            try:
+                runs.append(cls.summary(read_json_object(path, option=cls.option), path.parent))
+            except (KeyError, TypeError, AttributeError, IndexError, ValueError) as err:
+                raise UserError(
+                    f"{cls.option} {folder}: {path} is not a finished run of this section "
+                    f"({type(err).__name__}: {err}); give a folder this section wrote"
+                ) from None
         if not runs:
             raise UserError(
                 f"{cls.option} {folder}: no {cls.result_file} or MODEL/{cls.result_file} there"
