@@ -195,3 +195,30 @@ def test_scale_embeddings_scales_the_table_and_keeps_a_tied_head() -> None:
     assert spread(norms[30.0]) < 0.5 * spread(norms[1.0])
     with pytest.raises(UserError, match="embedding scale factor must be positive"):
         scale_embeddings(loaded, 0.0)
+
+
+def test_a_global_twin_attends_beyond_the_window() -> None:
+    """tiny-gemma3's first layer slides over 16 positions: in that layer alone, the last
+    position cannot see the first; with every layer global it can (exact zero vs not)."""
+    import torch
+
+    from lostmid.models import load_model
+    from lostmid.models.ablations import global_attention_overrides
+    from lostmid.models.load import resolve_config
+
+    overrides = global_attention_overrides(resolve_config("tiny-gemma3"))
+    assert overrides == {"layer_types": ["full_attention", "full_attention"]}
+    assert global_attention_overrides(resolve_config("tiny-qwen2")) is None
+    one = {"num_hidden_layers": 1, "layer_types": ["sliding_attention"]}
+    reach = {}
+    for name, changes in (
+        ("sliding", one),
+        ("global", {**one, **overrides, "layer_types": ["full_attention"]}),
+    ):
+        model = load_model("tiny-gemma3", seed=0, dtype="float64", config_overrides=changes).model
+        ids = torch.arange(40).unsqueeze(0) % 256
+        embeds = model.get_input_embeddings()(ids).detach().requires_grad_(True)
+        last = model(inputs_embeds=embeds, output_hidden_states=True).hidden_states[-1][0, -1]
+        (grad,) = torch.autograd.grad(last.sum(), embeds)
+        reach[name] = float(grad[0, 0].abs().max())
+    assert reach["sliding"] == 0.0 and reach["global"] > 0.0

@@ -260,3 +260,22 @@ def remove_positions(model: LoadedModel | PreTrainedModel) -> str:
     if not removed:
         return "no positional encoding to remove"
     return "positions removed: " + ", ".join(removed)
+
+
+def global_attention_overrides(config: Any) -> dict[str, Any] | None:
+    """Config overrides that make every layer of a sliding-window model attend globally
+    (``layer_types`` all ``full_attention``: Gemma 2/3, Mistral-style configs that list
+    their layers), for a twin without the windows; None for a model with no sliding
+    layer (nothing to remove).
+
+    >>> from types import SimpleNamespace as Config
+    >>> global_attention_overrides(Config(layer_types=["sliding_attention", "full_attention"]))
+    {'layer_types': ['full_attention', 'full_attention']}
+    >>> global_attention_overrides(Config(layer_types=["full_attention"])) is None
+    True
+    """
+    text = getattr(config, "text_config", None) or config
+    kinds = getattr(text, "layer_types", None)
+    if not isinstance(kinds, list) or all(k == "full_attention" for k in kinds):
+        return None
+    return {"layer_types": ["full_attention"] * len(kinds)}

@@ -44,15 +44,19 @@ from lostmid.errors import UserError
 from lostmid.files import write_bytes, write_text
 from lostmid.influence import influence_profile
 from lostmid.models import CHECKPOINTS, load_model
+from lostmid.models.ablations import global_attention_overrides
+from lostmid.models.load import resolve_config
 from lostmid.models.quantise import requantise
 from lostmid.reproduce.plan import REAL_CHECKPOINT_PRIORITY, PlannedStage, StandardSection
 
 INPUT_KINDS = ("random", "text", "records", "chat")
 CHAT_BODY = "\x00lostmid-body\x00"  # where the prose goes in a rendered chat template
-CONTROLS = ("requantised",)
+CONTROLS = ("requantised", "global-twins")
 """Models a study may add beside the pretrained one and its twins: ``requantised``, the
 pretrained weights quantised once more (:mod:`lostmid.models.quantise`), the
-quantisation control a cell's depth must clear."""
+quantisation control a cell's depth must clear; ``global-twins``, for a checkpoint with
+sliding-window layers, twins whose every layer attends globally (``global0``..), so that
+a change is judged with and without the windows' part (cells ``.../KIND/global-twins``)."""
 KV_HEAD = (
     "Extract the value corresponding to the specified key in the JSON object below.\n\nJSON data:\n"
 )
@@ -225,7 +229,10 @@ def run_study(
         models = [("pretrained", "pretrained", 0)] + [
             (f"twin{s}", "random", s) for s in range(config.twins)
         ]
-        models += [(control, "pretrained", 0) for control in config.controls]
+        models += [("requantised", "pretrained", 0)] if "requantised" in config.controls else []
+        globalise = global_attention_overrides(resolve_config(name))
+        if "global-twins" in config.controls and globalise is not None:
+            models += [(f"global{s}", "random", s) for s in range(config.twins)]
         for label, init, seed in models:
             cells = [
                 (kind, length, path, _rows_to_keep(*_read_cell(path), init))
@@ -241,7 +248,8 @@ def run_study(
             ]
             if not left:
                 continue
-            loaded = load_model(name, init=init, seed=seed)
+            overrides = globalise if label.startswith("global") else None
+            loaded = load_model(name, init=init, seed=seed, config_overrides=overrides)
             changed = requantise(loaded.model) if label == "requantised" else None
             for kind, length, path, rows in left:
                 loaded.check_length(length)
@@ -308,6 +316,20 @@ def study_comparisons(
                     requantised=again,
                 )
                 found[f"{name}/L{length}/{kind}"] = comparison
+                if "global-twins" not in config.controls:
+                    continue
+                globals_ = [
+                    _read_rows(_profiles_path(Path(out), name, length, kind, f"global{s}"))
+                    for s in range(config.twins)
+                ]
+                m = min([n, *(g.shape[0] for g in globals_)])
+                if m >= 2:  # the same change, against twins without the windows
+                    found[f"{name}/L{length}/{kind}/global-twins"] = compare_pretraining(
+                        pre[:m],
+                        np.stack([g[:m] for g in globals_]),
+                        readout=readout,
+                        seed=config.seed,
+                    )
     return found
 
 
