@@ -79,6 +79,7 @@ from lostmid.stats.verdicts import (
     NOT_ROBUST,
     REPRODUCED,
     ROBUST,
+    band_side,
     side_of,
 )
 from lostmid.typing import Float
@@ -430,11 +431,8 @@ def quantisation_verdict(shift: tuple[float, float], boundary: float = DEEPENING
     )
     if not (np.isfinite(low) and np.isfinite(high)):
         return Verdict(INCONCLUSIVE, rule + " (no interval)")
-    if -boundary < low and high < boundary:
-        return Verdict(ROBUST, rule)
-    if high <= -boundary or low >= boundary:
-        return Verdict(NOT_ROBUST, rule)
-    return Verdict(INCONCLUSIVE, rule)
+    side = band_side(low, high, -boundary, boundary, closed=False)
+    return Verdict({"inside": ROBUST, "outside": NOT_ROBUST}.get(side, INCONCLUSIVE), rule)
 
 
 Draws = dict[str, np.ndarray]
@@ -580,8 +578,5 @@ def middle_verdict(fraction: tuple[float, float], middle: tuple[float, float] = 
     )
     if not (np.isfinite(low) and np.isfinite(high)):
         return Verdict(INCONCLUSIVE, rule + " (no interval)")
-    if lo <= low and high <= hi:
-        return Verdict(REPRODUCED, rule)
-    if high < lo or low > hi:
-        return Verdict(NOT_REPRODUCED, rule)
-    return Verdict(INCONCLUSIVE, rule)
+    side = band_side(low, high, lo, hi)
+    return Verdict({"inside": REPRODUCED, "outside": NOT_REPRODUCED}.get(side, INCONCLUSIVE), rule)

@@ -45,6 +45,25 @@ def side_of(low: float, high: float, boundary: float) -> str:
     return "spans"
 
 
+def band_side(low: float, high: float, lo: float, hi: float, *, closed: bool = True) -> str:
+    """Where a 95% interval lies against a band [lo, hi] (``closed``) or (lo, hi):
+    ``inside`` (wholly in it), ``outside`` (wholly out of it, on either side) or ``spans``
+    (also for an interval that is not finite).
+
+    >>> band_side(0.3, 0.6, 0.25, 0.75), band_side(0.8, 0.9, 0.25, 0.75)
+    ('inside', 'outside')
+    >>> band_side(-0.5, 0.2, -0.5, 0.5, closed=False), band_side(0.2, 0.9, 0.25, 0.75)
+    ('spans', 'spans')
+    """
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "spans"
+    if (lo <= low and high <= hi) if closed else (lo < low and high < hi):
+        return "inside"
+    if (high < lo or low > hi) if closed else (high <= lo or low >= hi):
+        return "outside"
+    return "spans"
+
+
 def supported_if_above(low: float, high: float, boundary: float) -> str:
     """``supported`` when the interval lies above ``boundary``, ``not supported`` below,
     else ``inconclusive``."""
