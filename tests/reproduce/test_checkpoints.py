@@ -166,12 +166,15 @@ def _write_study(folder: Path, inputs: int, decades: float, seed: int) -> None:
     a position with rare 30x spikes, twins 0.1."""
     from lostmid.compare.nulls import deepened, noisy_inputs, u_profile
 
-    config = study.StudyConfig(checkpoints=("smollm2-135m",), lengths=(2048,), inputs=inputs)
+    kinds = ("random", "text", "records")
+    config = study.StudyConfig(
+        checkpoints=("smollm2-135m",), lengths=(2048,), kinds=kinds, inputs=inputs
+    )
     (folder / "study.json").parent.mkdir(parents=True, exist_ok=True)
     (folder / "study.json").write_text(json.dumps(dataclasses.asdict(config)))
     rng = np.random.default_rng(seed)
     twin = u_profile(2048)
-    for kind in study.INPUT_KINDS:
+    for kind in kinds:
         models = {"pretrained": noisy_inputs(deepened(twin, decades), inputs, 1.3, rng, 0.002)}
         models |= {f"twin{s}": noisy_inputs(twin, inputs, 0.1, rng) for s in range(3)}
         for label, rows in models.items():
