@@ -40,11 +40,15 @@ def saved_outcome(store: StageStore, unit: Unit, spec: TaskSpec, out: Path) -> U
     the unit wrote (same SHA-256: a file copied from another unit, edited or damaged is
     said in one line and the unit recomputed)."""
     start = time.perf_counter()
-    saved = store.load(unit.key, unit.record())
+    if spec.result_file is not None:  # its digest is in the stage record: one read
+        result = unit_folder(out, unit) / spec.result_file
+        saved = store.load(unit.key, unit.record(), outputs=(result,))
+    else:  # a task without a declared file: the one its summary names, read whole
+        saved = store.load(unit.key, unit.record())
+        named = unit_folder(out, unit) / str((saved or {}).get("file", ""))
+        if isinstance(saved, dict) and not store.output_intact(unit.key, named):
+            return None
     if not isinstance(saved, dict):
-        return None
-    result = unit_folder(out, unit) / str(spec.result_file or saved.get("file", ""))
-    if store.load(unit.key, unit.record(), outputs=(result,)) is None:
         return None
     return UnitOutcome(
         key=unit.key,
