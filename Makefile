@@ -3,8 +3,10 @@
 VENV := .venv
 STAMP := $(VENV)/.lostmid-installed
 OUT ?= results
+# the mkdocs banner about its successor is noise in a build log
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
 
-.PHONY: reproduce test lint bench
+.PHONY: reproduce test lint bench docs
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	bash scripts/setup.sh
@@ -13,10 +15,16 @@ reproduce: $(STAMP)
 	$(VENV)/bin/lostmid reproduce --out $(OUT)/reproduce
 
 test: $(STAMP)
-	$(VENV)/bin/ruff format --check src tests benchmarks
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks docs
+	$(VENV)/bin/ruff check src tests benchmarks docs
 	$(VENV)/bin/mypy src/lostmid
+	$(MKDOCS) build --strict --quiet
 	$(VENV)/bin/python -m pytest
+
+# The documentation site, offline, into site/ (mkdocs.yml; docs/hooks.py generates the
+# command pages' options tables and the claims table). Strict: a warning fails it.
+docs: $(STAMP)
+	$(MKDOCS) build --strict
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_theory.py
