@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -166,15 +167,22 @@ def read_claims(path: Path) -> list[dict[str, str]] | None:
 
 
 def claims_table(claims: Sequence[Mapping[str, str]], rules: bool = True) -> str:
-    """The claims as a Markdown table: the paper's statement and number, ours, the
-    verdict in bold, and (``rules``) the rule that turned one into the other."""
-    head = ["claim", "paper", "ours", "verdict", *(["rule"] if rules else [])]
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    """The claims as a Markdown table: the paper's statement and number, ours, and the
+    verdict in bold, with (``rules``) the rule that turned one into the other under it
+    in small type.
+
+    >>> row = {"claim": "U", "paper": "yes", "ours": "a | b", "verdict": "partly"}
+    >>> print(claims_table([row], rules=False))
+    | claim | paper | ours | verdict |
+    | --- | --- | --- | --- |
+    | U | yes | a \\| b | **partly** |
+    """
+    lines = ["| claim | paper | ours | verdict |", "| --- | --- | --- | --- |"]
     for claim in claims:
-        cells = [_cell(claim["claim"]), _cell(claim["paper"]), _cell(claim["ours"])]
-        cells.append(f"**{_cell(claim['verdict'])}**")
-        if rules:
-            cells.append(_cell(claim.get("rule", "")))
+        verdict = f"**{_cell(claim['verdict'])}**"
+        if rules and claim.get("rule"):
+            verdict += f"<br><small>{_cell(claim['rule'])}</small>"
+        cells = [_cell(claim["claim"]), _cell(claim["paper"]), _cell(claim["ours"]), verdict]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -248,7 +256,7 @@ def on_config(config: Any) -> Any:
     pages = [{f"lostmid {name}": f"commands/{name}.md"} for name in [*names, *extra]]
     for entry in config["nav"] or []:
         if isinstance(entry, dict) and "Commands" in entry:
-            entry["Commands"] = ["commands/index.md", *pages]
+            entry["Commands"] = [{"All commands": "commands/index.md"}, *pages]
     return config
 
 
@@ -324,9 +332,23 @@ except ImportError:  # pragma: no cover - only the site build needs it
     Extension = object  # type: ignore[assignment,misc]
 
 
+SPHINX_ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|obj|exc):`(~?)([^`]+)`")
+
+
+def plain_roles(text: str) -> str:
+    r"""Sphinx cross-reference roles (the package's docstrings use them) as inline code;
+    ``~`` keeps the last name only, as Sphinx shows it.
+
+    >>> plain_roles("see :func:`lostmid.stats.shape` and :data:`~lostmid.x.FAITHFUL`")
+    'see `lostmid.stats.shape` and `FAITHFUL`'
+    """
+    return SPHINX_ROLE.sub(lambda m: f"`{m[2].rsplit('.', 1)[-1] if m[1] else m[2]}`", text)
+
+
 class DoctestFences(Extension):  # type: ignore[misc,valid-type]
-    """Fence the doctest examples of every docstring (:func:`fence_doctests`)."""
+    """Docstrings as Markdown reads them: doctest examples fenced as code
+    (:func:`fence_doctests`), Sphinx roles as inline code (:func:`plain_roles`)."""
 
     def on_instance(self, *, obj: Any, **kwargs: Any) -> None:
-        if obj.docstring is not None and ">>>" in obj.docstring.value:
-            obj.docstring.value = fence_doctests(obj.docstring.value)
+        if obj.docstring is not None:
+            obj.docstring.value = plain_roles(fence_doctests(obj.docstring.value))
