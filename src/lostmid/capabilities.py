@@ -13,8 +13,8 @@ Configuration classes and run functions are named as ``module:attribute`` and im
 only when used, so ``lostmid --help`` stays free of torch.
 
 >>> [c.name for c in CAPABILITIES]  # doctest: +NORMALIZE_WHITESPACE
-['theory', 'measure', 'train', 'train-retrieval', 'compare', 'reproduce', 'ablate',
- 'sweep', 'retrieve', 'remedies']
+['theory', 'measure', 'train', 'train-retrieval', 'compare', 'reproduce', 'diagnose',
+ 'ablate', 'sweep', 'retrieve', 'remedies']
 >>> capability("theory").result_file, capability("train-retrieval").command
 ('theory.json', 'train')
 """
@@ -46,7 +46,7 @@ class Capability:
     Attributes:
         name: the capability's name: its ``lostmid`` command (unless :attr:`command`
             says otherwise) and its ``sweep --task``.
-        summary: one line: the command's help and the README's tour.
+        summary: one line: the command's help and its docs page.
         config: ``module:Class`` of its configuration (checked on construction).
         run: ``module:function`` that runs it: ``run(config, *, out, overwrite, console)``.
         kind: the kind of its main result file (a key of :data:`RESULT_KINDS`).
@@ -204,6 +204,16 @@ CAPABILITIES: tuple[Capability, ...] = (
         "reproduce",
         "reproduce.json",
         _reproduce,
+    ),
+    Capability(
+        "diagnose",
+        "Your model in every trained-model study: its profile against random-init twins, "
+        "accuracy by depth, the link, the remedies -> report.html.",
+        "lostmid.reproduce.diagnose:DiagnoseConfig",
+        "lostmid.reproduce.diagnose:run_diagnose",
+        "reproduce",
+        "reproduce.json",
+        sweepable=False,
     ),
     Capability(
         "ablate",

@@ -1,5 +1,5 @@
-"""The README's two retrieve commands that run as written (a heatmap grid, and the same
-examples read back with ``--data``) run, in order, exactly as the README prints them."""
+"""The retrieve page's two commands that run as written (a heatmap grid, and the same
+examples read back with ``--data``) run, in order, exactly as the page prints them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "commands" / "retrieve.md"
 Cli = Callable[..., tuple[int, str, str]]
 
 

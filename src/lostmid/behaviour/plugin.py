@@ -36,7 +36,7 @@ class DepthTask:
 
     Attributes:
         name: ``--task`` value.
-        summary: one line for help and the README.
+        summary: one line for help and the docs.
         generate: the example of an item at a depth and length (:data:`Generator`);
             example ``i`` of a run is a function of (seed, i) only and the depth moves
             only what is asked, so examples at different depths are paired.
@@ -99,7 +99,7 @@ class IndexTask:
 
     Attributes:
         name: ``--task`` value.
-        summary: one line for help and the README.
+        summary: one line for help and the docs.
         draw: the records of item ``i`` (:data:`Drawer`), a function of (seed, i) only,
             so the examples at different gold indices are paired.
         ask: the question about one record of records kept in order (:data:`Asker`);

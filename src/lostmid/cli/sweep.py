@@ -82,7 +82,7 @@ def _run(
             f"errors in {out / 'sweep.json'}; rerun the same command to retry them",
             highlight=False,
         )
-        raise SystemExit(1)  # a failed unit is not a usage error: exit 1 (README)
+        raise SystemExit(1)  # a failed unit is not a usage error: exit 1 (docs: sweep)
 
 
 COMMAND = command(

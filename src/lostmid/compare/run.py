@@ -83,7 +83,7 @@ class CompareResult:
         return self.scorecard.candidates
 
     def record(self) -> dict[str, Any]:
-        """The compare.json layout (see the README of compare)."""
+        """The compare.json layout (docs/commands/compare.md)."""
         card = self.scorecard
         m = card.measured
         first = next(iter(card.candidates.values()), None)

@@ -195,7 +195,7 @@ class FloorBudget:
 
 
 FLOOR_TARGET = 0.005
-"""Issue 9's target for the W1 noise floor between seeds."""
+"""The target for the W1 noise floor between seeds (the paper's tolerance)."""
 
 
 @dataclass(frozen=True, eq=False)
