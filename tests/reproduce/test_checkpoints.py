@@ -68,8 +68,10 @@ def test_the_three_input_kinds() -> None:
 
 
 def test_bad_designs_are_refused() -> None:
-    with pytest.raises(UserError, match="unknown checkpoint 'gpt5'"):
-        study.StudyConfig(checkpoints=("gpt5",))
+    with pytest.raises(UserError, match="at least one model"):
+        study.StudyConfig(checkpoints=())
+    with pytest.raises(UserError, match="at least one model"):
+        study.StudyConfig(checkpoints=(" ",))
     with pytest.raises(UserError, match="unknown input kind 'audio'"):
         study.StudyConfig(kinds=("audio",))
     with pytest.raises(UserError, match=">= 2 inputs"):

@@ -35,9 +35,7 @@ from lostmid.behaviour.example import RetrievalExample
 from lostmid.behaviour.tokenizers import Tokenizer
 from lostmid.checks import check_choice
 from lostmid.errors import UserError
-
-CHAT_TEMPLATES = ("auto", "on", "off")
-ANSWER_PREFIXES = ("on", "off")
+from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ from lostmid.behaviour.grid import DESIGNS
 from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
 from lostmid.behaviour.needles import NEEDLE_TYPES
 from lostmid.behaviour.niah import HAYSTACKS
-from lostmid.behaviour.prompts import ANSWER_PREFIXES, CHAT_TEMPLATES
 from lostmid.behaviour.registry import DEPTH_TASKS, depth_task, index_task, task_names
 from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
+from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES
 
 PASSES = ("generate", "teacher", "both")
 NIAH_LENGTH = 1024

@@ -44,7 +44,7 @@ SCALE_OVERRIDES = (
     "behaviour_seeds",
     *(option.field for option in SECTION_OPTIONS),  # the sections with scales of their own
 )
-FLAGS = {"models": Flag(parse=parse_models)} | {
+FLAGS = {"models": Flag(parse=parse_models), "trained": Flag(parse=parse_models)} | {
     f: Flag(
         override="the scale's", parse=partial(seed_arg, flag=flag_name(f)) if "seeds" in f else None
     )

@@ -257,6 +257,61 @@ def check_model_memory(config: Any, spec: str, dtype: str, available: float | No
     )
 
 
+def check_trained_model(
+    spec: str,
+    length: int,
+    *,
+    layout: bool = False,
+    dtype: str = "float32",
+    option: str = "--model",
+) -> dict[str, Any]:
+    """Refuse in one line, before any compute, a model a trained-model study cannot use
+    at ``length`` tokens: no weights (a preset, a folder with only config.json), a config
+    no model of it can run, weights larger than the free memory (with the estimate), a
+    context shorter than ``length``, or (``layout``: for a study that hooks attention or
+    embeddings) an architecture no family adapter reads, checked on a one-layer model
+    built from its config (a fraction of a second). Returns the model's size facts.
+
+    >>> check_trained_model("tiny-gpt2", 64)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    lostmid.errors.UserError: --model tiny-gpt2: a preset holds only the architecture; ...
+    """
+    from lostmid.models.budget import parameter_count, shape_of
+
+    source, config, weights, _ = _resolve(spec)
+    if weights is None:
+        what = "a preset holds only the architecture" if source == "preset" else "no weights"
+        raise UserError(
+            f"{option} {spec}: {what}; a trained-model study needs weights (a folder with "
+            "them, a .gguf file or a cached hub id)"
+        )
+    check_model_shape(config, spec)
+    check_model_memory(config, spec, dtype)
+    shape = shape_of(config)
+    positions = shape["positions"]
+    if positions and positions < length:
+        raise UserError(
+            f"{option} {spec}: its context is {positions} tokens, shorter than the {length} "
+            "this scale's studies read; choose a smaller scale"
+        )
+    if layout:
+        from lostmid.models.adapters import FamilyAdapter
+
+        one_layer = {"num_hidden_layers": 1, "vocab_size": 512}
+        adapter = load_model(spec, config_overrides=one_layer, size_check=False).adapter
+        if type(adapter) is FamilyAdapter:  # the generic fallback: no layout found
+            raise UserError(
+                f"{option} {spec}: no family adapter reads its layout ({adapter.reason}); "
+                "the remedies and the link need one (docs: architecture, a new family)"
+            )
+    return {
+        "parameters": parameter_count(config),
+        "layers": shape["layers"],
+        "positions": positions,
+        "source": source,
+    }
+
+
 def resolve_config(
     spec: str,
     *,

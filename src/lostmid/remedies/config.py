@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lostmid.behaviour.prompts import ANSWER_PREFIXES, CHAT_TEMPLATES
 from lostmid.behaviour.retrieve_config import check_lead_in
 from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
+from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES
 
 TRAINING_DEFAULT = (
     "baseline",

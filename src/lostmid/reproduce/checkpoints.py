@@ -29,7 +29,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,8 +45,9 @@ from lostmid.files import write_bytes, write_text
 from lostmid.influence import influence_profile
 from lostmid.models import CHECKPOINTS, load_model
 from lostmid.models.ablations import global_attention_overrides
-from lostmid.models.load import resolve_config
+from lostmid.models.load import check_trained_model, resolve_config
 from lostmid.models.quantise import requantise
+from lostmid.reproduce.config import model_slug
 from lostmid.reproduce.plan import REAL_CHECKPOINT_PRIORITY, PlannedStage, StandardSection
 
 INPUT_KINDS = ("random", "text", "records", "chat")
@@ -81,11 +82,11 @@ class StudyConfig:
         for control in self.controls:
             if control not in CONTROLS:
                 raise UserError(f"unknown control {control!r}; controls: {', '.join(CONTROLS)}")
-        for name in self.checkpoints:
-            if name not in CHECKPOINTS:
-                raise UserError(
-                    f"unknown checkpoint {name!r}; registry checkpoints: {', '.join(CHECKPOINTS)}"
-                )
+        if not self.checkpoints or not all(str(n).strip() for n in self.checkpoints):
+            raise UserError(
+                "a study needs at least one model: a registry checkpoint "
+                f"({', '.join(CHECKPOINTS)}), a Hugging Face folder, a .gguf file or a hub id"
+            )
         for kind in self.kinds:
             if kind not in INPUT_KINDS:
                 raise UserError(f"unknown input kind {kind!r}; kinds: {', '.join(INPUT_KINDS)}")
@@ -164,8 +165,10 @@ def input_ids(
     return ids
 
 
-def _profiles_path(out: Path, family: str, length: int, kind: str, model: str) -> Path:
-    return out / "profiles" / family / f"L{length}" / kind / f"{model}.npz"
+def _profiles_path(out: Path, checkpoint: str, length: int, kind: str, model: str) -> Path:
+    """Where a cell's profiles are: a registry name as is, any other spec (a folder, a
+    .gguf file) as its file-name slug."""
+    return out / "profiles" / model_slug(checkpoint) / f"L{length}" / kind / f"{model}.npz"
 
 
 def _read_rows(path: Path) -> np.ndarray:
@@ -455,10 +458,20 @@ def check_study_folder(folder: Path) -> None:
     )
 
 
-def checkpoint_stage(scale: str, folder: Path) -> dict[str, Any]:
-    """Run (or resume) the study of ``scale`` in ``folder``; the comparisons' records."""
+def scale_study(scale: str, models: Sequence[str] = ()) -> StudyConfig:
+    """The study of a scale, on ``models`` when given (else the scale's checkpoints).
+
+    >>> scale_study("quick", ("./my-model",)).checkpoints
+    ('./my-model',)
+    """
     config = CHECKPOINT_SCALES[scale]
-    found = run_study(config, folder)
+    return replace(config, checkpoints=tuple(models)) if models else config
+
+
+def checkpoint_stage(scale: str, folder: Path, models: Sequence[str] = ()) -> dict[str, Any]:
+    """Run (or resume) the study of ``scale`` (on ``models`` when given) in ``folder``;
+    the comparisons' records."""
+    found = run_study(scale_study(scale, models), folder)
     return {"cells": {cell: c.record() for cell, c in found.items()}}
 
 
@@ -478,15 +491,18 @@ class CheckpointSection:
     earlier: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, value: str, results: Mapping[str, Any], out: Path) -> CheckpointSection | None:
-        """Judged from the study's folder (its saved profiles): a scale's, once its stage
-        has finished, or a finished study's folder given by the user."""
+    def of(
+        cls, value: str, results: Mapping[str, Any], out: Path, models: Sequence[str] = ()
+    ) -> CheckpointSection | None:
+        """Judged from the study's folder (its saved profiles): a scale's (on ``models``
+        when given), once its stage has finished, or a finished study's folder."""
         if value == "off":
             return None
         if value in CHECKPOINT_SCALES:
             if results.get(f"checkpoints-{value}") is None:
                 return None
-            folder, config, source = out / "checkpoints", CHECKPOINT_SCALES[value], f"{value} scale"
+            folder, config = out / "checkpoints", scale_study(value, models)
+            source = f"{value} scale"
         else:
             folder, config = Path(value), read_study_config(Path(value))
             source = f"the study in {value}"
@@ -614,16 +630,21 @@ class CheckpointsPlugin(StandardSection):
         value = config.scale.checkpoints
         if value != "off" and value not in CHECKPOINT_SCALES:
             check_study_folder(Path(value))
+        if value in CHECKPOINT_SCALES and config.trained:
+            for name in config.trained:
+                for length in CHECKPOINT_SCALES[value].lengths:
+                    check_trained_model(name, length, option="--trained")
 
     def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
         scale = config.scale.checkpoints
         if scale not in CHECKPOINT_SCALES:
             return []
+        models = {"models": list(config.trained)} if config.trained else {}  # only when set
         return [
             PlannedStage(
                 f"checkpoints-{scale}",
-                {"scale": scale, "seed": 0, "record": 2},
-                partial(checkpoint_stage, scale, out / "checkpoints"),
+                {"scale": scale, "seed": 0, "record": 2} | models,
+                partial(checkpoint_stage, scale, out / "checkpoints", config.trained),
                 dict,
                 priority=REAL_CHECKPOINT_PRIORITY,
             )
@@ -632,7 +653,7 @@ class CheckpointsPlugin(StandardSection):
     def collect(
         self, config: Any, results: Mapping[str, Any], out: Path
     ) -> CheckpointSection | None:
-        return CheckpointSection.of(config.scale.checkpoints, results, out)
+        return CheckpointSection.of(config.scale.checkpoints, results, out, config.trained)
 
     def figures(self, value: CheckpointSection, folder: Path) -> dict[str, Path]:
         return {"checkpoints": value.figure(folder)}

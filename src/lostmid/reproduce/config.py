@@ -16,6 +16,7 @@ from typing import Any
 
 from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
+from lostmid.models.spec import ModelSpec
 from lostmid.remedies.config import LAWS, REMEDIES_SCALES
 from lostmid.train.config import TRAIN_PRESETS
 
@@ -149,6 +150,11 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "remedies": "Add the remedies section: quick | default (run lostmid remedies at that "
     "scale under OUT/remedies, resumable) or DIR (a finished lostmid remedies --out, or "
     "DIR/tilt and DIR/replace: one run per --law, a claim row each).",
+    "trained": "Models of the trained-model sections (default: the two registry "
+    "checkpoints): names, HF folders, .gguf files or cached hub ids, comma-separated.",
+    "chat_template": "How the trained models are prompted: auto (the tokenizer's template "
+    "when it has one) | on | off.",
+    "answer_prefix": "on: the answer starts inside the prompt | off: the prompt asks and stops.",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 } | {option.field: option.help for option in SECTION_OPTIONS}
@@ -327,11 +333,17 @@ class ReproduceConfig:
     seed: int = 0
     device: str = "auto"
     remedies: str | None = None
+    trained: tuple[str, ...] = ()
+    chat_template: str = "auto"
+    answer_prefix: str = "on"
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
         self.seeds(), self.train_seeds(), self.behaviour_seeds()  # the seeds from --seed
-        if not self.models:
+        object.__setattr__(self, "models", tuple(self.models))
+        object.__setattr__(self, "trained", tuple(self.trained))
+        self.trained_specs(())  # the prompt options, checked now
+        if not self.models and not self.trained:
             raise UserError("--models is empty; give at least one model spec")
         if self.remedies is not None and self.remedies not in REMEDIES_SCALES:
             path = Path(self.remedies)
@@ -351,13 +363,25 @@ class ReproduceConfig:
         seed: int = 0,
         device: str = "auto",
         remedies: str | None = None,
+        trained: tuple[str, ...] = (),
+        chat_template: str = "auto",
+        answer_prefix: str = "on",
         **overrides: Any,
     ) -> ReproduceConfig:
         """The named scale with the fields of :class:`Scale` in ``overrides`` that are
         not None replacing its own (``length``, ``seeds``, ``train_steps``, ...)."""
         check_choice("scale", name, SCALES)
         scale = replace(SCALES[name], **{k: v for k, v in overrides.items() if v is not None})
-        return cls(scale=scale, models=tuple(models), seed=seed, device=device, remedies=remedies)
+        return cls(
+            scale=scale,
+            models=tuple(models),
+            seed=seed,
+            device=device,
+            remedies=remedies,
+            trained=tuple(trained),
+            chat_template=chat_template,
+            answer_prefix=answer_prefix,
+        )
 
     def seeds(self) -> list[int]:
         """The seeds of every model (:func:`lostmid.checks.seed_set`: a count N is
@@ -372,14 +396,26 @@ class ReproduceConfig:
         """The seeds of the retrieval runs (as :meth:`seeds`)."""
         return list(seed_set(self.scale.behaviour_seeds, self.seed, "--behaviour-seeds"))
 
+    def trained_specs(self, default: tuple[str, ...]) -> tuple[ModelSpec, ...]:
+        """The models of the trained-model sections: ``--trained`` when given, else the
+        section's own ``default`` (its scale's registry checkpoints), each with the run's
+        prompt format (:class:`~lostmid.models.spec.ModelSpec`)."""
+        return tuple(
+            ModelSpec(name, self.chat_template, self.answer_prefix)
+            for name in (self.trained or default)
+        )
+
     def record(self) -> dict[str, Any]:
-        return {
+        record = {
             "scale": asdict(self.scale),
             "models": list(self.models),
             "seed": self.seed,
             "device": self.device,
             "remedies": self.remedies,
         }
+        # only when set, so that a folder written before these options resumes
+        trained = {"trained": list(self.trained)} if self.trained else {}
+        return record | trained | ModelSpec("-", self.chat_template, self.answer_prefix).options()
 
 
 def parse_models(text: str) -> tuple[str, ...]:

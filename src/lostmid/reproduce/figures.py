@@ -142,6 +142,8 @@ def make_figures(
     """The core's figures: the summary (with the behavioural U when the run has one) and
     each model's; returns name -> path. Each section adds its own
     (:meth:`lostmid.reproduce.plan.Section.figures`)."""
+    if not analyses and behaviour is None:  # the trained-model sections alone: their own
+        return {}
     figures: dict[str, Path] = {"summary": summary_figure(analyses, behaviour, folder)}
     for analysis in analyses.values():
         figures |= model_figures(analysis, folder)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from lostmid.compare.claims import Claim
+    from lostmid.models.spec import ModelSpec
     from lostmid.report.html import Report
     from lostmid.reproduce.config import ReproduceConfig
 
@@ -129,9 +130,10 @@ class PerModelSection(StandardSection):
     scales: Mapping[str, Any] = {}
     folder: str = ""
     figure: str = ""
+    needs_layout: bool = False  # hooks inside the model (a family adapter's layout)
 
     @staticmethod
-    def stage(scale: str, model: str, seed: int, folder: Path) -> dict[str, Any]:
+    def stage(scale: str, model: ModelSpec | str, seed: int, folder: Path) -> dict[str, Any]:
         raise NotImplementedError
 
     def result(self, source: str, runs: tuple[Mapping[str, Any], ...] | Path) -> Any:
@@ -147,29 +149,40 @@ class PerModelSection(StandardSection):
         scale = self.scales.get(getattr(config.scale, self.key))
         if scale is None:
             return []
+        # the prompt options enter a stage's record only when set (ModelSpec.options)
         return [
             PlannedStage(
-                f"{self.folder}-{scale.name}-{model_slug(model)}",
-                {"scale": scale.name, "model": model, "seed": config.seed, "record": 1},
+                f"{self.folder}-{scale.name}-{model_slug(spec.name)}",
+                {"scale": scale.name, "model": spec.name, "seed": config.seed, "record": 1}
+                | spec.options(),
                 partial(
                     self.stage,
                     scale.name,
-                    model,
+                    spec,
                     config.seed,
-                    out / self.folder / scale.name / model_slug(model),
+                    out / self.folder / scale.name / model_slug(spec.name),
                 ),
                 dict,
                 priority=REAL_CHECKPOINT_PRIORITY,
             )
-            for model in scale.models
+            for spec in config.trained_specs(tuple(scale.models))
         ]
 
     def check(self, config: ReproduceConfig) -> None:
         """A folder of finished runs is read now, so that one that is not is refused in
-        one line before any stage runs."""
+        one line before any stage runs; so is a ``--trained`` model this scale cannot
+        study (:func:`lostmid.models.load.check_trained_model`)."""
         value = getattr(config.scale, self.key)
         if value != "off" and value not in self.scales:
             self.result(f"the runs in {value}", Path(value))
+        scale = self.scales.get(value)
+        if scale is not None and config.trained:
+            from lostmid.models.load import check_trained_model
+
+            for name in config.trained:
+                check_trained_model(
+                    name, scale.length, layout=self.needs_layout, option="--trained"
+                )
 
     def collect(self, config: ReproduceConfig, results: Mapping[str, Any], out: Path) -> Any:
         value = getattr(config.scale, self.key)

@@ -32,6 +32,7 @@ from typing import Any
 
 from lostmid.compare.claims import Claim
 from lostmid.files import read_json_object
+from lostmid.models.spec import ModelSpec
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
@@ -64,12 +65,14 @@ class RealScale:
     band: tuple[float, float] = (0.3, 0.8)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    def retrieve_config(self, model: str, seed: int) -> Any:
-        """The :class:`~lostmid.behaviour.retrieve_config.RetrieveConfig` of ``model``."""
+    def retrieve_config(self, model: ModelSpec | str, seed: int) -> Any:
+        """The :class:`~lostmid.behaviour.retrieve_config.RetrieveConfig` of ``model``
+        (prompted in its spec's format)."""
         from lostmid.behaviour.retrieve_config import RetrieveConfig
 
+        spec = ModelSpec.of(model)
         return RetrieveConfig(
-            model=model,
+            model=spec.name,
             task=self.task,
             length=self.length,
             positions=self.depths,
@@ -79,7 +82,8 @@ class RealScale:
             band=self.band,
             pilot_examples=self.pilot_examples,
             passes="generate",
-            chat_template="auto",
+            chat_template=spec.chat_template,
+            answer_prefix=spec.answer_prefix,
             seed=seed,
             **self.extra,
         )
@@ -107,13 +111,13 @@ def shape_verdict(shape: str, in_band: bool | None) -> str:
     return REPRODUCED if shape == "U" else NOT_REPRODUCED
 
 
-def real_stage(scale: str, model: str, seed: int, folder: Path) -> dict[str, Any]:
+def real_stage(scale: str, model: ModelSpec | str, seed: int, folder: Path) -> dict[str, Any]:
     """Run (or resume: retrieve keeps its cells as stages) ``retrieve`` on ``model``."""
     from lostmid.behaviour.run import run_retrieve
 
     config = REAL_SCALES[scale].retrieve_config(model, seed)
     run_replacing(run_retrieve, config, folder)
-    return summary_record(read_json_object(folder / RESULT), model, folder)
+    return summary_record(read_json_object(folder / RESULT), config.model, folder)
 
 
 def summary_record(result: Mapping[str, Any], model: str, folder: Path) -> dict[str, Any]:

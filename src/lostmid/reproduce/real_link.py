@@ -46,6 +46,7 @@ import numpy as np
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.files import read_json_object, write_text
+from lostmid.models.spec import ModelSpec
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.reproduce.real_behaviour import CHECKPOINTS
 from lostmid.runs.folder import RunFolder
@@ -94,10 +95,12 @@ class LinkScale:
     probes: int = 1
     task: str = "niah-multikey"
 
-    def design(self, model: str, seed: int) -> dict[str, Any]:
-        """What decides the run's records (the claim of its folder)."""
+    def design(self, model: ModelSpec | str, seed: int) -> dict[str, Any]:
+        """What decides the run's records (the claim of its folder); the answer prefix
+        only when it is not the default (``on``), so that older folders resume."""
+        spec = ModelSpec.of(model)
         return {
-            "model": model,
+            "model": spec.name,
             "task": self.task,
             "length": self.length,
             "distractors": self.distractors,
@@ -108,9 +111,9 @@ class LinkScale:
             "probes": self.probes,
             "seed": seed,
             "twin_seed": 0,
-            "chat_template": "auto",
+            "chat_template": spec.chat_template,
             "scoring": "substring",
-        }
+        } | ({"answer_prefix": spec.answer_prefix} if spec.answer_prefix != "on" else {})
 
 
 LINK_SCALES = {
@@ -235,7 +238,9 @@ def link_run(
         seen = {(r["model"], r["depth"], r["index"]) for r in records}
         model = str(design["model"])
         tokenizer = tokenizer_for_model(model)
-        fmt = prompt_format(str(design["chat_template"]), tokenizer, "on")
+        fmt = prompt_format(
+            str(design["chat_template"]), tokenizer, str(design.get("answer_prefix", "on"))
+        )
         arms: tuple[tuple[str, str, int], ...] = (
             (PRETRAINED, "pretrained", int(design["per_depth"])),
             (TWIN, "random", int(design["twin_per_depth"])),
@@ -330,7 +335,7 @@ def summarise(records: Sequence[Mapping[str, Any]], design: Mapping[str, Any]) -
     }
 
 
-def link_stage(scale: str, model: str, seed: int, folder: Path) -> dict[str, Any]:
+def link_stage(scale: str, model: ModelSpec | str, seed: int, folder: Path) -> dict[str, Any]:
     """The section's stage: :func:`link_run` at ``scale``; the summary with its folder."""
 
     def run(design: dict[str, Any], out: Path, overwrite: bool = False) -> None:
@@ -479,6 +484,7 @@ class RealLinkPlugin(PerModelSection):
     figure = "link.png"
     result_type = RealLink
     stage = staticmethod(link_stage)
+    needs_layout = True  # the needle's share of the Jacobian hooks the embeddings
 
 
 SECTION = RealLinkPlugin()

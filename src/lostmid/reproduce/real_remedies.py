@@ -32,6 +32,7 @@ from typing import Any
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
 from lostmid.files import read_json_object
+from lostmid.models.spec import ModelSpec
 from lostmid.remedies.stats import RULE as REMEDY_RULE
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.reproduce.real_behaviour import CHECKPOINTS
@@ -86,13 +87,17 @@ class RealRemedyScale:
     task: str = "niah-multikey"
     lead_in: str = "learn"  # teacher forcing after what the model writes before the answer
 
-    def remedies_config(self, model: str, seed: int) -> Any:
-        """The :class:`~lostmid.remedies.config.RemediesConfig` of ``model``."""
+    def remedies_config(self, model: ModelSpec | str, seed: int) -> Any:
+        """The :class:`~lostmid.remedies.config.RemediesConfig` of ``model`` (prompted in
+        its spec's format)."""
         from lostmid.remedies.config import RemediesConfig
 
+        spec = ModelSpec.of(model)
         return RemediesConfig(
             remedies=("baseline", *REMEDIES),
-            model=model,
+            model=spec.name,
+            chat_template=spec.chat_template,
+            answer_prefix=spec.answer_prefix,
             task=self.task,
             length=self.length,
             examples=self.examples,
@@ -109,7 +114,7 @@ REAL_REMEDY_SCALES = {
 }
 
 
-def remedies_stage(scale: str, model: str, seed: int, folder: Path) -> dict[str, Any]:
+def remedies_stage(scale: str, model: ModelSpec | str, seed: int, folder: Path) -> dict[str, Any]:
     """Run (or resume: remedies keeps each arm as a stage) ``remedies`` on ``model``."""
     from lostmid.remedies.run import run_remedies
 
@@ -237,6 +242,7 @@ class RealRemediesPlugin(PerModelSection):
     figure = "remedies.png"
     result_type = RealRemedies
     stage = staticmethod(remedies_stage)
+    needs_layout = True  # the remedies hook attention
 
 
 SECTION = RealRemediesPlugin()

@@ -248,12 +248,23 @@ def build_report(result: ReproduceResult) -> Report:
     depth 1, positional encodings, depth growth, training dynamics, behaviour, remedies
     and provenance."""
     scale, meta = result.config.scale, result.metadata
+    trained = ", ".join(result.config.trained)
+    title = (
+        "Lost in the middle at birth: does the exact theory predict real models?"
+        if result.models or not trained
+        else f"Where does {trained} lose the middle?"
+    )
+    design = (
+        f"lostmid reproduce, scale '{scale.name}' (L = {scale.length}, "
+        f"{len(result.config.seeds())} seeds x {scale.samples} samples x "
+        f"{scale.probes} probes)"
+        if result.models
+        else f"lostmid diagnose {trained}, scale '{scale.name}'"
+    )
     report = Report(
-        "Lost in the middle at birth: does the exact theory predict real models?",
+        title,
         subtitle=(
-            f"lostmid reproduce, scale '{scale.name}' (L = {scale.length}, "
-            f"{len(result.config.seeds())} seeds x {scale.samples} samples x "
-            f"{scale.probes} probes), "
+            f"{design}, "
             f"finished {meta['finished_utc']}; stages took {_stage_seconds(meta):.0f} s of "
             f"compute ({len(meta['stages']['reused'])} reused from an earlier run), this "
             f"invocation {meta['timings_s']['total']:.0f} s"
@@ -282,6 +293,31 @@ def build_report(result: ReproduceResult) -> Report:
         paragraphs=[UNCERTAINTY],
         verdicts=result.claims,
     )
+    if result.models:  # the at-init core; a run of the trained-model sections alone has none
+        _core_sections(report, result, counts)
+    for section in registry.SECTIONS:  # each section's own part (lostmid.reproduce.sections)
+        section.report(report, result.section(section.key), result.figures)
+    report.add_section(
+        "Provenance",
+        paragraphs=[
+            f"Stages computed in this run: {', '.join(meta['stages']['computed']) or 'none'}; "
+            f"reused from an earlier run: {', '.join(meta['stages']['reused']) or 'none'}.",
+            "Every number here is in reproduce.json and claims.json next to this file; each "
+            "stage's inputs and outputs are in stages/; MODEL/seed-S/measure.json are the "
+            "per-seed measurements (lostmid compare --predict --measured ... scores them "
+            "the same way).",
+        ],
+        code=json.dumps(
+            {k: meta[k] for k in ("config", "versions", "timings_s", "platform")}, indent=1
+        ),
+    )
+    return report
+
+
+def _core_sections(report: Report, result: ReproduceResult, counts: Mapping[str, int]) -> None:
+    """The at-init core's sections: how to read the claims, the findings, the noise
+    floors, each model's comparison, depth 1, positional encodings, growth with depth."""
+    scale = result.config.scale
     report.add_section(
         "How to read the claims",
         paragraphs=[
@@ -395,20 +431,3 @@ def build_report(result: ReproduceResult) -> Report:
             table=depth_rows,
             figures=figures_named(result.figures, "depth-"),
         )
-    for section in registry.SECTIONS:  # each section's own part (lostmid.reproduce.sections)
-        section.report(report, result.section(section.key), result.figures)
-    report.add_section(
-        "Provenance",
-        paragraphs=[
-            f"Stages computed in this run: {', '.join(meta['stages']['computed']) or 'none'}; "
-            f"reused from an earlier run: {', '.join(meta['stages']['reused']) or 'none'}.",
-            "Every number here is in reproduce.json and claims.json next to this file; each "
-            "stage's inputs and outputs are in stages/; MODEL/seed-S/measure.json are the "
-            "per-seed measurements (lostmid compare --predict --measured ... scores them "
-            "the same way).",
-        ],
-        code=json.dumps(
-            {k: meta[k] for k in ("config", "versions", "timings_s", "platform")}, indent=1
-        ),
-    )
-    return report

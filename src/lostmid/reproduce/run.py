@@ -30,7 +30,7 @@ from lostmid.reproduce.report import build_report
 from lostmid.reproduce.stages import SeedMeasurement, check_models, measure_stage, run_device
 from lostmid.runinfo import write_json
 from lostmid.runs.backend import Backend
-from lostmid.runs.folder import RunFolder
+from lostmid.runs.folder import OpenRun, RunFolder
 from lostmid.runs.jobs import Job, Resources
 from lostmid.runs.stages import run_stages as run_backend_stages
 from lostmid.runs.store import StageStore
@@ -170,11 +170,32 @@ def run_reproduce(
     result's record), ``stages/*.json``, ``figures/*.png``, ``MODEL/measure.json`` per
     model and ``train/``. A finished stage is reused unless ``overwrite``.
     """
+    device = check_run(config)
+    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    return run_opened(config, folder, out=out, device=device, console=console, backend=backend)
+
+
+def check_run(config: ReproduceConfig) -> str:
+    """Everything a run can be refused for, in seconds, before its folder is opened: the
+    models, the device, every section's own check. Returns the device."""
     device = run_device(config)
     check_models(config, device)  # fail in seconds, not after a stage
     for section in registry.SECTIONS:
         section.check(config)  # a folder a section would read, read now
-    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    return device
+
+
+def run_opened(
+    config: ReproduceConfig,
+    folder: OpenRun,
+    *,
+    out: Path,
+    device: str,
+    console: Console | None = None,
+    backend: Backend | None = None,
+) -> ReproduceResult:
+    """The run in an opened folder (:func:`run_reproduce`, ``lostmid diagnose``): the
+    stages, the claims, the numbers and the report."""
     store = folder.stages()
     start = time.perf_counter()
     backend = backend or Backend()

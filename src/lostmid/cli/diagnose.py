@@ -1,0 +1,49 @@
+"""``lostmid diagnose MODEL``: the trained-model studies on one model
+(:class:`~lostmid.reproduce.diagnose.DiagnoseConfig`'s fields, the backend's)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Annotated, Any
+
+import typer
+
+from lostmid.capabilities import capability
+from lostmid.cli.options import (
+    backend_options,
+    command,
+    console,
+    options,
+    out_option,
+    overwrite_option,
+    split_backend,
+)
+from lostmid.reproduce.diagnose import HELP, DiagnoseConfig
+
+
+def _run(*, out: Any, overwrite: bool, **values: Any) -> None:
+    from lostmid.reproduce.diagnose import run_diagnose
+
+    fields, backend = split_backend(values)
+    config = DiagnoseConfig(**fields)
+    run_diagnose(config, out=out, overwrite=overwrite, console=console, backend=backend)
+
+
+MODEL = inspect.Parameter(
+    "model",
+    inspect.Parameter.KEYWORD_ONLY,
+    annotation=Annotated[str, typer.Argument(help=HELP["model"], show_default=False)],
+)
+
+COMMAND = command(
+    "diagnose",
+    capability("diagnose").summary,
+    [
+        MODEL,
+        *options(DiagnoseConfig, HELP, skip=("model",)),
+        *backend_options(),
+        out_option("diagnose"),
+        overwrite_option(HELP["overwrite"]),
+    ],
+    _run,
+)

@@ -1,0 +1,142 @@
+"""``lostmid diagnose MODEL``: every trained-model study of lostmid on one model.
+
+The model (a registry checkpoint, a Hugging Face folder, a GGUF file, a cached hub id)
+goes through the four trained-model sections of ``lostmid reproduce`` and nothing else:
+its influence profile against random-init twins built from its own configuration
+(does pretraining deepen the valley, does the U persist, where is the valley), its
+greedy accuracy by needle depth with the difficulty calibrated to it, the structure
+and the behaviour on the same prompts, and the inference remedies paired by item. One
+run folder, resumable, with ``report.html``, ``claims.json`` and ``reproduce.json``; the
+same model through ``lostmid reproduce --trained MODEL`` at the same scales gives the
+same numbers from the same seeds.
+
+This module is torch-free (the CLI's help reads it); :func:`run_diagnose` imports the
+run when it runs.
+
+>>> config = DiagnoseConfig("./my-model", scale="quick")
+>>> inner = config.reproduce_config()
+>>> inner.models, inner.trained, inner.scale.checkpoints, inner.scale.dose
+((), ('./my-model',), 'quick', 'off')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lostmid.checks import check_choice, check_seed
+from lostmid.models.spec import ModelSpec
+from lostmid.reproduce.config import ReproduceConfig
+from lostmid.runs.folder import RunFolder
+
+FOLDER = RunFolder("diagnose", resumes="stages")
+"""What ``run_diagnose`` writes into ``--out``: a reproduce run's files, its stages kept."""
+
+DIAGNOSE_SCALES: dict[str, dict[str, str]] = {
+    "quick": {
+        "checkpoints": "quick",
+        "real_behaviour": "quick",
+        "real_link": "quick",
+        "real_remedies": "quick",
+    },
+    "default": {
+        "checkpoints": "default",
+        "real_behaviour": "default",
+        "real_link": "default",
+        "real_remedies": "default",
+    },
+    "full": {
+        "checkpoints": "full",
+        "real_behaviour": "full",
+        "real_link": "default",
+        "real_remedies": "default",
+    },
+}
+"""Each scale's scale of every trained-model section (``lostmid reproduce --help``)."""
+
+MINUTES_135M = {"quick": 4.0, "default": 55.0, "full": 240.0}
+"""Wall minutes on 2 cores for a model of SmolLM2-135M's size (docs/BENCHMARKS.md,
+"diagnose"): the estimate said before a run starts, scaled by the parameter count."""
+REFERENCE_PARAMETERS = 134_515_008  # SmolLM2-135M's
+
+HELP = {
+    "model": "The model: a registry checkpoint (smollm2-135m, gemma3-270m), a Hugging Face "
+    "folder, a .gguf file or a cached hub id.",
+    "scale": "quick (minutes) | default (about an hour on 2 cores at 135M parameters) | "
+    "full (hours).",
+    "chat_template": "auto (the tokenizer's template when it has one) | on | off.",
+    "answer_prefix": "on: the answer starts inside the prompt | off: the prompt asks and stops.",
+    "seed": "Seed of the inputs, the items and the twins.",
+    "overwrite": "Recompute every stage instead of resuming.",
+}
+
+
+@dataclass(frozen=True)
+class DiagnoseConfig:
+    """One model's diagnosis (module doc); checked when made."""
+
+    model: str
+    scale: str = "default"
+    chat_template: str = "auto"
+    answer_prefix: str = "on"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_choice("--scale", self.scale, DIAGNOSE_SCALES)
+        check_seed(self.seed)
+        ModelSpec(self.model, self.chat_template, self.answer_prefix)  # checks the options
+
+    def reproduce_config(self) -> ReproduceConfig:
+        """The ``reproduce`` run it is: no at-init model, no training, the trained-model
+        sections at this scale on this model."""
+        return ReproduceConfig.at_scale(
+            self.scale,
+            models=(),
+            seed=self.seed,
+            trained=(self.model,),
+            chat_template=self.chat_template,
+            answer_prefix=self.answer_prefix,
+            train_steps=0,
+            behaviour_steps=0,
+            dose="off",
+            **DIAGNOSE_SCALES[self.scale],
+        )
+
+
+def estimate_minutes(scale: str, parameters: int) -> float:
+    """Wall minutes on 2 cores, from the measured 135M-parameter run, linear in size.
+
+    >>> round(estimate_minutes("default", 2 * REFERENCE_PARAMETERS))
+    110
+    """
+    return MINUTES_135M[scale] * max(parameters, 1) / REFERENCE_PARAMETERS
+
+
+@FOLDER.holds
+def run_diagnose(
+    config: DiagnoseConfig,
+    *,
+    out: Path,
+    overwrite: bool = False,
+    console: Any = None,
+    backend: Any = None,
+) -> Any:
+    """Check that the model fits every study of the scale (one line before any compute
+    otherwise), say how long it will take, then run it (:func:`lostmid.reproduce.run.
+    run_reproduce`); returns its :class:`~lostmid.reproduce.analysis.ReproduceResult`."""
+    from lostmid.models.load import check_trained_model
+    from lostmid.reproduce.run import check_run, run_opened
+
+    inner = config.reproduce_config()
+    facts = check_trained_model(config.model, 1, option="diagnose")
+    device = check_run(inner)  # each section checks the model at its own length
+    if console is not None:
+        minutes = estimate_minutes(config.scale, int(facts["parameters"]))
+        console.print(
+            f"diagnose {config.model} ({facts['parameters'] / 1e6:.0f}M parameters, "
+            f"{facts['layers']} layers) at the {config.scale} scale: about {minutes:.0f} min "
+            "on 2 cores; resumable (run the same command again)"
+        )
+    folder = FOLDER.open(out, inner.record(), overwrite=overwrite)
+    return run_opened(inner, folder, out=out, device=device, console=console, backend=backend)

@@ -1,0 +1,191 @@
+"""``lostmid diagnose MODEL`` (lostmid.reproduce.diagnose) and ``reproduce --trained``: a
+model the tests build (a Hugging Face folder, a GGUF file) through every trained-model
+study, the same numbers both ways, and what does not fit refused before any compute."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from cli_args import SECTIONS_OFF
+
+from lostmid.errors import UserError
+from lostmid.models.spec import ModelSpec
+from lostmid.reproduce import checkpoints as ck
+from lostmid.reproduce import real_behaviour as rb
+from lostmid.reproduce import real_link as rl
+from lostmid.reproduce import real_remedies as rr
+from lostmid.reproduce.config import ReproduceConfig
+from lostmid.reproduce.diagnose import DiagnoseConfig, estimate_minutes
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
+from gguf_files import write_tiny_llama_gguf  # noqa: E402
+
+TITLES = (
+    ck.CheckpointsPlugin.title,
+    "Real checkpoints: does a real LLM lose the middle?",
+    rl.RealLinkPlugin.title,
+    rr.RealRemediesPlugin.title,
+)
+
+
+@pytest.fixture
+def small_scales(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The four sections' quick scales, small enough for a 2-layer model in seconds."""
+    monkeypatch.setitem(
+        ck.CHECKPOINT_SCALES,
+        "quick",
+        ck.StudyConfig(lengths=(64,), kinds=("random", "text"), inputs=2, twins=1, probes=1),
+    )
+    monkeypatch.setitem(
+        rb.REAL_SCALES,
+        "quick",
+        rb.RealScale("quick", ("x",), 300, 3, 2, True, pilot_examples=2,
+                     extra={"knob_values": (0, 1)}),
+    )  # fmt: skip
+    monkeypatch.setitem(rl.LINK_SCALES, "quick", rl.LinkScale("quick", ("x",), 600, 1, 1, 1))
+    monkeypatch.setitem(
+        rr.REAL_REMEDY_SCALES, "quick", rr.RealRemedyScale("quick", ("x",), 600, 2, 1)
+    )
+
+
+def _trained_claims(folder: Path, model: Path) -> list[dict]:
+    """The claims of the trained-model sections: those whose numbers name the model."""
+    claims = json.loads((folder / "claims.json").read_text())
+    return [c for c in claims if str(model) in c["ours"]]
+
+
+def test_diagnose_runs_every_trained_study_on_a_folder_and_reproduce_agrees(
+    bpe_model_dir: Path, tmp_path: Path, run_cli, small_scales
+) -> None:
+    out = tmp_path / "d"
+    code, said, err = run_cli(
+        "diagnose", str(bpe_model_dir), "--scale", "quick", "--jobs", "1", "--out", out
+    )
+    assert code == 0, err
+    assert "about" in said and "min on 2 cores" in said  # the time, said before it starts
+    html = (out / "report.html").read_text()
+    assert all(title in html for title in TITLES), [t for t in TITLES if t not in html]
+    assert "Noise floor" not in html  # no at-init core in a diagnosis
+    record = json.loads((out / "reproduce.json").read_text())
+    assert record["models"] == {}
+    assert record["metadata"]["config"]["trained"] == [str(bpe_model_dir)]
+    for key in ("checkpoints", "real_behaviour", "real_link", "real_remedies"):
+        assert record[key] is not None, key
+    claims = _trained_claims(out, bpe_model_dir)
+    assert len(claims) == len(json.loads((out / "claims.json").read_text()))  # no other
+    # 3 structural claims a cell (2 kinds), 1 behavioural, 3 remedies, 1 link
+    assert [c["claim"] for c in claims].count(ck.DEEPEN_CLAIM) == 2
+    assert len(claims) == 11 and any(c["claim"] == rb.CLAIM for c in claims)
+    # run again: every stage reused, the same claims
+    code, said, err = run_cli(
+        "diagnose", str(bpe_model_dir), "--scale", "quick", "--jobs", "1", "--out", out
+    )
+    assert code == 0, err
+    assert "0 stages computed" in said
+    assert _trained_claims(out, bpe_model_dir) == claims
+    # the same model through reproduce --trained, beside an at-init model: the same numbers
+    args = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
+    args += [*SECTIONS_OFF[:6], "--checkpoints", "quick", "--real-behaviour", "quick"]
+    args += ["--real-link", "quick", "--real-remedies", "quick", "--jobs", "1"]
+    code, _, err = run_cli(
+        "reproduce", "--quick", *args, "--trained", str(bpe_model_dir), "--out", tmp_path / "r"
+    )
+    assert code == 0, err
+    assert _trained_claims(tmp_path / "r", bpe_model_dir) == claims
+
+
+def test_a_prompt_format_travels_to_every_stage_and_is_recorded(
+    chat_model_dir: Path, tmp_path: Path, small_scales
+) -> None:
+    config = DiagnoseConfig(str(chat_model_dir), scale="quick", chat_template="off")
+    inner = config.reproduce_config()
+    assert inner.trained_specs(("ignored",)) == (ModelSpec(str(chat_model_dir), "off", "on"),)
+    assert inner.record()["chat_template"] == "off"
+    from lostmid.reproduce import sections
+
+    stages = [s for sec in sections.SECTIONS for s in sec.stages(inner, "cpu", tmp_path)]
+    per_model = [s for s in stages if s.name.startswith(("real-", "real_"))]
+    assert per_model and all(s.config["chat_template"] == "off" for s in per_model)
+    # the default format adds nothing to a stage's record: older folders resume
+    plain = DiagnoseConfig(str(chat_model_dir), scale="quick").reproduce_config()
+    stages = [s for sec in sections.SECTIONS for s in sec.stages(plain, "cpu", tmp_path)]
+    assert all("chat_template" not in s.config for s in stages)
+    assert (
+        rb.REAL_SCALES["quick"].retrieve_config(ModelSpec("m", "off", "off"), 0).answer_prefix
+        == "off"
+    )
+
+
+def test_what_does_not_fit_is_refused_in_one_line_before_any_compute(
+    tmp_path: Path, run_cli, small_scales, monkeypatch: pytest.MonkeyPatch, unknown_family_dir
+) -> None:
+    monkeypatch.setenv("LOSTMID_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "tiny.gguf"
+    write_tiny_llama_gguf(gguf)  # 256 positions: shorter than the behaviour's 300 tokens
+    cases = [
+        (("tiny-gpt2",), "holds only the architecture"),
+        ((str(gguf),), "its context is 256 tokens, shorter than the 300"),
+        ((str(tmp_path / "nowhere"),), "no such directory"),
+        ((str(gguf), "--chat-template", "maybe"), "--chat-template"),
+    ]
+    for args, message in cases:
+        out = tmp_path / "x"
+        code, _, err = run_cli("diagnose", *args, "--scale", "quick", "--out", out)
+        assert code == 2 and message in err, (args, err)
+        # one line (a GGUF file's first read dequantises it, with its progress bar)
+        lines = [ln for ln in err.strip().splitlines() if "de-quantizing" not in ln]
+        assert len(lines) == 1 and message in lines[0], err
+        assert not (out / "stages").exists()  # nothing ran
+    # a model lostmid reads no layout of (a GPT-J, with weights): the remedies and the
+    # link need one; the profile and the accuracy by depth do not
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from lostmid.models.load import check_trained_model
+
+    config = AutoConfig.from_pretrained(unknown_family_dir)
+    AutoModelForCausalLM.from_config(config).save_pretrained(unknown_family_dir)
+    assert check_trained_model(str(unknown_family_dir), 16)["layers"] == 2
+    with pytest.raises(UserError, match="no family adapter reads its layout"):
+        check_trained_model(str(unknown_family_dir), 16, layout=True)
+
+
+def test_a_gguf_file_goes_through_the_checkpoint_study(
+    tmp_path: Path, run_cli, small_scales, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOSTMID_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "tiny.gguf"
+    write_tiny_llama_gguf(gguf)
+    args = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
+    args += [*SECTIONS_OFF[:6], "--checkpoints", "quick", "--real-behaviour", "off"]
+    code, _, err = run_cli(
+        "reproduce",
+        "--quick",
+        *args,
+        "--jobs",
+        "1",
+        "--trained",
+        str(gguf),
+        "--out",
+        tmp_path / "r",
+    )
+    assert code == 0, err
+    record = json.loads((tmp_path / "r" / "reproduce.json").read_text())
+    cells = record["checkpoints"]["cells"]
+    assert set(cells) == {f"{gguf}/L64/random", f"{gguf}/L64/text"}
+    facts = ck._read_cell(
+        tmp_path / "r/checkpoints/profiles" / ck.model_slug(str(gguf)) / "L64/text/twin0.npz"
+    )[1]
+    # the file does not carry the initialiser range: where the twin's came from is recorded
+    assert "file does not carry it" in facts["init_facts"]["initializer_range"]["from"]
+
+
+def test_the_estimate_scales_with_size_and_the_config_checks_its_scale() -> None:
+    assert estimate_minutes("quick", 10) < estimate_minutes("default", 10)
+    assert estimate_minutes("full", 2_000) == pytest.approx(2 * estimate_minutes("full", 1_000))
+    with pytest.raises(UserError, match="--scale"):
+        DiagnoseConfig("m", scale="huge")
+    with pytest.raises(UserError, match="--models is empty"):
+        ReproduceConfig(models=(), trained=())
