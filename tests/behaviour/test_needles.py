@@ -180,6 +180,6 @@ def test_query_aware_needles_ask_before_and_after_and_keep_the_haystack_as_conte
     assert plain.prompt[p1:] == aware.prompt[a1:]  # the same question and answer prefix
     assert question not in aware.prompt[a0:a1]
     assert aware.value == plain.value and aware.target == plain.target
-    with pytest.raises(UserError, match="--query-aware applies to --task kv"):
+    with pytest.raises(UserError, match="--query-aware does not apply to --task niah"):
         RetrieveConfig(model="tiny-qwen2", task="niah", query_aware=True)
     assert RetrieveConfig(model="tiny-qwen2", task="niah-multikey", query_aware=True).query_aware

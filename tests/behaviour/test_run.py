@@ -142,7 +142,7 @@ def test_a_half_done_grid_resumes_the_missing_cells(
         ({"scoring": "beam"}, "--scoring 'beam' unknown"),
         ({"examples": 0}, "--examples must be positive"),
         ({"task": "mqar", "pairs": 40}, "--vocab must be even with at least 2 * pairs = 80"),
-        ({"style": "compact", "query_aware": True}, "--query-aware applies to --task kv"),
+        ({"style": "compact", "query_aware": True}, "--query-aware does not apply to --task kv"),
         ({"gold_index": (0, 10, 10)}, "--gold-index gives 10 more than once; give each"),
         ({"task": "niah", "depth": (50, 0, 50)}, "--depth gives 50 more than once"),
     ],

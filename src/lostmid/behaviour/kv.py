@@ -290,4 +290,6 @@ KV_TASK = IndexTask(
     preset="retrieval-tiny",
     check=_check,
     context_end=1,  # the closing '}' belongs to the records
+    query_aware=lambda options: options.style == "liu",  # Liu's query-aware prompt
+    inference_remedies=True,
 )

@@ -187,4 +187,6 @@ NIAH_TASK = DepthTask(
     generate=_generate,
     knob="length",
     ladder=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768),
+    query_aware=False,  # one needle, asked after the haystack only
+    inference_remedies=False,
 )

@@ -45,6 +45,11 @@ class DepthTask:
         ladder: the knob's values the calibration searches, easiest first.
         check: raises a one-line UserError for options the task cannot take.
         rule: the default answer rule (``--scoring auto``).
+        query_aware: the generator can state the question before the haystack too
+            (``--query-aware``, and the query-aware remedy).
+        inference_remedies: ``lostmid remedies`` may run its inference remedies on it
+            (query-aware, attention calibration, Ms-PoE need a text prompt with the
+            question after the context and a distractor knob).
     """
 
     name: str
@@ -54,6 +59,15 @@ class DepthTask:
     ladder: tuple[int, ...]
     check: Callable[[Any], None] = no_check
     rule: str = "substring"
+    query_aware: bool = True
+    inference_remedies: bool = True
+
+    axis = "depth"
+    """What a position is: a depth in % of the haystack."""
+
+    def supports_query_aware(self, options: Any) -> bool:
+        """Whether ``--query-aware`` applies with these options."""
+        return self.query_aware
 
 
 # (options, seed, item, pairs) -> the item's records, gold first (the caller orders them)
@@ -81,6 +95,11 @@ class IndexOptions:
 def byte_vocabulary(options: Any) -> int:
     """A byte-level task's vocabulary."""
     return 256
+
+
+def never(options: Any) -> bool:
+    """A capability the task does not have, whatever the options."""
+    return False
 
 
 def no_chance(options: Any) -> float | None:
@@ -115,6 +134,8 @@ class IndexTask:
         context_end: characters (or ids) after the last record that still belong to
             the context (kv's closing brace: 1).
         preset: ``lostmid train --task NAME``'s default retrieval preset.
+        query_aware: whether ``--query-aware`` applies with the given options.
+        inference_remedies: ``lostmid remedies`` may run its inference remedies on it.
     """
 
     name: str
@@ -129,6 +150,15 @@ class IndexTask:
     vocab_size: Callable[[Any], int] = byte_vocabulary
     chance: Callable[[Any], float | None] = no_chance
     context_end: int = 0
+    query_aware: Callable[[Any], bool] = never
+    inference_remedies: bool = False
+
+    axis = "index"
+    """What a position is: the gold record's index (0-indexed)."""
+
+    def supports_query_aware(self, options: Any) -> bool:
+        """Whether ``--query-aware`` applies with these options."""
+        return self.query_aware(options)
 
     def example(
         self, options: Any, seed: int, item: int, pairs: int, gold: int

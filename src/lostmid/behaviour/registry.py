@@ -46,6 +46,31 @@ def trainable_task(name: str) -> IndexTask:
     return INDEX_TASKS[name]
 
 
+def task_of(name: str) -> DepthTask | IndexTask:
+    """The registered task called ``name``, or one line naming those there are."""
+    check_choice("--task", name, task_names())
+    return DEPTH_TASKS.get(name) or INDEX_TASKS[name]
+
+
+def is_depth_task(name: str) -> bool:
+    """Whether task ``name`` places its answer by depth (a needle in a haystack).
+
+    >>> is_depth_task("niah-multikey"), is_depth_task("kv")
+    (True, False)
+    """
+    return name in DEPTH_TASKS
+
+
+def inference_tasks() -> tuple[str, ...]:
+    """The tasks ``lostmid remedies`` runs its inference remedies on (each task says).
+
+    >>> inference_tasks()
+    ('kv', 'niah-multikey', 'niah-multivalue', 'niah-multiquery')
+    """
+    tasks: list[DepthTask | IndexTask] = [*INDEX_TASKS.values(), *DEPTH_TASKS.values()]
+    return tuple(t.name for t in tasks if t.inference_remedies)
+
+
 def task_is_text(name: str) -> bool:
     """Whether the prompts of task ``name`` are text (needles and kv; not mqar's ids)."""
     indexed = INDEX_TASKS.get(name)

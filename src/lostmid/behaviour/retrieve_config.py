@@ -19,7 +19,13 @@ from lostmid.behaviour.grid import DESIGNS
 from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
 from lostmid.behaviour.needles import NEEDLE_TYPES
 from lostmid.behaviour.niah import HAYSTACKS
-from lostmid.behaviour.registry import DEPTH_TASKS, depth_task, index_task, task_names
+from lostmid.behaviour.registry import (
+    DEPTH_TASKS,
+    depth_task,
+    index_task,
+    task_names,
+    task_of,
+)
 from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
@@ -269,11 +275,11 @@ class RetrieveConfig:
                 )
             if self.gold_index is not None and self.lengths is None:
                 check_gold_indices(self.gold_index, self.pairs)
-        needles = self.task.startswith("niah-")
-        if self.query_aware and not needles and (self.task != "kv" or self.style != "liu"):
+        if self.query_aware and not task_of(self.task).supports_query_aware(self):
+            takes = [n for n in task_names() if task_of(n).supports_query_aware(self)]
             raise UserError(
-                "--query-aware applies to --task kv with --style liu and to the niah-* "
-                "needle variants"
+                f"--query-aware does not apply to --task {self.task} with these options; "
+                f"it applies to {', '.join(takes)} (kv with --style liu)"
             )
         indexed = index_task(self.task)
         if indexed is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from lostmid.behaviour.registry import inference_tasks
 from lostmid.behaviour.retrieve_config import check_lead_in
 from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
@@ -36,7 +37,6 @@ TRAINING_DEFAULT = (
     "channels",
 )
 LAWS = ("tilt", "replace")
-INFERENCE_TASKS = ("kv", "niah-multikey", "niah-multivalue", "niah-multiquery")
 PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
 
 
@@ -109,8 +109,7 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "s_l/(1+s_l) of the untrained model of the first seed.",
     "examples": "Held-out examples per gold position (default: the scale's).",
     "seed": "First seed; seed s of a remedy is seed + s.",
-    "task": "Inference remedies: the retrieval task, kv (Liu et al.'s) or a RULER needle "
-    "variant (niah-multikey | niah-multivalue | niah-multiquery), as lostmid retrieve.",
+    "task": "Inference remedies: the retrieval task, " + " | ".join(inference_tasks()) + ".",
     "length": "Inference remedies on a needle task: prompt length in tokens (default 1024).",
     "distractors": "Inference remedies on a needle task: needles with other keys (default "
     "RULER's: 3 for niah-multikey).",
@@ -167,7 +166,7 @@ class RemediesConfig:
         if self.alpha is not None and not 0.0 < self.alpha < 1.0:
             raise UserError(f"--alpha must be in (0, 1), got {self.alpha}")
         check_choice("--law", self.law, LAWS)
-        check_choice("--task", self.task, INFERENCE_TASKS)
+        check_choice("--task", self.task, inference_tasks())  # each task says
         if self.length is not None:
             check_positive("--length", self.length)
         if self.distractors is not None and self.distractors < 0:

@@ -25,17 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from lostmid.behaviour.registry import is_depth_task
 from lostmid.remedies.base import InferenceBatch, Remedy
 from lostmid.remedies.config import RemediesConfig
 
 INFERENCE_PAIRS = 20  # Liu et al. use 75-300; fewer keep a CPU run short (--pairs)
 NEEDLE_LENGTH = 1024  # tokens of a needle task's prompt (--length)
 FILLER = "x"  # the neutral token of calibrate's prior (not a hex digit: no key or value)
-
-
-def is_needle_task(task: str) -> bool:
-    """RULER's needle variants (positions are depths, the context a haystack)."""
-    return task.startswith("niah-")
 
 
 def retrieve_config(config: RemediesConfig, remedy: Remedy, seed: int) -> Any:
@@ -45,7 +41,7 @@ def retrieve_config(config: RemediesConfig, remedy: Remedy, seed: int) -> Any:
     from lostmid.behaviour.retrieve_config import RetrieveConfig
 
     assert config.model is not None
-    needles = is_needle_task(config.task)
+    needles = is_depth_task(config.task)
     return RetrieveConfig(
         model=config.model,
         task=config.task,
@@ -65,7 +61,7 @@ def retrieve_config(config: RemediesConfig, remedy: Remedy, seed: int) -> Any:
 
 def inference_config(config: RemediesConfig, seed: int) -> dict[str, Any]:
     """What an inference stage depends on (its resumability key)."""
-    needles = is_needle_task(config.task)
+    needles = is_depth_task(config.task)
     return {
         "task": config.task,
         "length": (config.length or NEEDLE_LENGTH) if needles else None,
@@ -118,7 +114,7 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
         np.array([e.position for e in examples]),
         scores.argmax,
         scores.logprob,
-        "depth" if is_needle_task(config.task) else "index",
+        "depth" if is_depth_task(config.task) else "index",
     )
     s = summarise_positions(positions, "teacher")
     return {

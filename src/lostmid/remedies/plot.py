@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from lostmid.behaviour.registry import is_depth_task
 from lostmid.report.plots import new_figure
 
 
@@ -66,7 +67,7 @@ def plot_remedies(result: Any) -> Figure:
         ax.grid(alpha=0.3)
     for ax in axes.flat[panels:]:
         ax.set_visible(False)
-    needles = result.config.task.startswith("niah-")
+    needles = is_depth_task(result.config.task)
     seeds = len(result.config.resolved_seeds())
     for ax in axes[-1]:
         ax.set_xlabel("needle depth (%)" if needles else "gold index (0-indexed)", fontsize=8)

@@ -21,14 +21,15 @@ if TYPE_CHECKING:
 def train_config(config: RemediesConfig, seed: int) -> Any:
     """The :class:`~lostmid.behaviour.training.RetrievalTrainConfig` of one seed: the
     preset at the run's scale (``--pairs``, ``--steps``, ``--examples`` override it)."""
-    from lostmid.behaviour.training import resolve_retrieval_config
+    from lostmid.behaviour.registry import task_is_text
+    from lostmid.behaviour.training import RETRIEVAL_PRESETS, resolve_retrieval_config
 
     scale = config.scale
-    task = "mqar" if config.preset == "mqar-tiny" else None
+    text = task_is_text(RETRIEVAL_PRESETS[config.preset].task.task)  # the preset's task
     base = resolve_retrieval_config(
         config.preset,
         pairs=config.pairs or scale.pairs,
-        key_chars=None if task else scale.key_chars,
+        key_chars=scale.key_chars if text else None,  # token-id tasks have no characters
         queries=scale.queries,
         steps=config.steps or scale.steps,
         seed=seed,
