@@ -189,3 +189,16 @@ def test_the_estimate_scales_with_size_and_the_config_checks_its_scale() -> None
         DiagnoseConfig("m", scale="huge")
     with pytest.raises(UserError, match="--models is empty"):
         ReproduceConfig(models=(), trained=())
+
+
+def test_every_section_runs_in_worker_processes_at_the_real_quick_scale(
+    bpe_model_dir: Path, tmp_path: Path, run_cli
+) -> None:
+    """The default backend: each stage in a worker process (a daemon, which may start
+    none of its own: the remedies' arms run in turn inside their stage)."""
+    out = tmp_path / "d"
+    code, _, err = run_cli("diagnose", str(bpe_model_dir), "--scale", "quick", "--jobs", "2",
+                           "--out", out)  # fmt: skip
+    assert code == 0, err
+    record = json.loads((out / "reproduce.json").read_text())
+    assert all(record[k] for k in ("checkpoints", "real_behaviour", "real_link", "real_remedies"))

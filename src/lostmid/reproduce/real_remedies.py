@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +118,11 @@ REAL_REMEDY_SCALES = {
 def remedies_stage(scale: str, model: ModelSpec | str, seed: int, folder: Path) -> dict[str, Any]:
     """Run (or resume: remedies keeps each arm as a stage) ``remedies`` on ``model``."""
     from lostmid.remedies.run import run_remedies
+    from lostmid.runs.backend import Backend
 
     config = REAL_REMEDY_SCALES[scale].remedies_config(model, seed)
-    run_replacing(run_remedies, config, folder)
+    # the stage is a worker already (a daemon may not start processes): arms in turn
+    run_replacing(partial(run_remedies, backend=Backend(jobs=1)), config, folder)
     return summary_record(read_json_object(folder / RESULT), folder)
 
 
