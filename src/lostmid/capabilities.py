@@ -14,7 +14,7 @@ only when used, so ``lostmid --help`` stays free of torch.
 
 >>> [c.name for c in CAPABILITIES]  # doctest: +NORMALIZE_WHITESPACE
 ['theory', 'measure', 'train', 'train-retrieval', 'compare', 'reproduce', 'diagnose',
- 'ablate', 'sweep', 'retrieve', 'remedies']
+ 'ablate', 'sweep', 'retrieve', 'score', 'remedies']
 >>> capability("theory").result_file, capability("train-retrieval").command
 ('theory.json', 'train')
 """
@@ -242,6 +242,16 @@ CAPABILITIES: tuple[Capability, ...] = (
         "retrieval",
         "retrieve.json",
         _retrieve,
+    ),
+    Capability(
+        "score",
+        "Accuracy by position from another tool's per-sample results (lm-eval's logged "
+        "samples of an exported task): intervals and the U's verdict.",
+        "lostmid.behaviour.samples:ScoreConfig",
+        "lostmid.behaviour.samples:run_score",
+        "score",
+        "score.json",
+        sweepable=False,
     ),
     Capability(
         "remedies",

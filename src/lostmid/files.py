@@ -92,6 +92,7 @@ RESULT_KINDS: Mapping[str, ResultKind] = {
     kind.name: kind
     for kind in (
         ResultKind("theory", "lostmid.theory/1", "theory", "the theory.json of lostmid theory"),
+        ResultKind("score", "lostmid.score/1", "score", "the score.json of lostmid score"),
         ResultKind(
             "measure", "lostmid.measure/1", "measure", "the measure.json of lostmid measure"
         ),

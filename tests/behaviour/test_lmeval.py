@@ -5,12 +5,17 @@ answers and the per-position accuracy that lostmid measured on the same examples
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 Cli = Callable[..., tuple[int, str, str]]
+ROLE_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
 
 
 @pytest.fixture
@@ -22,8 +27,9 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
 
 
+@pytest.mark.parametrize("chat", ["off", "on"])
 def test_lm_eval_round_trip(
-    chat_model_dir: Path, tmp_path: Path, run_cli: Cli, offline: None
+    chat_model_dir: Path, tmp_path: Path, run_cli: Cli, offline: None, chat: str
 ) -> None:
     import warnings
 
@@ -33,12 +39,20 @@ def test_lm_eval_round_trip(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     export, out = tmp_path / "lm-eval", tmp_path / "r"
+    if chat == "on":  # a template that names each turn's role, as real ones do
+        model_dir = tmp_path / "model"
+        shutil.copytree(chat_model_dir, model_dir)
+        config = json.loads((model_dir / "tokenizer_config.json").read_text())
+        config["chat_template"] = ROLE_TEMPLATE
+        (model_dir / "tokenizer_config.json").write_text(json.dumps(config))
+        (model_dir / "chat_template.jinja").unlink(missing_ok=True)
+        chat_model_dir = model_dir
     # one-character values: a random model's answers contain them often enough that
     # accuracy varies by position, so the comparison can fail
     code, _, err = run_cli(
         "retrieve", "--model", chat_model_dir, "--pairs", "6", "--key-chars", "1",
         "--positions", "3", "--examples", "6", "--passes", "generate", "--chat-template",
-        "off", "--export-lm-eval", export, "--out", out,
+        chat, "--export-lm-eval", export, "--out", out,
     )  # fmt: skip
     assert code == 0, err
     assert sorted(p.name for p in export.iterdir()) == [
@@ -59,10 +73,12 @@ def test_lm_eval_round_trip(
         model = AutoModelForCausalLM.from_pretrained(chat_model_dir)
         tok = AutoTokenizer.from_pretrained(chat_model_dir)
         # lostmid encoded with add_special_tokens=True (the YAML says so): lm-eval's BOS on
-        lm = HFLM(pretrained=model, tokenizer=tok, batch_size=1, device="cpu", add_bos_token=True)
+        # the YAML says how lostmid encoded: BOS added to a raw prompt; a template has its own
+        bos = chat == "off"
+        lm = HFLM(pretrained=model, tokenizer=tok, batch_size=1, device="cpu", add_bos_token=bos)
         evaluated = lm_eval.simple_evaluate(
             model=lm, tasks=["lostmid_kv"], task_manager=manager, log_samples=True,
-            bootstrap_iters=0,
+            bootstrap_iters=0, apply_chat_template=chat == "on",
         )  # fmt: skip
     samples = evaluated["samples"]["lostmid_kv"]
     assert len(samples) == 18
@@ -74,6 +90,24 @@ def test_lm_eval_round_trip(
     per_position = {p: sum(v) / len(v) for p, v in theirs.items()}
     assert per_position == pytest.approx(mine)
     assert 0 < sum(mine.values()) < len(mine)  # neither all wrong nor all right
+    # the samples file lm-eval's own logger writes, read back by lostmid score: the
+    # accuracy by position, its intervals and the shape that retrieve itself found
+    from lm_eval.loggers import EvaluationTracker
+
+    tracker = EvaluationTracker(output_path=str(tmp_path / "lm-eval-out"))
+    results = {k: v for k, v in evaluated.items() if k != "samples"}  # as lm_eval's CLI
+    tracker.save_results_aggregated(results=results, samples=evaluated["samples"])
+    tracker.save_results_samples(task_name="lostmid_kv", samples=samples)
+    (logged,) = (tmp_path / "lm-eval-out").rglob("samples_lostmid_kv_*.jsonl")
+    code, said, err = run_cli("score", logged, "--out", tmp_path / "score")
+    assert code == 0, err
+    assert "shape" in said
+    scored = json.loads((tmp_path / "score" / "score.json").read_text())
+    assert scored["schema"] == "lostmid.score/1" and scored["samples"] == 18
+    for theirs_p, ours_p in zip(scored["positions"], result["positions"], strict=True):
+        for key in ("index", "n", "correct", "accuracy", "ci_low", "ci_high"):
+            assert theirs_p[key] == pytest.approx(ours_p[key]), key
+    assert scored["shape"] == result["shape"]
 
 
 def test_the_exported_rule_agrees_with_lostmids_on_every_rule(tmp_path: Path) -> None:

@@ -11,8 +11,11 @@ installed; the round-trip test checks it against lostmid's scores.
 Each task: ``output_type: generate_until``, greedy (``do_sample: false``,
 ``temperature: 0``), ``max_gen_toks`` the run's greedy budget, no stop strings but the
 model's end-of-sequence token (lm-eval adds it; lostmid cuts its answers there too),
-``doc_to_text: prompt`` (the raw prompt: pass ``--apply_chat_template`` to lm-eval when
-the run applied one) and each document's position fields (``gold_index`` or ``depth``,
+``doc_to_text: question`` and ``gen_prefix: answer_prefix`` (the prompt cut where the
+answer starts: lm-eval puts the prefix after the question as written, or with
+``--apply_chat_template`` at the start of the assistant's turn, where lostmid puts it
+for a chat model; lm-eval adds a space between the two only when neither has one at the
+join) and each document's position fields (``gold_index`` or ``depth``,
 ``depth_pct``, ``length_cell``, ``item``), so per-position accuracy can be computed from
 lm-eval's logged samples.
 
@@ -79,7 +82,8 @@ dataset_kwargs:
   data_file: {name}.jsonl
 test_split: test
 output_type: generate_until
-doc_to_text: prompt
+doc_to_text: question
+gen_prefix: "{{{{answer_prefix}}}}"
 doc_to_target: value
 target_delimiter: ""
 generation_kwargs:
@@ -127,8 +131,15 @@ def export_lm_eval(
     for name, members in groups.items():
         with (directory / f"{name}.jsonl").open("w", encoding="utf-8") as f:
             for ex in members:
+                cut = len(ex.prompt) - len(ex.answer_prefix)
                 doc = {
                     "prompt": ex.prompt,
+                    "question": ex.prompt[:cut],
+                    # after a chat template's assistant tag the prefix starts the turn,
+                    # without its leading space or newline (as lostmid prompts it)
+                    "answer_prefix": ex.answer_prefix.lstrip()
+                    if chat_template
+                    else ex.answer_prefix,
                     "value": ex.value,
                     "references": list(ex.references),
                     "match": ex.match,
