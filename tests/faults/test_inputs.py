@@ -85,13 +85,18 @@ def test_a_train_config_with_bad_adam_betas_is_one_line(tmp_path: Path) -> None:
             replace(preset("micro"), **{field: value})
 
 
+@pytest.mark.parametrize("offline", [None, "0", ""])
 def test_an_uncached_hub_id_never_reaches_the_network(
-    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline: str | None
 ) -> None:
-    """Hub ids resolve offline: one line at once, no retries (HF_HUB_OFFLINE is set)."""
+    """Hub ids resolve offline: one line at once, no retries, whatever the caller's
+    HF_HUB_OFFLINE says (unset, 0, empty)."""
     import time
 
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    if offline is None:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    else:
+        monkeypatch.setenv("HF_HUB_OFFLINE", offline)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     start = time.perf_counter()
     code, out, err = run_cli("measure", "--model", "Qwen/Qwen2-0.5B", "--out", tmp_path / "o")

@@ -73,11 +73,12 @@ def main() -> None:
     Ctrl-C is exit code 130 (typer's; the long runs say first what they saved and how
     to resume). Usage errors (unknown option, bad type, unreadable path, an empty
     ``--out``) are click's, made one line: also exit code 2.
-    Hub ids resolve offline only (``HF_HUB_OFFLINE=1`` unless the caller set it).
+    Hub ids resolve offline only: ``HF_HUB_OFFLINE=1`` always (a ``0`` or an empty value
+    in the caller's environment included), since lostmid downloads nothing at run time.
     """
     wait = os.environ.get(WAIT_ENV)
     # nothing is fetched at run time: a hub id resolves from the local cache only
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ["HF_HUB_OFFLINE"] = "1"
     try:
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:
