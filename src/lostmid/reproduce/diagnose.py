@@ -58,7 +58,7 @@ DIAGNOSE_SCALES: dict[str, dict[str, str]] = {
 MINUTES_135M = {"quick": 4.0, "default": 55.0, "full": 240.0}
 """Wall minutes on 2 cores for a model of SmolLM2-135M's size (docs/BENCHMARKS.md,
 "diagnose"): the estimate said before a run starts, scaled by the parameter count."""
-REFERENCE_PARAMETERS = 134_515_008  # SmolLM2-135M's
+REFERENCE_PARAMETERS = 152_607_744  # SmolLM2-135M's, as lostmid.models.budget counts them
 
 HELP = {
     "model": "The model: a registry checkpoint (smollm2-135m, gemma3-270m), a Hugging Face "
@@ -134,9 +134,10 @@ def run_diagnose(
     if console is not None:
         minutes = estimate_minutes(config.scale, int(facts["parameters"]))
         console.print(
-            f"diagnose {config.model} ({facts['parameters'] / 1e6:.0f}M parameters, "
-            f"{facts['layers']} layers) at the {config.scale} scale: about {minutes:.0f} min "
-            "on 2 cores; resumable (run the same command again)"
+            f"diagnose {config.model}: {facts['parameters'] / 1e6:.0f}M parameters, "
+            f"{facts['layers']} layers",
+            f"{config.scale} scale: about {minutes:.0f} min on 2 cores (resumable)",
+            sep="\n",
         )
     folder = FOLDER.open(out, inner.record(), overwrite=overwrite)
     return run_opened(inner, folder, out=out, device=device, console=console, backend=backend)
