@@ -99,3 +99,19 @@ def test_bad_designs_are_one_line(made_dose_run) -> None:
     fewer = DoseRun(**{**other.__dict__, "influence_init": (1.0, 0.5)})
     with pytest.raises(UserError, match="the same records"):
         DoseSummary((other, fewer))
+
+
+def test_the_figure_says_why_a_panel_is_empty_instead_of_showing_an_empty_axis(
+    made_dose_run,
+) -> None:
+    from lostmid.behaviour.dose import DoseSummary
+    from lostmid.behaviour.dose_run import plot_dose
+
+    learnt = [made_dose_run(h, s, 1.0 + h / 4, 0.2) for h in (2, 4) for s in range(2)]
+    axes = plot_dose(DoseSummary(tuple(learnt)).record()).axes
+    assert not axes[1].texts and not axes[2].texts  # (b) and (c) have their points
+    # final accuracy 0: no record ever reaches half of it, no learning time, no order
+    flat = [made_dose_run(h, s, 1.0 + h / 4, 0.2, final=0.0) for h in (2, 4) for s in range(2)]
+    axes = plot_dose(DoseSummary(tuple(flat)).record()).axes
+    assert "no learning times" in axes[1].texts[0].get_text()
+    assert "no run has a fitted order" in axes[2].texts[0].get_text()

@@ -77,6 +77,7 @@ def plot_dose(record: dict[str, Any]) -> Figure:
     axes = fig.subplots(2, 2)
     arms = record["arms"]
     colours = colormaps["viridis"](np.linspace(0.1, 0.85, max(len(arms), 1)))
+    shown: set[int] = set()  # the panels (by id) that received a finite point
     for colour, arm in zip(colours, arms, strict=True):
         style = "-" if arm["variant"] == BASE else "--"
         x = np.arange(1, arm["records"] + 1)
@@ -86,6 +87,8 @@ def plot_dose(record: dict[str, Any]) -> Figure:
             (axes[1, 1], arm["final"]["accuracy"]),
         ):
             est, half = _estimates(rows)
+            if np.isfinite(est).any():
+                shown.add(id(ax))
             ax.errorbar(x, est, yerr=half, ls=style, marker="o", ms=3, capsize=2,
                         color=colour, label=arm["arm"])  # fmt: skip
     axes[0, 0].set_yscale("log")
@@ -120,6 +123,15 @@ def plot_dose(record: dict[str, Any]) -> Figure:
                 label=f"mean per-seed slope {slope:.2f}: {verdict['verdict']}")  # fmt: skip
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
+        shown.add(id(ax))
+    empty = {
+        id(axes[0, 1]): "no run reached half accuracy on a record:\nno learning times to show",
+        id(ax): "no run has a fitted order of learning:\nnothing to place on S and B",
+    }
+    for panel in (axes[0, 1], ax):
+        if id(panel) not in shown:  # say why, rather than show an empty axis
+            panel.text(0.5, 0.5, empty[id(panel)], ha="center", va="center", fontsize=8,
+                       color="grey", transform=panel.transAxes)  # fmt: skip
     ax.axhline(0, color="grey", lw=0.5)
     ax.set_xlabel("S = ln(I first / I last) at init")
     ax.set_ylabel("B = ln(T last / T first), fitted")

@@ -20,7 +20,6 @@ from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
 from lostmid.behaviour.needles import NEEDLE_TYPES
 from lostmid.behaviour.niah import HAYSTACKS
 from lostmid.behaviour.registry import (
-    DEPTH_TASKS,
     depth_task,
     index_task,
     task_names,
@@ -59,14 +58,9 @@ HELP: dict[str, str] = {
     "answer_prefix": "on: the answer starts in the prompt (RULER's style; after the chat "
     "template's assistant tag when applied) | off: the prompt asks and stops.",
     "lead_in": "Text the model writes between the answer prefix and the answer (a base "
-    "model's ':' after '... is'), appended to the prefix so that teacher forcing scores the "
-    "answer where the model puts it: TEXT, or learn (a pilot of greedy replies at the "
-    "middle position, items never measured, takes the lead-in most replies share).",
-    "calibrate": "First a pilot at the middle position that chooses the task's difficulty "
-    "knob ("
-    + ", ".join(f"{t.name}: {t.knob.replace('_', '-')}" for t in DEPTH_TASKS.values())
-    + ", kv/mqar: pairs) so greedy accuracy lands in --band; pilot examples are never "
-    "measured.",
+    "model's ':'), kept for teacher forcing: TEXT, or learn (from a pilot's replies).",
+    "calibrate": "First a pilot at the middle position moves the task's difficulty knob "
+    "until greedy accuracy lands in --band (pilot items are never measured).",
     "band": "Calibration target for greedy accuracy at the middle position, LOW,HIGH.",
     "pilot_examples": "Calibration: examples per knob value tried.",
     "knob_values": "Calibration: the knob's values to search, easiest first (default: the "

@@ -78,50 +78,39 @@ SECTION_OPTIONS = (
         DOSE_CHOICES,
         ("dose.json",),
         "a finished lostmid sweep --task train-retrieval --out",
-        "The depth dose-response section: quick | default | full (the whole "
-        "design) | off, or DIR (a finished lostmid sweep --task train-retrieval --out).",
+        "The depth dose-response section: quick | default | full | off, or DIR (a finished sweep).",
     ),
     SectionOption(
         "checkpoints",
         CHECKPOINT_CHOICES,
         ("study.json",),
         "a finished checkpoint study, benchmarks/bench_checkpoints.py",
-        "The real-checkpoint section: SmolLM2-135M and Gemma 3 270M against their "
-        "random-init twins: quick (SmolLM2, L = 128) | default (both, L = 512, 3 input "
-        "kinds, a quantisation control) | full (L = 512 and 2048, 16 inputs, chat inputs) "
-        "| off, or DIR (a finished study).",
+        "Profiles of the trained models against their random-init twins: quick | default "
+        "| full | off, or DIR (a finished study).",
     ),
     SectionOption(
         "real_behaviour",
         REAL_CHOICES,
         ("*/retrieve.json",),
         "a finished run of this section: OUT/real-behaviour/SCALE",
-        "The behavioural section for real checkpoints: RULER's multi-key needle "
-        "on SmolLM2-135M and Gemma 3 270M, accuracy by depth: quick (SmolLM2, 512 tokens, 3 "
-        "depths x 6) | default (both, 1024 tokens, calibrated, 5 depths x 20) | full (5 "
-        "depths x 90) | off, or DIR (a finished OUT/real-behaviour/SCALE).",
+        "Trained models' accuracy by needle depth: quick | default | full | off, or DIR "
+        "(a finished run of the section).",
     ),
     SectionOption(
         "real_remedies",
         REAL_REMEDY_CHOICES,
         ("remedies.json", "*/remedies.json"),
         "a finished lostmid remedies --model run, or OUT/real-remedies/SCALE",
-        "The inference remedies on real checkpoints: the query before and after, "
-        "attention calibration and Ms-PoE against the baseline on RULER's multi-key needle, "
-        "a claim row per remedy and checkpoint: quick (SmolLM2, 512 tokens, 4 items a "
-        "depth) | default (both, 1024 tokens, 20 a depth; about an hour each) | off (the "
-        "default), or DIR (finished lostmid remedies --model runs).",
+        "Inference remedies on the trained models: quick | default | off, or DIR "
+        "(finished lostmid remedies runs).",
     ),
     SectionOption(
         "real_link",
         REAL_LINK_CHOICES,
         ("link.json", "*/link.json"),
         "a finished run of this section: OUT/real-link/SCALE",
-        "Structure and behaviour on the same prompts: the gold needle's share of "
-        "the Jacobian and of the answer's gradient against greedy correctness on "
-        "SmolLM2-135M and Gemma 3 270M, and the random-init twin: quick (SmolLM2, 512 "
-        "tokens, 1 example a depth) | default (both, 1024 tokens, 20 a depth; about 30 min "
-        "each on one thread) | off (the default), or DIR (a finished OUT/real-link/SCALE).",
+        "Influence and accuracy on the same prompts, trained models and twins: quick | "
+        "default | off, or DIR.",
     ),
 )
 """The sections with scales of their own, in the order of their options. A new one is a
@@ -129,8 +118,7 @@ SECTION_OPTIONS = (
 
 
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
-    "quick": "Short contexts, short training (3 seeds each), SmolLM2 at the quick scale: "
-    "about 5 min on 2 quiet CPUs (267 s measured, docs/BENCHMARKS.md).",
+    "quick": "The smoke run: every section at its smallest (about 5 min on 2 cores).",
     "full": "The paper's scale (L = 2048): a GPU or patience.",
     "models": "Comma-separated model specs (presets, directories, hub ids).",
     "length": "Override the scale's length L.",
@@ -147,13 +135,11 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "behaviour_seeds": "Independent retrieval runs behind the behavioural claim (a count, a "
     "range or a list, as --seeds).",
     "device": "auto (cuda if available) | cpu | cuda[:N], for measurement.",
-    "remedies": "Add the remedies section: quick | default (run lostmid remedies at that "
-    "scale under OUT/remedies, resumable) or DIR (a finished lostmid remedies --out, or "
-    "DIR/tilt and DIR/replace: one run per --law, a claim row each).",
+    "remedies": "Add the training remedies: quick | default, or DIR (a finished lostmid "
+    "remedies --out).",
     "trained": "Models of the trained-model sections (default: the two registry "
-    "checkpoints): names, HF folders, .gguf files or cached hub ids, comma-separated.",
-    "chat_template": "How the trained models are prompted: auto (the tokenizer's template "
-    "when it has one) | on | off.",
+    "checkpoints), comma-separated.",
+    "chat_template": "How the trained models are prompted: auto | on | off.",
     "answer_prefix": "on: the answer starts inside the prompt | off: the prompt asks and stops.",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",

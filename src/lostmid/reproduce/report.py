@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from lostmid.compare.candidates import Candidate, Scorecard
@@ -271,22 +272,10 @@ def build_report(result: ReproduceResult) -> Report:
         ),
     )
     counts = {v: sum(c.verdict == v for c in result.claims) for v in VERDICTS}
-    summary = result.figures.get("summary")
     report.add_section(
         "Summary",
         paragraphs=[", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]) + "."],
-        figures=[]
-        if summary is None
-        else [
-            (
-                summary,
-                "Left: each model's measured step-0 profile (black, seeds pooled) against "
-                "the paper's uniform theory (red) and the position-resolved theory with the "
-                "measured gains (blue), nothing fitted. Right: retrieval accuracy by gold "
-                "record at the end of training (seeds pooled, Wilson 95%) and the record "
-                "influence at initialisation (green).",
-            )
-        ],
+        figures=summary_figures(result.figures),
     )
     report.add_section(
         "Claims",
@@ -431,3 +420,41 @@ def _core_sections(report: Report, result: ReproduceResult, counts: Mapping[str,
             table=depth_rows,
             figures=figures_named(result.figures, "depth-"),
         )
+
+
+SUMMARY_FIGURES = (
+    (
+        "summary",
+        "At initialisation. Left: each model's measured step-0 profile (black, seeds "
+        "pooled) against the paper's uniform theory (red) and the position-resolved theory "
+        "with the measured gains (blue), nothing fitted. Right: retrieval accuracy by gold "
+        "record at the end of training (seeds pooled, Wilson 95%) and the record influence "
+        "at initialisation (green).",
+    ),
+    (
+        "checkpoints",
+        "Pretrained: each real checkpoint's influence profile (solid) against its "
+        "random-init twins' (dashed), by kind of input (the section below judges them).",
+    ),
+    (
+        "real-behaviour-",
+        "Pretrained: a real checkpoint's greedy accuracy by needle depth (Wilson 95%), the "
+        "difficulty calibrated to it first.",
+    ),
+)
+"""The report's lead figures, at-init and trained side by side: (figure name or prefix,
+caption); the first real-behaviour figure stands for its section."""
+
+
+def summary_figures(figures: Mapping[str, Any]) -> list[tuple[Any, str]]:
+    """The lead figures this run made, in :data:`SUMMARY_FIGURES`' order."""
+    out = []
+    for name, caption in SUMMARY_FIGURES:
+        found = [
+            p
+            for n, p in figures.items()
+            if n == name or (name.endswith("-") and n.startswith(name))
+        ]
+        if found and Path(found[0]).exists():
+            out.append((found[0], caption))
+    return out
