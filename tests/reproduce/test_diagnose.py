@@ -69,6 +69,8 @@ def test_diagnose_runs_every_trained_study_on_a_folder_and_reproduce_agrees(
     html = (out / "report.html").read_text()
     assert all(title in html for title in TITLES), [t for t in TITLES if t not in html]
     assert "Noise floor" not in html  # no at-init core in a diagnosis
+    assert "Remedies at equal budget" not in html  # nor a section it did not run
+    assert f"Where does {bpe_model_dir.name} lose the middle?" in html
     # the summary leads with the trained-model figures: profile vs twins, accuracy by depth
     summary = html.split('id="summary"')[1].split('id="claims"')[0]
     assert "Pretrained: each real checkpoint" in summary and "by needle depth" in summary

@@ -249,7 +249,7 @@ def build_report(result: ReproduceResult) -> Report:
     depth 1, positional encodings, depth growth, training dynamics, behaviour, remedies
     and provenance."""
     scale, meta = result.config.scale, result.metadata
-    trained = ", ".join(result.config.trained)
+    trained = ", ".join(Path(m).name if "/" in m else m for m in result.config.trained)
     title = (
         "Lost in the middle at birth: does the exact theory predict real models?"
         if result.models or not trained
@@ -285,7 +285,9 @@ def build_report(result: ReproduceResult) -> Report:
     if result.models:  # the at-init core; a run of the trained-model sections alone has none
         _core_sections(report, result, counts)
     for section in registry.SECTIONS:  # each section's own part (lostmid.reproduce.sections)
-        section.report(report, result.section(section.key), result.figures)
+        value = result.section(section.key)
+        if value is not None or result.models:  # a diagnosis shows only what it ran
+            section.report(report, value, result.figures)
     report.add_section(
         "Provenance",
         paragraphs=[
