@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import inspect
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from lostmid.capabilities import capability
 from lostmid.cli.options import (
+    argument,
     backend_options,
     command,
     console,
@@ -29,17 +27,11 @@ def _run(*, out: Any, overwrite: bool, **values: Any) -> None:
     run_diagnose(config, out=out, overwrite=overwrite, console=console, backend=backend)
 
 
-MODEL = inspect.Parameter(
-    "model",
-    inspect.Parameter.KEYWORD_ONLY,
-    annotation=Annotated[str, typer.Argument(help=HELP["model"], show_default=False)],
-)
-
 COMMAND = command(
     "diagnose",
     capability("diagnose").summary,
     [
-        MODEL,
+        argument("model", str, HELP["model"]),
         *options(DiagnoseConfig, HELP, skip=("model",)),
         *backend_options(),
         out_option("diagnose"),

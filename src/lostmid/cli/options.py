@@ -177,6 +177,13 @@ def extra(name: str, kind: Any, default: Any, *names: str, help: str) -> inspect
     )
 
 
+def argument(name: str, kind: Any, help: str) -> inspect.Parameter:
+    """A required positional parameter (``lostmid diagnose MODEL``, ``lostmid score
+    SAMPLES``), with its help."""
+    info = typer.Argument(help=help, show_default=False)
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[kind, info])
+
+
 def out_dir(text: str | Path) -> Path:
     """``--out``'s value as a path; empty text (``--out ""``, an unset shell variable)
     is refused, where ``Path("")`` would quietly be the current directory.

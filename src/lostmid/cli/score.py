@@ -3,15 +3,19 @@
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from lostmid.behaviour.samples import HELP, ScoreConfig
 from lostmid.capabilities import capability
-from lostmid.cli.options import command, console, options, out_option, overwrite_option
+from lostmid.cli.options import (
+    argument,
+    command,
+    console,
+    options,
+    out_option,
+    overwrite_option,
+)
 
 
 def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
@@ -20,17 +24,11 @@ def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
     run_score(ScoreConfig(**fields), out=out, overwrite=overwrite, console=console)
 
 
-SAMPLES = inspect.Parameter(
-    "samples",
-    inspect.Parameter.KEYWORD_ONLY,
-    annotation=Annotated[Path, typer.Argument(help=HELP["samples"], show_default=False)],
-)
-
 COMMAND = command(
     "score",
     capability("score").summary,
     [
-        SAMPLES,
+        argument("samples", Path, HELP["samples"]),
         *options(ScoreConfig, HELP, skip=("samples",)),
         out_option("score"),
         overwrite_option(HELP["overwrite"]),
