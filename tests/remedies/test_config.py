@@ -76,3 +76,22 @@ def test_command_line_errors_are_one_line_and_exit_2(
     assert "Traceback" not in err
     code, _, err = run_cli("remedies", "--remedies", "baseline,nope", "--out", tmp_path)
     assert code == 2 and "--remedies 'nope' unknown" in err
+
+
+def test_the_inference_remedies_load_the_model_as_asked(run_cli, tmp_path) -> None:
+    """--device and --dtype reach the model of the inference remedies; the defaults stay
+    out of the run's record (a folder saved before these options resumes), and a device
+    that is not there is one line."""
+    from lostmid.remedies.config import RemediesConfig
+
+    assert "device" not in RemediesConfig().record()
+    assert RemediesConfig(dtype="float64").record()["dtype"] == "float64"
+    args = ["--model", "tiny-qwen2", "--tokenizer", "bytes", "--key-chars", "2", "--pairs", "3",
+            "--examples", "2", "--seeds", "1", "--remedies", "baseline,query-aware"]  # fmt: skip
+    code, _, err = run_cli("remedies", *args, "--device", "cpu", "--dtype", "float32",
+                           "--out", tmp_path / "a")  # fmt: skip
+    assert code == 0, err
+    code, _, err = run_cli("remedies", *args, "--device", "tpu", "--out", tmp_path / "b")
+    assert code == 2 and "tpu" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli("remedies", *args, "--dtype", "int3", "--out", tmp_path / "c")
+    assert code == 2 and "--dtype" in err

@@ -37,6 +37,8 @@ TRAINING_DEFAULT = (
     "channels",
 )
 LAWS = ("tilt", "replace")
+MODEL_DEFAULTS = {"device": "cpu", "dtype": "float32", "trust_remote_code": False}
+"""How the inference remedies load ``--model`` (as ``lostmid retrieve``), by default."""
 PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
 
 
@@ -121,6 +123,10 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
     "the answer prefix (TEXT | learn: from a pilot of greedy replies), as lostmid retrieve.",
     "law": "How a remedy's gold law meets the training data's: tilt (reweight the data's "
     "law, p ∝ data x remedy) or replace (train on the remedy's law alone).",
+    "device": "Inference remedies: cpu | cuda[:N] | auto, as lostmid retrieve.",
+    "dtype": "Inference remedies: float32 | float64 | bfloat16 | float16.",
+    "trust_remote_code": "Inference remedies: run code the model's config names (only code "
+    "you have read).",
 }
 
 
@@ -147,6 +153,9 @@ class RemediesConfig:
     chat_template: str = "auto"
     answer_prefix: str = "on"
     lead_in: str = ""
+    device: str = "cpu"
+    dtype: str = "float32"
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
@@ -172,6 +181,7 @@ class RemediesConfig:
         if self.distractors is not None and self.distractors < 0:
             raise UserError(f"--distractors must be >= 0, got {self.distractors}")
         check_choice("--chat-template", self.chat_template, CHAT_TEMPLATES)
+        check_choice("--dtype", self.dtype, ("float32", "float64", "bfloat16", "float16"))
         check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
         check_lead_in(self.lead_in)
         kinds = {get_remedy(spec).kind for spec in self.remedies}  # checks every name
@@ -202,4 +212,7 @@ class RemediesConfig:
         data["scale"] = asdict(self.scale)
         if not self.lead_in:  # runs saved before --lead-in existed resume as the same run
             del data["lead_in"]
+        for name, default in MODEL_DEFAULTS.items():  # so do runs saved before these
+            if data[name] == default:
+                del data[name]
         return data

@@ -90,8 +90,15 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
 
     assert config.model is not None
     begin = time.perf_counter()
-    tokenizer = tokenizer_for_model(config.model, config.tokenizer)
-    loaded = load_model(config.model, init="auto", seed=seed)
+    tokenizer = tokenizer_for_model(config.model, config.tokenizer, config.trust_remote_code)
+    loaded = load_model(
+        config.model,
+        init="auto",
+        seed=seed,
+        device=config.device,
+        dtype=config.dtype,
+        trust_remote_code=config.trust_remote_code,
+    )
     fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
     rconfig = retrieve_config(config, remedy, seed)
     lead_in = None
