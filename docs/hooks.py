@@ -197,6 +197,40 @@ def verdict_counts(claims: Iterable[Mapping[str, str]]) -> str:
     return f"{sum(counts.values())} claims: {parts}"
 
 
+README_START, README_END = "<!-- claims:start -->", "<!-- claims:end -->"
+
+
+def readme_claims(claims: Sequence[Mapping[str, str]]) -> str:
+    """The README's short table of a saved run: one row per claim of the paper (the
+    rows of one claim, e.g. one per model, counted together), its number and our
+    verdicts.
+
+    >>> rows = [{"claim": "U", "paper": "yes", "verdict": v} for v in ("a", "b", "a")]
+    >>> print(readme_claims(rows))
+    | claim | paper | verdicts (rows) |
+    | --- | --- | --- |
+    | U | yes | a (2), b (1) |
+    """
+    grouped: dict[str, list[Mapping[str, str]]] = {}
+    for claim in claims:
+        grouped.setdefault(claim["claim"], []).append(claim)
+    lines = ["| claim | paper | verdicts (rows) |", "| --- | --- | --- |"]
+    for name, rows in grouped.items():
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+        verdicts = ", ".join(f"{v} ({n})" for v, n in counts.items())
+        lines.append(f"| {_cell(name)} | {_cell(rows[0]['paper'])} | {verdicts} |")
+    return "\n".join(lines)
+
+
+def readme_with_claims(readme: str, claims: Sequence[Mapping[str, str]]) -> str:
+    """``readme`` with the block between its claims markers made from ``claims``."""
+    head, rest = readme.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    return f"{head}{README_START}\n{readme_claims(claims)}\n{README_END}{tail}"
+
+
 def claims_section(path: Path = CLAIMS) -> str:
     """The Results page's claims: the table of the saved run, or a note saying where
     the file is expected and how to make it."""
@@ -352,3 +386,12 @@ class DoctestFences(Extension):  # type: ignore[misc,valid-type]
     def on_instance(self, *, obj: Any, **kwargs: Any) -> None:
         if obj.docstring is not None:
             obj.docstring.value = plain_roles(fence_doctests(obj.docstring.value))
+
+
+if __name__ == "__main__":  # python docs/hooks.py: the README's table from the saved run
+    saved = read_claims(CLAIMS)
+    if saved is None:
+        raise SystemExit(f"{CLAIMS} is not there: save a main-job run's claims.json first")
+    readme = ROOT / "README.md"
+    readme.write_text(readme_with_claims(readme.read_text(), saved))
+    print(f"README.md: the claims table of {CLAIMS.relative_to(ROOT)}")
