@@ -55,16 +55,19 @@ DIAGNOSE_SCALES: dict[str, dict[str, str]] = {
 }
 """Each scale's scale of every trained-model section (``lostmid reproduce --help``)."""
 
-MINUTES_135M = {"quick": 4.0, "default": 55.0, "full": 240.0}
-"""Wall minutes on 2 cores for a model of SmolLM2-135M's size (docs/BENCHMARKS.md,
-"diagnose"): the estimate said before a run starts, scaled by the parameter count."""
+MINUTES_135M = {"quick": 10.0, "default": 65.0, "full": 300.0}
+"""Wall minutes on 2 cores for a model of SmolLM2-135M's size, the estimate said before a
+run starts, scaled by the parameter count (docs/BENCHMARKS.md, "diagnose": the quick
+scale's stages took 1,905 s of compute on a box loaded 2.5 times over, 22 min wall; the
+default's and the full's are the sums of their sections' measured stage times, the
+remedies' arms in turn on one core being the longest)."""
 REFERENCE_PARAMETERS = 152_607_744  # SmolLM2-135M's, as lostmid.models.budget counts them
 
 HELP = {
     "model": "The model: a registry checkpoint (smollm2-135m, gemma3-270m), a Hugging Face "
     "folder, a .gguf file or a cached hub id.",
-    "scale": "quick (minutes) | default (about an hour on 2 cores at 135M parameters) | "
-    "full (hours).",
+    "scale": "quick (about 10 min on 2 cores at 135M parameters) | default (about an "
+    "hour) | full (hours).",
     "chat_template": "auto (the tokenizer's template when it has one) | on | off.",
     "answer_prefix": "on: the answer starts inside the prompt | off: the prompt asks and stops.",
     "seed": "Seed of the inputs, the items and the twins.",
@@ -108,7 +111,7 @@ def estimate_minutes(scale: str, parameters: int) -> float:
     """Wall minutes on 2 cores, from the measured 135M-parameter run, linear in size.
 
     >>> round(estimate_minutes("default", 2 * REFERENCE_PARAMETERS))
-    110
+    130
     """
     return MINUTES_135M[scale] * max(parameters, 1) / REFERENCE_PARAMETERS
 
