@@ -102,3 +102,18 @@ def test_an_uncached_hub_id_never_reaches_the_network(
     code, out, err = run_cli("measure", "--model", "Qwen/Qwen2-0.5B", "--out", tmp_path / "o")
     assert_one_line(code, out, err, "Qwen/Qwen2-0.5B")
     assert time.perf_counter() - start < 20
+
+
+@pytest.mark.parametrize("name", ["P[/]x", "P[bold red]y", "r[cluster]"])
+def test_an_out_with_brackets_is_printed_as_written(
+    run_cli: RunCli, tmp_path: Path, name: str
+) -> None:
+    """A path is text, never console markup: '[/]' once raised after theory.json was
+    written, and '[bold red]' printed another path than the one written."""
+    out = tmp_path / name
+    code, said, err = run_cli("theory", "--layers", "2", "--length", "16", "--out", out)
+    assert code == 0, err
+    assert (out / "theory.json").is_file()
+    assert name in said.replace("\n", "")  # the path as written, not rendered
+    code, _, err = run_cli("theory", "--layers", "0", "--out", out)
+    assert code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1

@@ -49,6 +49,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from lostmid.ablate.config import AblationConfig
 from lostmid.ablate.results import (
@@ -155,7 +156,7 @@ def run_ablate(
             except NonFiniteError as err:  # the switched model itself overflows
                 skipped[rung] = f"seed {seed}: {err}"
                 if console is not None:
-                    console.print(f"[yellow]rung {rung} skipped:[/] {escape(str(err))}")
+                    console.print(Text.assemble((f"rung {rung} skipped:", "yellow"), " ", str(err)))
                 break
             measurements.append(RungMeasurement.from_record(record))
         if rung not in skipped:

@@ -22,7 +22,7 @@ from typing import Annotated
 import click
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 from typer import exceptions as typer_exceptions
 
 from lostmid.capabilities import commands
@@ -53,7 +53,7 @@ COMMANDS = tuple(importlib.import_module(f"lostmid.cli.{name}") for name in comm
 for _module in COMMANDS:
     app.command(_module.__name__.rsplit(".", 1)[1])(_module.COMMAND)
 
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, markup=False)  # a path with [brackets] is text
 # typer's own copy of click's exceptions (newer typer) and click's (older typer)
 _USAGE_ERRORS: tuple[type[Exception], ...] = (
     click.exceptions.ClickException,
@@ -125,7 +125,9 @@ def main() -> None:
 def _fail(message: str) -> None:
     """One line on stderr (escaped: a message may hold brackets, ``lostmid[cluster]``),
     then exit code 2."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err_console.print(
+        Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True
+    )
     sys.exit(2)
 
 

@@ -36,7 +36,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-console = Console()  # where every command prints its tables and progress
+console = Console(markup=False)  # every command's tables and progress; a path is text
 
 SIMPLE = (int, float, str, bool, Path)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from lostmid.capabilities import capability
 from lostmid.cli.options import (
@@ -77,9 +78,11 @@ def _run(
         SweepConfig(grids=tuple(grids), **sweep), out=out, overwrite=overwrite, console=console
     )
     if result.failed:
-        Console(stderr=True).print(
-            f"[bold red]{len(result.failed)} of {len(result.units)} units failed[/]; "
-            f"errors in {out / 'sweep.json'}; rerun the same command to retry them",
+        Console(stderr=True, markup=False).print(
+            Text.assemble(
+                (f"{len(result.failed)} of {len(result.units)} units failed", "bold red"),
+                f"; errors in {out / 'sweep.json'}; rerun the same command to retry them",
+            ),
             highlight=False,
         )
         raise SystemExit(1)  # a failed unit is not a usage error: exit 1 (docs: sweep)

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from lostmid.errors import UserError
 from lostmid.influence.config import MeasureConfig
@@ -281,7 +281,7 @@ def run_measure(
             notes.insert(0, CPU_HALF_NOTE)
         if console is not None:
             for note in notes:
-                console.print(f"[yellow]note:[/] {escape(note)}")
+                console.print(Text.assemble(("note:", "yellow"), " ", note))
         summary = summarise_profile(profile.influence, target=profile.target)
     resolved = {
         **loaded.describe(),

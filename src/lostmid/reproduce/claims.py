@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from lostmid.compare.candidates import Candidate, Scorecard, w1_difference
 from lostmid.compare.claims import (
@@ -256,5 +257,5 @@ def claims_table(claims: Sequence[Claim]) -> Table:
         table.add_column(col, overflow="fold")
     for c in claims:
         colour = VERDICT_COLOURS[c.verdict]
-        table.add_row(c.claim, c.paper, c.ours, f"[{colour}]{c.verdict}[/]")
+        table.add_row(c.claim, c.paper, c.ours, Text(c.verdict, style=colour))
     return table

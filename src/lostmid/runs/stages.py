@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from lostmid.errors import UserError
 from lostmid.runs.backend import Backend, available_cpus
@@ -130,7 +131,7 @@ def _run_elsewhere(
         progress.update(bar, advance=1, description=f"{outcome.status}: {job.name}")
 
     def warn(why: str) -> None:
-        progress.console.print(f"[yellow]warning:[/] {escape(why)}")
+        progress.console.print(Text.assemble(("warning:", "yellow"), " ", why))
 
     where = "on Ray" if backend.name == "ray" else f"in {backend.local_jobs()} processes"
     progress.update(bar, description=f"{len(todo)} stages {where}")

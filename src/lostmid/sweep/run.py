@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
@@ -254,7 +254,7 @@ def run_sweep(
 
     def warn(why: str) -> None:
         if console is not None:
-            console.print(f"[yellow]warning:[/] {escape(why)}")
+            console.print(Text.assemble(("warning:", "yellow"), " ", why))
 
     jobs = [unit_job(unit, spec, out) for unit, spec in todo]
     backend = config.where()
@@ -344,7 +344,7 @@ def summary_table(result: SweepResult) -> Table:
         o = row.outcome
         table.add_row(
             row.unit.key,
-            f"[{style[o.status]}]{o.status}[/]",
+            Text(o.status, style=style[o.status]),
             f"{o.seconds:.1f}",
             o.error if o.status == "failed" else str((o.summary or {}).get("file", "")),
         )
