@@ -162,7 +162,19 @@ def test_the_readme_is_a_five_minute_read() -> None:
     text = README.read_text()
     assert text.count("<!-- claims:start -->") == 1 and text.count("<!-- claims:end -->") == 1
     block = text.split("<!-- claims:start -->")[1].split("<!-- claims:end -->")[0]
-    assert block.strip().startswith("| claim | paper | ours | verdict |")
+    assert block.strip().startswith("| claim | paper | verdicts (rows) |")
+
+
+def test_the_readme_claims_are_the_saved_runs_not_typed() -> None:
+    """The README's table is made from the saved main-job run (python docs/hooks.py), so
+    a verdict in the README is one a reader can find in studies/reproduce-default."""
+    saved = hooks.read_claims(hooks.CLAIMS)
+    assert saved is not None, f"{hooks.CLAIMS} is the saved run the README reads"
+    text = README.read_text()
+    assert hooks.readme_with_claims(text, saved) == text, "run python docs/hooks.py"
+    changed = [dict(saved[0], verdict="reproduced" if saved[0]["verdict"] != "reproduced"
+                    else "inconclusive"), *saved[1:]]  # fmt: skip
+    assert hooks.readme_with_claims(text, changed) != text  # the check can fail
 
 
 def test_no_issue_numbers_in_what_a_user_reads() -> None:
