@@ -117,3 +117,27 @@ def test_an_out_with_brackets_is_printed_as_written(
     assert name in said.replace("\n", "")  # the path as written, not rendered
     code, _, err = run_cli("theory", "--layers", "0", "--out", out)
     assert code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1
+
+
+def test_an_out_too_long_for_the_file_system_is_one_line(run_cli: RunCli, tmp_path: Path) -> None:
+    for out in (tmp_path / ("a" * 256), tmp_path / "/".join(["b" * 200] * 21)):
+        code, said, err = run_cli("theory", "--layers", "2", "--out", out)
+        assert code == 2 and "choose a shorter one" in err, err
+        assert len(err.strip().splitlines()) == 1 and not said
+    assert not any(tmp_path.iterdir())  # nothing was made
+
+
+def test_a_terminal_that_cannot_show_the_path_gets_it_escaped(tmp_path: Path) -> None:
+    """PYTHONIOENCODING=ascii and a non-ASCII --out: the run finishes and says where it
+    wrote (escaped) instead of a UnicodeEncodeError after the files were written."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "été"
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    code = "from lostmid.cli import main; main()"
+    args = ["theory", "--layers", "2", "--length", "16", "--out", str(out)]
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert b"\\xe9t\\xe9" in done.stdout and (out / "theory.json").is_file()

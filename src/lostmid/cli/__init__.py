@@ -76,6 +76,9 @@ def main() -> None:
     Hub ids resolve offline only: ``HF_HUB_OFFLINE=1`` always (a ``0`` or an empty value
     in the caller's environment included), since lostmid downloads nothing at run time.
     """
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character
+        if hasattr(stream, "reconfigure"):  # (PYTHONIOENCODING=ascii) gets it escaped
+            stream.reconfigure(errors="backslashreplace")
     wait = os.environ.get(WAIT_ENV)
     # nothing is fetched at run time: a hub id resolves from the local cache only
     os.environ["HF_HUB_OFFLINE"] = "1"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -197,7 +198,21 @@ def out_dir(text: str | Path) -> Path:
         raise typer.BadParameter(
             "an empty path; give a directory (--out . for the current one)", param_hint="--out"
         )
-    return Path(text)
+    path = Path(text)
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    if longest > NAME_MAX or len(os.fsencode(path.absolute())) > PATH_MAX:
+        raise typer.BadParameter(
+            f"a name of {longest} bytes (at most {NAME_MAX}) or a path of "
+            f"{len(os.fsencode(path.absolute()))} bytes (at most {PATH_MAX}); choose a "
+            "shorter one",
+            param_hint="--out",
+        )
+    return path
+
+
+NAME_MAX, PATH_MAX = 255, 4096
+"""The longest file name and path (bytes) Linux file systems take: an ``--out`` beyond
+them is refused before anything is written (it was an OSError after the run)."""
 
 
 def out_option(command: str) -> inspect.Parameter:
