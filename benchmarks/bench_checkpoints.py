@@ -104,11 +104,21 @@ def table(folder: Path, readout: str = "binned") -> None:
     Console(width=250).print(grid)
     for cell, c in found.items():
         control = c.record()["quantisation"]
-        said = "not measured" if control is None else control["verdict"]
+        said = "not measured" if control is None else _control_words(control)
         print(
             f"{cell}: deepens: {c.deepens.verdict}; the U persists: {c.persists.verdict}; "
             f"valley in the middle: {c.middle.verdict}; quantisation control: {said}"
         )
+
+
+def _control_words(control: dict) -> str:
+    shift = control["shift"]
+    if shift.get("low") is None:
+        return f"shift {shift['value']:+.2f} ({control['verdict']})"
+    return (
+        f"shift {shift['value']:+.2f} [{shift['low']:+.2f}, {shift['high']:+.2f}] "
+        f"({control['verdict']})"
+    )
 
 
 def stage(scale: str, out: Path | None) -> None:
