@@ -134,3 +134,37 @@ def test_training_builds_its_models_through_models() -> None:
     loaded = as_loaded(model, seed=1)
     assert loaded.model is model and loaded.adapter.name == "gpt2"
     assert (loaded.init, loaded.source, loaded.max_length) == ("trained", "training", 16)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16", "float16"])
+def test_the_same_seed_gives_the_same_weights_in_every_dtype(dtype: str) -> None:
+    # drawn in float32 then cast: a dtype comparison compares one model, not two (a
+    # float64 or bfloat16 draw takes another stream on some torch builds)
+    config = build_config("qwen2", SHAPE)
+    reference = build_causal_lm(config, seed=5)
+    other = build_causal_lm(config, seed=5, dtype=dtype)
+    target = getattr(torch, dtype)
+    for (name, a), (_, b) in zip(
+        reference.state_dict().items(), other.state_dict().items(), strict=True
+    ):
+        assert b.dtype == target, name
+        assert torch.equal(a.to(target), b), name
+
+
+@pytest.mark.parametrize("family", BUILDABLE_FAMILIES)
+def test_a_bfloat16_build_keeps_the_buffers_a_direct_build_has(family: str) -> None:
+    # the weights are drawn in float32 and cast; the buffers (rotary frequencies, masks)
+    # keep the dtypes transformers gives them in a bfloat16 build
+    from transformers import AutoModelForCausalLM
+
+    config = build_config(family, SHAPE)
+    ours = build_causal_lm(config, seed=0, dtype="bfloat16", attention="eager")
+    direct = AutoModelForCausalLM.from_config(
+        config, dtype=torch.bfloat16, attn_implementation="eager"
+    )
+    assert {n: b.dtype for n, b in ours.named_buffers()} == {
+        n: b.dtype for n, b in direct.named_buffers()
+    }
+    assert {n: p.dtype for n, p in ours.named_parameters()} == {
+        n: p.dtype for n, p in direct.named_parameters()
+    }

@@ -127,3 +127,41 @@ def test_reproduce_starts_its_real_checkpoint_stages_first(tmp_path: Path) -> No
         "real-behaviour-default-smollm2-135m",
         "real-behaviour-default-gemma3-270m",
     }
+
+
+def test_a_stage_failing_in_a_worker_is_said_when_it_fails(tmp_path: Path) -> None:
+    # said as it happens (a run stopped from outside keeps the cause in its log), then
+    # named again in the one-line error once the others have finished and been saved
+    import io
+    import math
+
+    from rich.console import Console
+
+    from lostmid.errors import UserError
+    from lostmid.runs.stages import run_stages
+
+    jobs = [
+        Job("root-minus-1", {"x": -1.0}, partial(math.sqrt, -1.0)),
+        Job("root-9", {"x": 9.0}, partial(math.sqrt, 9.0)),
+    ]
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False)
+    with pytest.raises(UserError, match="1 of 2 stages failed: root-minus-1"):
+        run_stages(jobs, StageStore(tmp_path), Backend(jobs=2), label="roots", console=console)
+    assert "stage root-minus-1 failed: ValueError: math domain error" in out.getvalue()
+    assert StageStore(tmp_path).load("root-9", {"x": 9.0}) == 3.0
+
+
+def test_stages_that_ask_for_a_gpu_share_it_one_at_a_time(tmp_path: Path) -> None:
+    # started together, each as wide as the cores allow, they ran a GPU out of memory:
+    # without --jobs they run one after the other in this process; --jobs still decides
+    from lostmid.runs.jobs import Resources
+    from lostmid.runs.stages import run_stages
+
+    gpu = Resources(cpus=1.0, gpus=1.0)
+    jobs = [Job(f"pid-{i}", {"i": i}, os.getpid, gpu) for i in range(3)]
+    got = run_stages(jobs, StageStore(tmp_path / "a"), Backend(), label="pids")
+    assert set(got.values()) == {os.getpid()}
+    if os.cpu_count() and os.cpu_count() > 1:
+        got = run_stages(jobs, StageStore(tmp_path / "b"), Backend(jobs=2), label="pids")
+        assert os.getpid() not in set(got.values())

@@ -398,14 +398,16 @@ def load_model(
             facts[name] = {"value": config_overrides[name], "from": "config_overrides"}
         checkpoint = {**checkpoint, "init_facts": facts}
     check_model_shape(config, spec)
-    if size_check and plan is None and dev == "cpu":
-        check_model_memory(config, spec, dtype)
     if checkpoint is not None and init == "random":
         checkpoint = {**checkpoint, "weights": "random-init twin (architecture only)"}
     if init == "pretrained" and weights is None:
         what = "a preset holds only the architecture" if source == "preset" else "no weights found"
         raise UserError(f"--init pretrained for {spec}: {what}; use --init random")
     load_from = weights if init in ("pretrained", "auto") else None  # None: built at random
+    if size_check and plan is None and dev == "cpu":
+        # a random model is drawn in float32 and then cast (build_causal_lm)
+        built = dtype if load_from is not None or dtype == "float64" else "float32"
+        check_model_memory(config, spec, built)
     use_weights = load_from is not None
     if attn_implementation == "sdpa" and not supports_sdpa(config):
         attn_implementation = "eager"

@@ -465,6 +465,22 @@ def dispatch(
             report(job, execute_job(job, out, retries))
 
 
+def share_the_gpu(jobs: Sequence[Job], backend: Backend) -> Backend:
+    """The local backend for ``jobs``: one job at a time when any asks for a GPU and
+    ``--jobs`` was not given (the jobs of a run share one device: started together,
+    each as wide as the cores allow, they ran the H200 out of memory); else ``backend``.
+
+    >>> gpu = [Job("a", {}, print, Resources(gpus=1.0))]
+    >>> share_the_gpu(gpu, Backend()).local_jobs(), share_the_gpu(gpu, Backend(jobs=3)).jobs
+    (1, 3)
+    """
+    if backend.name != "local" or backend.jobs is not None:
+        return backend
+    if any((job.resources.gpus or 0) > 0 for job in jobs):
+        return replace(backend, jobs=1)
+    return backend
+
+
 def run_jobs(
     jobs: Sequence[Job],
     out: Path,
@@ -479,5 +495,6 @@ def run_jobs(
     """Compute every job on ``backend`` into the stage store under ``out`` (none is looked
     up there first: the caller decided), reporting each as it ends; Ray is set up and
     stopped by :func:`open_backend`."""
+    backend = share_the_gpu(jobs, backend)
     with open_backend(jobs, backend, noun=noun, warn=warn):
         dispatch(jobs, out, backend, report, retries, started)

@@ -25,7 +25,7 @@ from rich.text import Text
 from lostmid.errors import UserError
 from lostmid.runs.backend import Backend, available_cpus
 from lostmid.runs.eta import StageClock, StageCosts
-from lostmid.runs.jobs import Job, UnitOutcome, run_jobs, threads_set
+from lostmid.runs.jobs import Job, UnitOutcome, run_jobs, share_the_gpu, threads_set
 from lostmid.runs.progress import LeftColumn, clock_text, progress
 from lostmid.runs.store import StageStore
 
@@ -63,6 +63,7 @@ def run_stages(
     """
     results: dict[str, Any] = {}
     costs = StageCosts()
+    backend = share_the_gpu(jobs, backend)
     with stage_progress(label, console) as progress:
         bar = progress.add_task("", total=len(jobs))
         current = ""
@@ -122,6 +123,8 @@ def _run_elsewhere(
         if outcome.status == "failed":
             failed[job.name] = outcome.error or "failed"
             clock.drop(job.name)
+            # said now, not only at the end: a run stopped from outside keeps the cause
+            warn(f"stage {job.name} failed: {failed[job.name]} (the others go on)")
         else:
             results[job.name] = outcome.summary
             store.computed_elsewhere(job.name, outcome.compute_seconds)
