@@ -31,6 +31,8 @@ def test_kv_run_writes_consistent_results(
     assert result["metric"] == "generate" and set(result["by_metric"]) == {"generate", "teacher"}
     assert [p["index"] for p in result["positions"]] == [0, 3, 5]
     assert result["metadata"]["seed"] == 3 and result["config"]["resolved_positions"] == [0, 3, 5]
+    # the same 4 items at every gold index: the contrasts are paired by item
+    assert {result["summary"][k]["interval"] for k in ("gap", "primacy", "recency")} == {"paired"}
     # the per-position numbers are the per-example predictions, counted once each
     rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == 12

@@ -64,6 +64,7 @@ from lostmid.behaviour.score import (
     RetrievalSummary,
     contains_ids,
     score_positions,
+    shape_of,
     summarise_positions,
 )
 from lostmid.behaviour.tokenizers import Tokenizer
@@ -73,7 +74,7 @@ from lostmid.recordable import fields_record
 from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, write_json
 from lostmid.runs.folder import OpenRun, RunFolder
-from lostmid.stats.shape import Curve, ShapeIndices, reference_points, shape_indices
+from lostmid.stats.shape import ShapeIndices, reference_points
 
 FILES = ["retrieve.json", "retrieve.png", "heatmap.png", "predictions.jsonl"]
 # fields that do not change a cell's numbers (a rerun that changes only these reuses cells)
@@ -812,12 +813,12 @@ def _score_set(
     positions = np.array([int(r[key]) for r in rows])
     correct = np.array([bool(r[f"{metric}_correct"]) for r in rows])
     logprob = np.array([r["logprob"] for r in rows]) if "logprob" in rows[0] else None
-    scores = score_positions(positions, correct, logprob, axis)
-    curve = Curve.from_counts([s.position for s in scores], [s.correct for s in scores],
-                              [s.n for s in scores])  # fmt: skip
-    return ScoreSet(
-        metric, scores, summarise_positions(scores, metric), shape_indices(curve, margin=margin)
-    )
+    # an item is one haystack, needle and question of one length cell, read at every
+    # position: the contrasts pair by it (lostmid.behaviour.score)
+    items = [(r["length"], r["item"]) for r in rows]
+    scores = score_positions(positions, correct, logprob, axis, items)
+    summary = summarise_positions(scores, metric)
+    return ScoreSet(metric, scores, summary, shape_of(scores, summary, margin))
 
 
 def _result(

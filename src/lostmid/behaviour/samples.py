@@ -128,9 +128,10 @@ def read_lm_eval_samples(path: Path, metric: str = "acc") -> list[dict[str, Any]
 
 def score_rows(rows: Sequence[Mapping[str, Any]], margin: float) -> dict[str, Any]:
     """Accuracy by position with Wilson intervals, the summary (primacy, recency, gap
-    with Newcombe intervals) and the shape class, over all rows and per length cell."""
-    from lostmid.behaviour.score import score_positions, summarise_positions
-    from lostmid.stats.shape import Curve, shape_indices
+    with Newcombe intervals, paired by the samples' item ids where they pair up) and the
+    shape class (primacy and recency paired likewise), over all rows and per length
+    cell."""
+    from lostmid.behaviour.score import score_positions, shape_of, summarise_positions
 
     def one(part: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         import numpy as np
@@ -138,14 +139,17 @@ def score_rows(rows: Sequence[Mapping[str, Any]], margin: float) -> dict[str, An
         axis = part[0]["axis"]
         positions = np.array([int(r["position"]) for r in part])
         correct = np.array([bool(r["correct"]) for r in part])
-        scores = score_positions(positions, correct, None, axis)
-        curve = Curve.from_counts(
-            [s.position for s in scores], [s.correct for s in scores], [s.n for s in scores]
-        )
+        # the export's item ids pair the contrasts by item (one per length cell), when
+        # every sample has one
+        items = None
+        if all(isinstance(r["item"], int | str) and not isinstance(r["item"], bool) for r in part):
+            items = [(r["length"], r["item"]) for r in part]
+        scores = score_positions(positions, correct, None, axis, items)
+        summary = summarise_positions(scores, "generate")
         return {
             "positions": [s.record() for s in scores],
-            "summary": summarise_positions(scores, "generate").record(),
-            "shape": shape_indices(curve, margin=margin).record(),
+            "summary": summary.record(),
+            "shape": shape_of(scores, summary, margin).record(),
         }
 
     lengths = sorted({r["length"] for r in rows if r["length"] is not None})

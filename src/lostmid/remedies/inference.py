@@ -122,6 +122,7 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
         scores.argmax,
         scores.logprob,
         "depth" if is_depth_task(config.task) else "index",
+        [(e.length, e.item) for e in examples],
     )
     s = summarise_positions(positions, "teacher")
     return {

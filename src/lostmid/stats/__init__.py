@@ -4,8 +4,9 @@ Pure numpy/scipy and at the bottom of the package (it imports only ``lostmid.err
 so that ``influence`` (measurement), ``behaviour`` (retrieval), ``train``, ``remedies``
 and ``reproduce`` summarise with one definition of each quantity:
 
-* :mod:`~lostmid.stats.intervals`: a proportion's Wilson interval, Newcombe's interval
-  of a difference of two proportions, and the 95% Student-t interval over seeds
+* :mod:`~lostmid.stats.intervals`: a proportion's Wilson interval, Newcombe's intervals
+  of a difference of two proportions (independent samples, and paired: the same items
+  at both, :func:`paired_difference_interval`), the 95% Student-t interval over seeds
   (:class:`Interval`, :func:`seed_interval`, :func:`paired_difference`), and the
   jackknife-t interval of a smooth readout over inputs (:func:`jackknife_interval`);
 * :mod:`~lostmid.stats.ranks`: Spearman's rank correlation (nan where undefined);
@@ -24,7 +25,10 @@ from lostmid.stats.intervals import (
     difference_interval,
     item_bootstrap,
     jackknife_interval,
+    paired_counts,
     paired_difference,
+    paired_difference_interval,
+    paired_phi,
     seed_interval,
     wilson_interval,
 )
@@ -49,7 +53,10 @@ __all__ = [
     "finite_or_none",
     "item_bootstrap",
     "jackknife_interval",
+    "paired_counts",
     "paired_difference",
+    "paired_difference_interval",
+    "paired_phi",
     "ranks",
     "reference_points",
     "seed_interval",

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -252,6 +252,9 @@ class ShapeIndices:
     recency: Contrast
     bias: Contrast
     shape: str
+    ends: str = "independent"
+    """How primacy and recency were judged: ``independent`` (the module's intervals) or
+    ``paired`` (the same items at the three reference points, :func:`with_paired_ends`)."""
 
     def record(self) -> dict[str, Any]:
         return fields_record(
@@ -306,6 +309,26 @@ def shape_indices(curve: Curve, *, margin: float) -> ShapeIndices:
         bias=curve.contrast(unit((i_first, 0.5), (i_last, 0.5), (i_mid, -1.0))),
         shape=classify(primacy, recency, margin),
     )
+
+
+def with_paired_ends(shape: ShapeIndices, primacy: Any, recency: Any) -> ShapeIndices:
+    """``shape`` with its primacy and recency intervals replaced by ones made for paired
+    outcomes (the same items at the first, middle and last positions: Newcombe's paired
+    interval, :func:`~lostmid.stats.paired_difference_interval`), and its class decided
+    by them (:func:`classify`, the one rule). ``primacy``, ``recency``: anything with
+    ``estimate``, ``ci_low`` and ``ci_high``, the same estimates as ``shape``'s.
+
+    >>> s = shape_indices(Curve.from_counts([0, 1, 2], [12, 8, 12], [16, 16, 16]), margin=0.05)
+    >>> s.shape, with_paired_ends(s, Contrast(0.25, 0.08, 0.42), Contrast(0.25, 0.06, 0.42)).shape
+    ('undetermined', 'U')
+    """
+    ends = []
+    for new, old in ((primacy, shape.primacy), (recency, shape.recency)):
+        if not math.isclose(float(new.estimate), old.estimate, abs_tol=1e-12):
+            raise ValueError(f"paired estimate {new.estimate} is not the shape's {old.estimate}")
+        ends.append(Contrast(float(new.estimate), float(new.ci_low), float(new.ci_high)))
+    p, r = ends
+    return replace(shape, primacy=p, recency=r, shape=classify(p, r, shape.margin), ends="paired")
 
 
 def profile_shape(influence: Numbers, stderr: Numbers, *, margin: float = 0.05) -> ShapeIndices:
