@@ -75,6 +75,47 @@ def test_depth_moves_only_the_gold_needle() -> None:
     assert starts == sorted(starts) and starts[0] < starts[1] < starts[2]
 
 
+@pytest.mark.parametrize("distractors", [1, 4, 5])
+def test_a_fixed_order_moves_the_depth_and_keeps_the_gold_needles_place(
+    distractors: int,
+) -> None:
+    # scattered (RULER's) ties order to depth: first needle at depth 0, last at 100;
+    # fixed keeps the gold needle's rank among the needles while its depth moves
+    made = {
+        d: needles_example(seed=0, index=1, depth=d, length=1200, variant="niah-multikey",
+                           distractors=distractors, count_tokens=len, order="fixed")
+        for d in (0, 25, 50, 75, 100)
+    }  # fmt: skip
+    key = made[0].key
+    order = {d: [k for k, _ in needles_in(ex.prompt)] for d, ex in made.items()}
+    assert {o.index(key) for o in order.values()} == {distractors // 2}
+    assert len({tuple(o) for o in order.values()}) == 1  # the same needles in one order
+    # the needles stand together (nothing of the haystack between them)
+    for ex in made.values():
+        spans = [m.span() for m in NEEDLE_RE.finditer(ex.prompt)]
+        gaps = {ex.prompt[a:b] for (_, a), (b, _) in zip(spans, spans[1:], strict=False)}
+        assert gaps == {" "}
+    # the same haystack at every depth, and the gold moves with the depth
+    strip = {re.sub(r"\s+", " ", NEEDLE_RE.sub("", ex.prompt)) for ex in made.values()}
+    assert len(strip) == 1
+    starts = [made[d].spans[0][0] for d in sorted(made)]
+    assert starts == sorted(starts) and starts[0] < starts[-1]
+    # the asked needle's span holds the asked needle
+    for ex in made.values():
+        a, b = ex.spans[0]
+        assert needles_in(ex.prompt[a:b]) == [(ex.key, ex.value)]
+
+
+def test_a_needle_order_without_distractor_needles_is_refused() -> None:
+    with pytest.raises(UserError, match="--needle-order is for generated needle tasks"):
+        RetrieveConfig(model="tiny-gpt2", task="kv", needle_order="fixed")
+    with pytest.raises(UserError, match="--needle-order .random. unknown; choose one of"):
+        RetrieveConfig(model="tiny-gpt2", task="niah-multikey", needle_order="random")
+    fixed = RetrieveConfig(model="tiny-gpt2", task="niah-multikey", needle_order="fixed")
+    assert fixed.record()["needle_order"] == "fixed"
+    assert "needle_order" not in RetrieveConfig(model="tiny-gpt2", task="niah-multikey").record()
+
+
 def test_multivalue_and_multiquery_ask_every_value() -> None:
     mv = needles_example(seed=1, index=0, depth=25, length=1500, variant="niah-multivalue",
                          values_per_key=3, distractors=2, count_tokens=len)  # fmt: skip

@@ -20,6 +20,14 @@ sentence end shared with distractors the block goes first, so depth 0 puts it fi
 depth 100 last. The haystack has the most filler sentences such that the prompt with
 every needle fits ``length`` tokens.
 
+Order (``--needle-order``). With scattered distractors (``scattered``, RULER's) the gold
+needle's depth and its order among the needles move together: at depth 0 it is the
+first needle, at 100 the last, so a model that answers the first or the last needle
+when unsure makes a U by itself. ``fixed`` separates the two: the distractors sit
+around the asked block, half of them (rounded down) just before it and the rest just
+after, and the group moves as one, so the gold needle holds the same place among the
+needles at every depth and only its depth changes.
+
 Prompt (RULER's template, the answer prefix after the question):
 
     Some special magic {kind} are hidden within the following text. Make sure to
@@ -61,6 +69,7 @@ from lostmid.errors import UserError
 
 VARIANTS = ("niah-multikey", "niah-multivalue", "niah-multiquery")
 NEEDLE_TYPES = ("numbers", "uuids")
+NEEDLE_ORDERS = ("scattered", "fixed")
 NEEDLE = "One of the special magic {kind} for {key} is: {value}."
 HEAD = (
     "Some special magic {kind} are hidden within the following text. Make sure to "
@@ -120,18 +129,19 @@ def _query(keys: Sequence[str]) -> str:
 
 def _assemble(
     sentences: Sequence[str],
-    gold: Sequence[str],
+    block: Sequence[tuple[str, bool]],
     at: int,
     others: Sequence[str],
     places: Sequence[int],
     head: str,
     tail: str,
 ) -> tuple[str, list[tuple[int, int]]]:
-    """The prompt and the character spans of the gold needles."""
+    """The prompt and the character spans of the gold needles: ``block`` (needles, each
+    with whether it is asked) at sentence end ``at``, ``others`` at their ``places``."""
     parts: list[tuple[str, bool]] = []
     for k in range(len(sentences) + 1):
         if k == at:
-            parts.extend((g, True) for g in gold)
+            parts.extend(block)
         parts.extend((o, False) for o, p in zip(others, places, strict=True) if p == k)
         if k < len(sentences):
             parts.append((sentences[k], False))
@@ -160,12 +170,14 @@ def needles_example(
     count_tokens: TokenCounter = byte_count,
     haystack: str = "repeat",
     query_aware: bool = False,
+    order: str = "scattered",
 ) -> RetrievalExample:
     """Example ``index`` of a RULER needle ``variant`` with its asked needles at ``depth``
     % of about ``length`` tokens (module doc). ``distractors``: needles with other keys
     (any variant); ``values_per_key``: multi-value's needles; ``queries``: multi-query's.
     ``query_aware``: the question also before the haystack (Liu et al.'s query-aware
-    contextualisation, as ``--query-aware`` does for kv).
+    contextualisation, as ``--query-aware`` does for kv). ``order``: ``scattered``
+    distractors (RULER's) or ``fixed`` around the asked block (module doc).
 
     >>> ex = needles_example(seed=0, index=1, depth=0, length=700, variant="niah-multiquery",
     ...                      queries=2)
@@ -174,6 +186,7 @@ def needles_example(
     """
     check_choice("--task", variant, VARIANTS)
     check_choice("--needle-type", needle_type, NEEDLE_TYPES)
+    check_choice("--needle-order", order, NEEDLE_ORDERS)
     check_positive("--length", length)
     check_depths([depth])
     if distractors < 0:
@@ -197,10 +210,17 @@ def needles_example(
     gold_text = [NEEDLE.format(kind=needle_type, key=k, value=v) for k, v in gold]
     other_text = [NEEDLE.format(kind=needle_type, key=k, value=v) for k, v in others]
 
+    block = [(g, True) for g in gold_text]
+    if order == "fixed":  # the distractors around the asked block, moving with it
+        half = len(other_text) // 2
+        block = [(o, False) for o in other_text[:half]] + block
+        block += [(o, False) for o in other_text[half:]]
+        other_text, fractions = [], []
+
     def build(n: int, at: int | None = None) -> tuple[str, list[tuple[int, int]]]:
         sentences = haystack_sentences(seed, index, n, haystack)
         places = [int(f * n) for f in fractions]
-        return _assemble(sentences, gold_text, n if at is None else at, other_text, places,
+        return _assemble(sentences, block, n if at is None else at, other_text, places,
                          head, tail)  # fmt: skip
 
     if count_tokens(build(0)[0]) > length:
@@ -248,6 +268,7 @@ def _variant(name: str) -> Any:
             count_tokens=count,
             haystack=options.haystack,
             query_aware=getattr(options, "query_aware", False),
+            order=getattr(options, "needle_order", "scattered"),
         )
 
     return generate
@@ -266,6 +287,7 @@ def _check(options: Any) -> None:
     check_positive("--values-per-key", options.values_per_key)
     check_positive("--queries", options.queries)
     check_choice("--needle-type", options.needle_type, NEEDLE_TYPES)
+    check_choice("--needle-order", getattr(options, "needle_order", "scattered"), NEEDLE_ORDERS)
 
 
 NEEDLE_TASKS = (

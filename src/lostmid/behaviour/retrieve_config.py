@@ -17,7 +17,7 @@ from lostmid.behaviour.example import (
 )
 from lostmid.behaviour.grid import DESIGNS
 from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
-from lostmid.behaviour.needles import NEEDLE_TYPES
+from lostmid.behaviour.needles import NEEDLE_ORDERS, NEEDLE_TYPES, VARIANTS
 from lostmid.behaviour.niah import HAYSTACKS
 from lostmid.behaviour.registry import (
     depth_task,
@@ -55,6 +55,9 @@ HELP: dict[str, str] = {
     "values_per_key": "niah-multivalue: needles (values) of the one asked key.",
     "queries": "niah-multiquery: keys asked at once.",
     "needle_type": "niah-* variants: numbers (7 digits) | uuids, the needles' values.",
+    "needle_order": "niah-*: scattered (RULER's: the distractors anywhere, so the gold "
+    "needle is the first needle at depth 0 and the last at 100) | fixed (the distractors "
+    "around the asked needles, moving with them: only the depth changes).",
     "answer_prefix": "on: the answer starts in the prompt (RULER's style; after the chat "
     "template's assistant tag when applied) | off: the prompt asks and stops.",
     "lead_in": "Text the model writes between the answer prefix and the answer (a base "
@@ -145,6 +148,7 @@ class RetrieveConfig:
     values_per_key: int = 4
     queries: int = 4
     needle_type: str = "numbers"
+    needle_order: str = "scattered"
     answer_prefix: str = "on"
     lead_in: str = ""
     vocab: int = 64
@@ -189,6 +193,13 @@ class RetrieveConfig:
         check_choice("--chat-template", self.chat_template, CHAT_TEMPLATES)
         check_choice("--design", self.design, DESIGNS)
         check_choice("--needle-type", self.needle_type, NEEDLE_TYPES)
+        check_choice("--needle-order", self.needle_order, NEEDLE_ORDERS)
+        if self.needle_order != "scattered" and (self.task not in VARIANTS or self.data):
+            raise UserError(
+                f"--needle-order is for generated needle tasks ({', '.join(VARIANTS)}); "
+                f"--task {self.task}{' with --data' if self.data else ''} has no distractor "
+                "needles to order"
+            )
         check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
         check_lead_in(self.lead_in)
         indexed = index_task(self.task)
@@ -357,6 +368,8 @@ class RetrieveConfig:
         data["resolved_examples"] = self.resolved_examples
         if not self.lead_in:  # runs saved before --lead-in existed resume as the same run
             del data["lead_in"]
+        if self.needle_order == "scattered":  # likewise before --needle-order
+            del data["needle_order"]
         return data
 
     def resolved_length(self) -> int | None:
