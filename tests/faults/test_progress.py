@@ -29,10 +29,25 @@ def test_a_log_gets_the_first_and_last_lines_at_a_modest_rate() -> None:
             bar.advance(task)
     lines = _lines(log.getvalue())
     assert [line.split(",")[0] for line in lines] == [
+        "train: started",  # at once: a first step can take minutes
         "train: 1/50 done (2%)",
         "train: 50/50 done (100%)",
     ]
-    assert "elapsed" in lines[0] and "left" in lines[0]
+    assert lines[0] == "train: started, 50 to do"
+    assert "elapsed" in lines[1] and "left" in lines[1]
+
+
+def test_a_log_line_fits_80_columns_whatever_finished_last() -> None:
+    log = io.StringIO()
+    with progress("reproduce", console=Console(file=log, width=200), every=0.0) as bar:
+        task = bar.add_task("", total=36)
+        bar.update(task, advance=1, description="done: real-behaviour-full-gemma3-270m-seed0")
+        bar.update(task, advance=1, description="done: x")
+    lines = _lines(log.getvalue())
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[1].startswith("reproduce: 1/36 done (3%)") and "last" not in lines[1]
+    assert lines[2] == "  last: done: real-behaviour-full-gemma3-270m-seed0"
+    assert lines[3].startswith("reproduce: 2/36") and lines[3].endswith("; last: done: x")
 
 
 def test_a_terminal_gets_no_plain_lines() -> None:
@@ -51,7 +66,11 @@ def test_resumed_work_is_not_reported_again() -> None:
         task = bar.add_task("", total=4, completed=3)
         bar.update(task, last="x")  # a field, not progress
         bar.advance(task)
-    assert [line.split(",")[0] for line in _lines(log.getvalue())] == ["sweep: 4/4 done (100%)"]
+    assert [line.split(",")[0] for line in _lines(log.getvalue())] == [
+        "sweep: started",
+        "sweep: 4/4 done (100%)",
+    ]
+    assert _lines(log.getvalue())[0] == "sweep: started, 4 to do (3 already saved)"
 
 
 def test_slow_steps_still_get_a_time_left() -> None:
@@ -83,7 +102,7 @@ def test_sweep_and_train_print_progress_into_a_log(run_cli: RunCli, tmp_path: Pa
     assert "sweep: 1/2 done (50%)" in out and "sweep: 2/2 done (100%)" in out
     # each line names the unit that finished (its folder under units/) and how
     units = json.loads((tmp_path / "s" / "sweep.json").read_text())["units"]
-    named = [line.split("; last: ")[-1] for line in out.splitlines() if "; last: " in line]
+    named = [line.split("last: ")[-1] for line in out.splitlines() if "last: " in line]
     assert sorted(named) == sorted(f"done: {u['key']}" for u in units)
     code, out, err = run_cli("train", "--preset", "micro", "--steps", "12", "--out", tmp_path / "t")
     assert code == 0, err

@@ -34,6 +34,9 @@ from rich.progress import Progress, ProgressColumn, Task, TaskID
 from rich.text import Text
 
 EVERY_S = 10.0
+LINE_WIDTH = 80
+"""A progress line in a log fits this width: else what finished last goes on a line of
+its own."""
 """The least time between two progress lines in a log (the last is always printed)."""
 
 
@@ -90,8 +93,17 @@ class LoggedProgress(Progress):
 
     def add_task(self, description: str, *args: Any, **kwargs: Any) -> TaskID:
         task_id = super().add_task(description, *args, **kwargs)
-        self._done[task_id] = self._tasks[task_id].completed  # resumed work is not news
-        self._resumed[task_id] = self._tasks[task_id].completed
+        task = self._tasks[task_id]
+        self._done[task_id] = task.completed  # resumed work is not news
+        self._resumed[task_id] = task.completed
+        if self.logging and task.total:  # said at once: the first step can take minutes
+            saved = f" ({task.completed:g} already saved)" if task.completed else ""
+            self.console.print(
+                f"{self.label}: started, {task.total:g} to do{saved}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
         return task_id
 
     def _log(self, task_id: TaskID) -> None:
@@ -126,13 +138,15 @@ class LoggedProgress(Progress):
         )
         text = str(task.fields.get("last") or task.description).strip()
         about = f"; last: {text}" if text and text != self.label else ""
-        self.console.print(
+        line = (
             f"{self.label}: {task.completed:g}/{total} done{share}, {clock_text(task.elapsed)} "
-            f"elapsed, ~{clock_text(left)} left{about}",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
+            f"elapsed, ~{clock_text(left)} left"
         )
+        lines = [line + about]
+        if len(lines[0]) > LINE_WIDTH and about:  # a log's lines fit 80 columns
+            lines = [line, f"  last: {text}"]
+        for one in lines:
+            self.console.print(one, highlight=False, markup=False, soft_wrap=True)
 
 
 class LeftColumn(ProgressColumn):
