@@ -35,14 +35,21 @@ def test_the_claim_follows_the_link_rule_yes_no_and_undecided() -> None:
     n = 12
     u = [0.9, 0.5, 0.2, 0.5, 0.95]  # accuracy by depth: a U
     right = [[int(i < round(a * n)) for i in range(n)] for a in u]
-    follows = [[a + 0.01 * (i % 3) for i in range(n)] for a in u]  # the share follows it
+    # the share follows the accuracy by depth and, at each depth, the right answers
+    follows = [[a + 0.05 * r[i] + 0.001 * i for i in range(n)] for a, r in zip(u, right)]
+    # a U of shares beside a U of accuracy, blind to which item is answered right: the
+    # depth means correlate (any two U shapes do), the items do not
+    blind = [[a + 0.05 * (1 - r[i]) + 0.001 * i for i in range(n)] for a, r in zip(u, right)]
     reversed_ = [[1 - a + 0.01 * (i % 3) for i in range(n)] for a in u]  # it runs against it
     yes = rl.summarise(_records(right, follows), _design(n))
     no = rl.summarise(_records(right, reversed_), _design(n))
+    u_vs_u = rl.summarise(_records(right, blind), _design(n))
     few = rl.summarise(_records([r[:3] for r in right], [s[:3] for s in follows]), _design(3))
-    assert [rl.claim_verdict(s) for s in (yes, no, few)] == [
+    assert u_vs_u["link"]["jacobian_share"]["across_depths"]["verdict"] == "supported"
+    assert [rl.claim_verdict(s) for s in (yes, no, u_vs_u, few)] == [
         REPRODUCED,
         NOT_REPRODUCED,
+        NOT_REPRODUCED,  # across depths alone cannot decide it
         INCONCLUSIVE,  # 3 a depth: below the rule's 5
     ]
     assert [r["correct"] for r in yes["by_depth"]] == [round(a * n) for a in u]

@@ -16,10 +16,13 @@ each depth (``twin_per_depth`` examples: its effect spans decades, a few resolve
 The claim, one row per checkpoint, "its influence profile predicts where it loses the
 middle", is the link rule (:func:`lostmid.stats.link.link_verdict`, stated before any
 run, fed constructed yes / no / undecided data in its tests) on the Jacobian share, the
-influence ``measure`` defines and the paper reasons with: across depths, does the mean
-share by depth order the accuracy by depth (Spearman, stratified bootstrap)? supported
--> reproduced, not supported -> not reproduced, else inconclusive. The gradient share and
-the within-depth answer (right vs wrong answers at one depth) are reported beside it.
+influence ``measure`` defines and the paper reasons with, asked two ways: across depths
+(does the mean share by depth order the accuracy by depth? Spearman over the depth
+means, stratified bootstrap) and within depths (at one depth, do right answers have a
+larger share than wrong ones? stratified AUC). Across five depths any two U shapes
+correlate, so that answer alone cannot fail a model with a U; the claim needs both:
+reproduced when both are supported, not reproduced when either is not supported, else
+inconclusive (:func:`claim_verdict`). The gradient share is reported beside it.
 
 Scales (:data:`LINK_SCALES`): ``quick`` SmolLM2 at 512 tokens, one example a depth (a
 few minutes; fewer than 5 a depth decide nothing: inconclusive by the rule);
@@ -64,9 +67,12 @@ PAPER = (
     "paper's practical reading of its U-shaped influence)"
 )
 RULE = (
-    "the link rule on the gold needle's share of measure's Jacobian norm: Spearman of "
-    "the mean share by depth and the greedy accuracy by depth, 95% stratified bootstrap; "
-    "reproduced when the interval lies above 0.5, not reproduced below, else inconclusive "
+    "the link rule on the gold needle's share of measure's Jacobian norm, 95% stratified "
+    "bootstrap, asked across depths (Spearman of the mean share by depth and the greedy "
+    "accuracy by depth: supported above 0.5) and within depths (AUC of the share for "
+    "right against wrong answers at one depth: supported above 0.55); reproduced when "
+    "both are supported, not reproduced when either interval lies below its boundary "
+    "(five depth means of two U shapes correlate whatever the link), else inconclusive "
     "(also with fewer than 5 examples at any depth)"
 )
 FOLDER = "real-link"
@@ -79,6 +85,8 @@ DEPTHS = (0, 25, 50, 75, 100)
 PRETRAINED, TWIN = "pretrained", "twin0"
 SCORES = ("jacobian_share", "gradient_share")
 CLAIM_VERDICT = {SUPPORTED: REPRODUCED, NOT_SUPPORTED: NOT_REPRODUCED}
+LINK_ANSWERS = ("across_depths", "within_depths")
+"""The link rule's two answers the claim needs (module doc)."""
 
 
 @dataclass(frozen=True)
@@ -388,16 +396,25 @@ def _share(x: float | None) -> str:
 
 
 def claim_verdict(run: Mapping[str, Any]) -> str:
-    """The claim's verdict: the link rule's across-depth answer on the Jacobian share.
+    """The claim's verdict from the link rule's two answers on the Jacobian share (module
+    doc): reproduced when across and within depths are both supported, not reproduced
+    when either is not supported, else inconclusive.
 
-    >>> claim_verdict({"link": {"jacobian_share": {"across_depths": {"verdict": "supported"}}}})
+    >>> yes, no = {"verdict": "supported"}, {"verdict": "not supported"}
+    >>> claim_verdict({"link": {"jacobian_share": {"across_depths": yes, "within_depths": yes}}})
     'reproduced'
+    >>> claim_verdict({"link": {"jacobian_share": {"across_depths": yes, "within_depths": no}}})
+    'not reproduced'
     >>> claim_verdict({"link": {}})
     'inconclusive'
     """
     block = run["link"].get("jacobian_share")
-    verdict = block["across_depths"]["verdict"] if block else INCONCLUSIVE
-    return CLAIM_VERDICT.get(str(verdict), INCONCLUSIVE)
+    if not block:
+        return INCONCLUSIVE
+    answers = [CLAIM_VERDICT.get(str(block[k]["verdict"]), INCONCLUSIVE) for k in LINK_ANSWERS]
+    if NOT_REPRODUCED in answers:
+        return NOT_REPRODUCED
+    return REPRODUCED if set(answers) == {REPRODUCED} else INCONCLUSIVE
 
 
 @dataclass(frozen=True)
