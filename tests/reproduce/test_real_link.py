@@ -36,10 +36,14 @@ def test_the_claim_follows_the_link_rule_yes_no_and_undecided() -> None:
     u = [0.9, 0.5, 0.2, 0.5, 0.95]  # accuracy by depth: a U
     right = [[int(i < round(a * n)) for i in range(n)] for a in u]
     # the share follows the accuracy by depth and, at each depth, the right answers
-    follows = [[a + 0.05 * r[i] + 0.001 * i for i in range(n)] for a, r in zip(u, right)]
+    follows = [
+        [a + 0.05 * r[i] + 0.001 * i for i in range(n)] for a, r in zip(u, right, strict=True)
+    ]
     # a U of shares beside a U of accuracy, blind to which item is answered right: the
     # depth means correlate (any two U shapes do), the items do not
-    blind = [[a + 0.05 * (1 - r[i]) + 0.001 * i for i in range(n)] for a, r in zip(u, right)]
+    blind = [
+        [a + 0.05 * (1 - r[i]) + 0.001 * i for i in range(n)] for a, r in zip(u, right, strict=True)
+    ]
     reversed_ = [[1 - a + 0.01 * (i % 3) for i in range(n)] for a in u]  # it runs against it
     yes = rl.summarise(_records(right, follows), _design(n))
     no = rl.summarise(_records(right, reversed_), _design(n))
