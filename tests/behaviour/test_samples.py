@@ -83,3 +83,111 @@ def test_mixed_tasks_and_missing_files_are_refused(tmp_path: Path, run_cli) -> N
     assert code == 2 and "no such file" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(UserError, match="--margin"):
         ScoreConfig(path, margin=1.5)
+
+
+# -- RULER's prediction files ------------------------------------------------------------
+
+
+def _ruler(path: Path, accuracy: dict[int, tuple[int, int]], length: int = 1024) -> Path:
+    """RULER's pred/TASK.jsonl as its call_api.py writes it: ``correct`` of ``n`` right
+    at each depth (a right prediction holds every reference, in another case)."""
+    lines = []
+    for depth, (correct, n) in accuracy.items():
+        for item in range(n):
+            outputs = [f"{item:07d}", "ABC"]
+            pred = " " + " and ".join(outputs).lower() if item < correct else " 123 abc"
+            others = {"depth": depth, "item": item, "length_cell": length}
+            lines.append(
+                json.dumps(
+                    {"index": item, "pred": pred, "input": "...", "outputs": outputs}
+                    | {"others": others, "truncation": -1, "length": length}
+                )
+            )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("accuracy", "shape"),
+    [
+        ({0: (38, 40), 50: (8, 40), 100: (36, 40)}, "U"),
+        ({0: (1000, 2000), 50: (1000, 2000), 100: (1000, 2000)}, "flat"),
+        ({0: (3, 4), 50: (2, 4), 100: (3, 4)}, "undetermined"),
+    ],
+)
+def test_ruler_predictions_score_each_way(tmp_path: Path, accuracy, shape) -> None:
+    from lostmid.behaviour.samples import read_samples
+
+    path = _ruler(tmp_path / "niah.jsonl", accuracy)
+    config = ScoreConfig(samples=path)
+    assert config.resolved_format() == "ruler"  # auto, from the first line
+    scored = score_rows(read_samples(config), margin=0.05)
+    assert scored["shape"]["shape"] == shape
+    assert [(p["depth"], p["correct"], p["n"]) for p in scored["positions"]] == [
+        (d, c, n) for d, (c, n) in accuracy.items()
+    ]
+    assert scored["summary"]["primacy"]["interval"] == "paired"  # the same items a depth
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"pred": 3, "outputs": ["1"]}', "no text under 'pred'"),
+        ('{"pred": "1", "outputs": "1", "others": {"depth": 0}}', "non-empty list of strings"),
+        ('{"pred": "1", "outputs": ["1"], "others": {}}', "no depth under 'others'"),
+        ('{"pred": "1", "outputs": ["1"]}', "no depth under 'others'"),
+        ('{"pred": "1", "outputs": ["1"], "others": {"depth": 150}}', "is not a depth"),
+        ("[1, 2]", "not a JSON object"),
+    ],
+)
+def test_a_malformed_ruler_file_is_one_line(tmp_path: Path, line: str, message: str) -> None:
+    from lostmid.behaviour.samples import read_ruler_predictions
+
+    path = tmp_path / "niah.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(UserError, match=message):
+        read_ruler_predictions(path)
+
+
+def test_a_file_of_neither_format_and_metric_for_ruler_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"answer": 1}\n')
+    with pytest.raises(UserError, match="neither lm-eval's logged samples"):
+        ScoreConfig(samples=path).resolved_format()
+    with pytest.raises(UserError, match="string_match_all"):
+        ScoreConfig(samples=path, format="ruler", metric="exact_match")
+
+
+def test_a_needle_export_through_rulers_prediction_format_scores_as_retrieve_did(
+    bpe_model_dir: Path, tmp_path: Path, run_cli
+) -> None:
+    # retrieve's own replies written the way RULER's call_api.py writes predictions, from
+    # the records --export wrote: lostmid score reads back retrieve's own numbers
+    export, out = tmp_path / "niah.jsonl", tmp_path / "run"
+    code, _, err = run_cli(
+        "retrieve", "--model", bpe_model_dir, "--task", "niah-multikey", "--length", "600",
+        "--distractors", "1", "--depth", "0,50,100", "--examples", "3", "--passes",
+        "generate", "--export", export, "--out", out,
+    )  # fmt: skip
+    assert code == 0, err
+    replies = {
+        (r["item"], r["depth"]): r["answer"]
+        for r in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())
+    }
+    lines = []
+    for record in map(json.loads, export.read_text().splitlines()):
+        others = record["others"]
+        reply = replies[(others["item"], others["depth"])]
+        lines.append(json.dumps({"index": record["index"], "pred": reply, "input": "..."}
+                                | {"outputs": record["outputs"], "others": others}))  # fmt: skip
+    (tmp_path / "pred").mkdir()
+    (tmp_path / "pred" / "niah.jsonl").write_text("\n".join(lines) + "\n")
+    code, said, err = run_cli("score", tmp_path / "pred" / "niah.jsonl", "--out", tmp_path / "s")
+    assert code == 0, err
+    scored = json.loads((tmp_path / "s" / "score.json").read_text())
+    result = json.loads((out / "retrieve.json").read_text())
+    assert scored["format"] == "ruler" and scored["samples"] == 9
+    for theirs, ours in zip(scored["positions"], result["positions"], strict=True):
+        for key in ("depth", "n", "correct", "ci_low", "ci_high"):
+            assert theirs[key] == pytest.approx(ours[key]), key
+    assert scored["shape"] == result["shape"]

@@ -157,6 +157,9 @@ class RetrievalExample:
                 "length": tokens if tokens is not None else self.length,
                 "answer_prefix": self.answer_prefix,
                 "key": self.key,
+                # RULER's pred/call_api.py carries `others` into its prediction files:
+                # where the needle sat, so `lostmid score --format ruler` can pool them
+                "others": {"depth": self.depth, "item": self.item, "length_cell": self.length},
             }
         else:  # token-id records (mqar): lostmid's own record
             out = {"key": self.key, "value": self.value}

@@ -1,6 +1,8 @@
 """``lostmid score SAMPLES``: accuracy by position from per-sample results another tool
 wrote, with lostmid's intervals and verdict.
 
+Two tools' files are read (``--format``, ``auto`` tells them apart by the first line):
+
 A model served where lostmid cannot load it (vLLM, llama.cpp's server, an API) still
 gets lostmid's analysis: export a task with ``lostmid retrieve --export-lm-eval DIR``,
 run it with lm-evaluation-harness and ``--log_samples``, and give the logged samples
@@ -10,6 +12,13 @@ task placed by index, ``length_cell``, ``item``) and lm-eval's score (``acc``): 
 pools them by position into Wilson intervals, the primacy and recency contrasts and the
 shape class (:mod:`lostmid.stats.shape`), per length cell and over all, exactly as
 ``retrieve`` does for a model it runs itself.
+
+``ruler``: RULER's prediction files (``scripts/pred/call_api.py`` writes one line per
+sample: ``index``, ``pred``, ``outputs``, ``others``, ...) of a needle task exported
+with ``lostmid retrieve --export FILE`` and run through RULER's pipeline. The export puts
+the needle's depth, item and length cell in ``others``, which RULER carries into its
+predictions; a sample is correct by RULER's rule for its needle tasks
+(``string_match_all``: every reference in the prediction, case-insensitive).
 
 The config and the readers are torch-free.
 """
@@ -26,12 +35,14 @@ from typing import Any
 from lostmid.errors import UserError
 from lostmid.runs.folder import RunFolder
 
-FORMATS = ("lm-eval",)
+FORMATS = ("auto", "lm-eval", "ruler")
 HELP = {
     "samples": "Per-sample results: lm-eval's samples_*.jsonl (--log_samples) of a task "
-    "lostmid retrieve --export-lm-eval wrote.",
-    "format": "The file's format: lm-eval.",
-    "metric": "The per-sample score to read (lm-eval's metric name; 1 correct, 0 not).",
+    "lostmid retrieve --export-lm-eval wrote, or RULER's predictions (pred/TASK.jsonl) of "
+    "a needle task lostmid retrieve --export wrote.",
+    "format": "The file's format: auto (from its first line) | lm-eval | ruler.",
+    "metric": "lm-eval: the per-sample score to read (its metric name; 1 correct, 0 not). "
+    "RULER's predictions are scored by RULER's string_match_all.",
     "margin": "Primacy/recency margin of the shape class (as lostmid retrieve --margin).",
     "seed": "Recorded with the run (nothing here is random).",
     "overwrite": "Replace an earlier score.json in --out.",
@@ -44,7 +55,7 @@ class ScoreConfig:
     """What to score (module doc); checked when made."""
 
     samples: Path
-    format: str = "lm-eval"
+    format: str = "auto"
     metric: str = "acc"
     margin: float = 0.05
     seed: int = 0
@@ -61,9 +72,126 @@ class ScoreConfig:
             )
         if not 0.0 <= self.margin < 1.0:
             raise UserError(f"--margin must be in [0, 1), got {self.margin}")
+        if self.format == "ruler" and self.metric != "acc":
+            raise UserError(
+                "--metric names lm-eval's score; RULER's predictions are scored by RULER's "
+                "string_match_all (drop --metric)"
+            )
 
     def record(self) -> dict[str, Any]:
         return asdict(self) | {"samples": str(self.samples)}
+
+    def resolved_format(self) -> str:
+        """``format``, or for ``auto`` the one the file's first non-empty line shows."""
+        if self.format != "auto":
+            return self.format
+        return detect_samples_format(self.samples)
+
+
+def detect_samples_format(path: Path) -> str:
+    """``lm-eval`` (a line with ``doc``) or ``ruler`` (a line with ``pred`` and
+    ``outputs``), from the first non-empty line; else one line saying what is read."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    first = json.loads(line)
+                except (json.JSONDecodeError, ValueError):
+                    first = None
+                if isinstance(first, dict) and "doc" in first:
+                    return "lm-eval"
+                if isinstance(first, dict) and {"pred", "outputs"} <= set(first):
+                    return "ruler"
+                break
+    raise UserError(
+        f"--samples {path}: neither lm-eval's logged samples (a 'doc' on each line) nor "
+        "RULER's predictions ('pred' and 'outputs'); give --format if it is one of them"
+    )
+
+
+def _json_lines(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(where, object) of each non-empty line; a line that is not a JSON object is one
+    line naming it."""
+    out = []
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, ValueError) as err:
+            raise UserError(f"{where}: not JSON ({str(err)[:120]})") from None
+        if not isinstance(value, dict):
+            raise UserError(f"{where}: not a JSON object")
+        out.append((where, value))
+    return out
+
+
+def ruler_correct(pred: str, references: Sequence[str]) -> bool:
+    """RULER's ``string_match_all`` for one sample, as a yes/no: every reference is in
+    the prediction, case-insensitive (RULER's score is the fraction found; 1 is correct).
+
+    >>> ruler_correct("The numbers are 12 and 34.", ["12", "34"]), ruler_correct("12", ["12", "3"])
+    (True, False)
+    """
+    return all(r.lower() in pred.lower() for r in references)
+
+
+def read_ruler_predictions(path: Path) -> list[dict[str, Any]]:
+    """One row per RULER prediction (as :func:`read_lm_eval_samples`), from the position
+    fields lostmid's export put in ``others``; anything else is one line naming the line.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "niah.jsonl"
+    >>> line = {"index": 3, "pred": " 7142 and", "outputs": ["7142"],
+    ...         "others": {"depth": 50, "item": 3, "length_cell": 1024}}
+    >>> _ = path.write_text(json.dumps(line) + "\\n")
+    >>> read_ruler_predictions(path)
+    [{'axis': 'depth', 'position': 50, 'length': 1024, 'item': 3, 'correct': True}]
+    """
+    rows = []
+    for where, sample in _json_lines(path):
+        pred, outputs = sample.get("pred"), sample.get("outputs")
+        if not isinstance(pred, str):
+            raise UserError(f"{where}: no text under 'pred'; is this RULER's prediction file?")
+        if (
+            not isinstance(outputs, list)
+            or not outputs
+            or not all(isinstance(o, str) for o in outputs)
+        ):
+            raise UserError(f"{where}: 'outputs' must be a non-empty list of strings")
+        others = sample.get("others")
+        depth = others.get("depth") if isinstance(others, dict) else None
+        if depth is None:
+            raise UserError(
+                f"{where}: no depth under 'others'; score reads the predictions of a needle "
+                "task lostmid retrieve --export wrote (its records carry the depth there)"
+            )
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 100:
+            raise UserError(f"{where}: depth = {depth!r} is not a depth in % (0-100)")
+        assert isinstance(others, dict)
+        length, item = others.get("length_cell"), others.get("item", sample.get("index"))
+        rows.append(
+            {
+                "axis": "depth",
+                "position": depth,
+                "length": length if isinstance(length, int) else None,
+                "item": item,
+                "correct": ruler_correct(pred, outputs),
+            }
+        )
+    if not rows:
+        raise UserError(f"{path}: no predictions in the file")
+    return rows
+
+
+def read_samples(config: ScoreConfig) -> list[dict[str, Any]]:
+    """The rows of ``config.samples`` in its format (:func:`read_lm_eval_samples`,
+    :func:`read_ruler_predictions`)."""
+    if config.resolved_format() == "ruler":
+        return read_ruler_predictions(config.samples)
+    return read_lm_eval_samples(config.samples, config.metric)
 
 
 def read_lm_eval_samples(path: Path, metric: str = "acc") -> list[dict[str, Any]]:
@@ -175,7 +303,7 @@ def run_score(
     from lostmid.runinfo import write_json
 
     start = time.perf_counter()
-    rows = read_lm_eval_samples(config.samples, config.metric)
+    rows = read_samples(config)
     folder = FOLDER.open(out, overwrite=overwrite)
     scored = score_rows(rows, config.margin)
     metadata = folder.metadata(
@@ -183,7 +311,12 @@ def run_score(
         config.seed,
         {"total": time.perf_counter() - start},
     )
-    record = {"schema": schema_of("score"), "source": str(config.samples), **scored}
+    record = {
+        "schema": schema_of("score"),
+        "source": str(config.samples),
+        "format": config.resolved_format(),
+        **scored,
+    }
     write_json(out / "score.json", record | {"metadata": metadata})
     if console is not None:
         from rich.table import Table
