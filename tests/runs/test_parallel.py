@@ -165,3 +165,26 @@ def test_stages_that_ask_for_a_gpu_share_it_one_at_a_time(tmp_path: Path) -> Non
     if os.cpu_count() and os.cpu_count() > 1:
         got = run_stages(jobs, StageStore(tmp_path / "b"), Backend(jobs=2), label="pids")
         assert os.getpid() not in set(got.values())
+
+
+def _interrupt() -> None:
+    raise KeyboardInterrupt
+
+
+def test_an_interrupt_says_what_is_kept_and_how_to_resume(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from lostmid.runs.stages import run_stages
+
+    jobs = [Job("one", {"i": 1}, partial(int, 1)), Job("stop", {"i": 2}, _interrupt)]
+    out = io.StringIO()
+    console = Console(file=out, width=300, force_terminal=False)
+    with pytest.raises(KeyboardInterrupt):
+        run_stages(jobs, StageStore(tmp_path / "stages"), Backend(jobs=1), label="x",
+                   console=console)  # fmt: skip
+    said = " ".join(out.getvalue().split())
+    assert "interrupted during stage stop; 1 finished stages are saved in" in said
+    assert f"keeps those under {tmp_path}" in said and "run the same command again" in said
+    assert StageStore(tmp_path / "stages").load("one", {"i": 1}) == 1

@@ -90,7 +90,11 @@ def run_stages(
             during = f" during stage {current}" if current else ""
             (console or Console(stderr=True)).print(
                 f"interrupted{during}; {len(results)} finished stages are saved in "
-                f"{store.dir}; run the same command again to resume"
+                f"{store.dir}, and a stage that saves its parts as it goes (a study's "
+                f"profiles, retrieve's cells, the link's examples) keeps those under "
+                f"{store.dir.parent}; run the same command again to resume",
+                markup=False,
+                highlight=False,
             )
             raise
     return {job.name: results[job.name] for job in jobs}
