@@ -103,9 +103,15 @@ def visible(command: Command) -> list[Param]:
 
 
 def options_table(command: Command) -> str:
-    """The Markdown table of a command's arguments and options: flags, default, help."""
+    """The Markdown table of a command's arguments and options: flags, default, help;
+    a bold row starts each of the help's groups."""
     rows = ["| option | default | what it does |", "| --- | --- | --- |"]
+    panel = None
     for param in visible(command):
+        box = getattr(param, "rich_help_panel", None)
+        if box and box != panel:  # the help's groups (--help shows them as boxes)
+            rows.append(f"| **{_cell(box)}** | | |")
+            panel = box
         names = ", ".join(f"`{name}`" for name in flags(param))
         required = is_argument(param) or param.required
         default = "required" if required else _default(param)

@@ -95,3 +95,23 @@ def test_a_field_without_help_or_type_is_refused() -> None:
         options(Demo, HELP)  # the tuples need a Flag
     with pytest.raises(ValueError, match="declared twice"):
         command("x", "X.", [*options(Demo, HELP, flags=FLAGS, only=["length"])] * 2, print)
+
+
+def test_help_panels_group_every_option_in_the_order_given() -> None:
+    panels = {"Run": ("name", "length", "exact"), "Data": ("corpus", "gold", "measured"),
+              "Theory": ("alpha", "target")}  # fmt: skip
+    ps = options(Demo, HELP, flags=FLAGS, panels=panels)
+    got = [(p.name, typing.get_args(p.annotation)[1].rich_help_panel) for p in ps]
+    assert got == [(n, title) for title, names in panels.items() for n in names]
+    with pytest.raises(KeyError, match="Demo.length is in no help panel"):
+        options(Demo, HELP, flags=FLAGS, panels={k: v[:1] for k, v in panels.items()})
+
+
+def test_retrieve_help_has_every_option_in_a_named_panel() -> None:
+    from lostmid.cli.retrieve import COMMAND
+
+    boxes = {
+        typing.get_args(p.annotation)[1].rich_help_panel
+        for p in inspect.signature(COMMAND).parameters.values()
+    }
+    assert None not in boxes and "Needles (niah-*)" in boxes

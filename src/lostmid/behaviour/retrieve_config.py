@@ -117,6 +117,25 @@ def check_lead_in(value: str) -> str:
     return value
 
 
+OUTPUT_PANEL = "Run and output"
+PANELS = {
+    "Model and prompt": (
+        "model", "init", "tokenizer", "chat_template", "answer_prefix", "lead_in",
+        "max_length", "trust_remote_code",
+    ),
+    "Task": ("task", "data", "pairs", "key_chars", "style", "query_aware", "vocab", "offset"),
+    "Needles (niah-*)": (
+        "haystack", "distractors", "values_per_key", "queries", "needle_type", "needle_order",
+    ),
+    "Positions and size": ("gold_index", "depth", "positions", "examples", "length", "lengths"),
+    "Scoring": ("passes", "scoring", "extra_tokens", "margin"),
+    "Calibration": ("calibrate", "band", "pilot_examples", "knob_values"),
+    "Compute": ("design", "batch_size", "padding", "device", "dtype", "device_map"),
+    OUTPUT_PANEL: ("seed", "export", "export_lm_eval"),
+}  # fmt: skip
+"""``lostmid retrieve --help``'s groups of options."""
+
+
 @dataclass(frozen=True)
 class RetrieveConfig:
     """What ``lostmid retrieve`` runs; validated on construction (one-line errors). Each

@@ -7,7 +7,7 @@ from typing import Any
 
 from lostmid.capabilities import capability
 from lostmid.cli.options import Flag, command, console, options, out_option, overwrite_option
-from lostmid.influence.config import HELP, MeasureConfig
+from lostmid.influence.config import HELP, PANELS, MeasureConfig
 
 FLAGS: dict[str, Flag] = {}
 
@@ -21,6 +21,10 @@ def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
 COMMAND = command(
     "measure",
     capability("measure").summary,
-    [*options(MeasureConfig, HELP, flags=FLAGS), out_option("measure"), overwrite_option()],
+    [
+        *options(MeasureConfig, HELP, flags=FLAGS, panels=PANELS),
+        out_option("measure", panel="Run and output"),
+        overwrite_option(panel="Run and output"),
+    ],
     _run,
 )

@@ -29,7 +29,7 @@ import inspect
 import os
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -106,11 +106,15 @@ def options(
     flags: Mapping[str, Flag] | None = None,
     only: Iterable[str] | None = None,
     skip: Iterable[str] = (),
+    panels: Mapping[str, Sequence[str]] | None = None,
 ) -> list[inspect.Parameter]:
     """One typer parameter per init field of the dataclass ``config`` (in field order;
     only those in ``only`` if given, none in ``skip``), with the field's default and
-    ``help[field]``. A field without help is an error: every option is documented."""
+    ``help[field]``. A field without help is an error: every option is documented.
+    ``panels``: the help's groups (panel title -> fields, shown in that order); given,
+    every option must be in one, so none falls back to a catch-all box."""
     flags = flags or {}
+    panel_of = {name: title for title, names in (panels or {}).items() for name in names}
     hints = typing.get_type_hints(config)
     wanted = None if only is None else list(only)
     fields = {f.name: f for f in dataclasses.fields(config) if f.init}
@@ -144,7 +148,11 @@ def options(
             text = f"{text} (default: {flag.override})"
         short = (SHORT_FLAGS[name],) if name in SHORT_FLAGS else ()
         names_ = flag.names or (flag_name(name), *short)
-        info = typer.Option(*names_, help=text, hidden=flag.hidden)
+        if panels is not None and name not in panel_of:
+            raise KeyError(f"{config.__name__}.{name} is in no help panel; add it to one")
+        info = typer.Option(
+            *names_, help=text, hidden=flag.hidden, rich_help_panel=panel_of.get(name)
+        )
         params.append(
             inspect.Parameter(
                 name,
@@ -153,6 +161,9 @@ def options(
                 annotation=Annotated[kind, info],
             )
         )
+    if panels is not None:  # the help shows the panels in the order given
+        order = list(panels)
+        params.sort(key=lambda p: order.index(panel_of[p.name]))
     return params
 
 
@@ -170,9 +181,12 @@ def parsed(values: Mapping[str, Any], flags: Mapping[str, Flag]) -> dict[str, An
     return out
 
 
-def extra(name: str, kind: Any, default: Any, *names: str, help: str) -> inspect.Parameter:
-    """A parameter that is not a config field (``--out``, ``--overwrite``, ``--quick``)."""
-    info = typer.Option(*(names or (flag_name(name),)), help=help)
+def extra(
+    name: str, kind: Any, default: Any, *names: str, help: str, panel: str | None = None
+) -> inspect.Parameter:
+    """A parameter that is not a config field (``--out``, ``--overwrite``, ``--quick``);
+    ``panel``: its group in the help (:func:`options`)."""
+    info = typer.Option(*(names or (flag_name(name),)), help=help, rich_help_panel=panel)
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
     )
@@ -215,9 +229,11 @@ NAME_MAX, PATH_MAX = 255, 4096
 them is refused before anything is written (it was an OSError after the run)."""
 
 
-def out_option(command: str) -> inspect.Parameter:
+def out_option(command: str, panel: str | None = None) -> inspect.Parameter:
     """``--out DIR`` (default ``results/COMMAND``; empty text refused: :func:`out_dir`)."""
-    info = typer.Option("--out", help="Directory for results.", parser=out_dir)
+    info = typer.Option(
+        "--out", help="Directory for results.", parser=out_dir, rich_help_panel=panel
+    )
     return inspect.Parameter(
         "out",
         inspect.Parameter.KEYWORD_ONLY,
@@ -228,9 +244,10 @@ def out_option(command: str) -> inspect.Parameter:
 
 def overwrite_option(
     help: str = "Recompute everything instead of reusing saved results.",
+    panel: str | None = None,
 ) -> inspect.Parameter:
     """``--overwrite``: never replace results without it."""
-    return extra("overwrite", bool, False, help=help)
+    return extra("overwrite", bool, False, help=help, panel=panel)
 
 
 def command(
@@ -266,14 +283,17 @@ BACKEND_FLAGS = {
 BACKEND_PREFIX = "backend_"  # the parameters' names, apart from the command's own fields
 
 
+BACKEND_PANEL = "Where the stages run"
+
+
 def backend_options() -> list[inspect.Parameter]:
     """``--backend``, ``--address``, ``--cpus-per-job``, ``--gpus-per-job`` from the
-    fields of :class:`lostmid.runs.backend.Backend` and its help."""
+    fields of :class:`lostmid.runs.backend.Backend` and its help, in one help group."""
     from lostmid.runs.backend import HELP, Backend
 
-    return [
-        p.replace(name=BACKEND_PREFIX + p.name) for p in options(Backend, HELP, flags=BACKEND_FLAGS)
-    ]
+    names = tuple(f.name for f in dataclasses.fields(Backend) if f.init)
+    found = options(Backend, HELP, flags=BACKEND_FLAGS, panels={BACKEND_PANEL: names})
+    return [p.replace(name=BACKEND_PREFIX + p.name) for p in found]
 
 
 def split_backend(values: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:

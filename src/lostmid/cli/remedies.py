@@ -20,7 +20,7 @@ from lostmid.cli.options import (
     parsed,
     split_backend,
 )
-from lostmid.remedies.config import HELP, RemediesConfig
+from lostmid.remedies.config import HELP, PANELS, RemediesConfig
 from lostmid.runs.budget import SIZE_CHECK_HELP
 
 FLAGS = {"remedies": Flag(parse=comma_names), "seeds": Flag(parse=seed_arg)}
@@ -45,11 +45,11 @@ COMMAND = command(
     "remedies",
     capability("remedies").summary,
     [
-        *options(RemediesConfig, HELP, flags=FLAGS),
+        *options(RemediesConfig, HELP, flags=FLAGS, panels=PANELS),
         *backend_options(),
-        out_option("remedies"),
-        overwrite_option("Recompute every stage instead of resuming."),
-        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP),
+        out_option("remedies", panel="Run and output"),
+        overwrite_option("Recompute every stage instead of resuming.", panel="Run and output"),
+        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP, panel="Run and output"),
     ],
     _run,
 )

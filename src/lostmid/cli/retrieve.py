@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lostmid.behaviour.retrieve_config import HELP, RetrieveConfig
+from lostmid.behaviour.retrieve_config import HELP, OUTPUT_PANEL, PANELS, RetrieveConfig
 from lostmid.capabilities import capability
 from lostmid.cli.options import (
     Flag,
@@ -56,10 +56,10 @@ COMMAND = command(
     "retrieve",
     capability("retrieve").summary,
     [
-        *options(RetrieveConfig, HELP, flags=FLAGS),
-        out_option("retrieve"),
-        overwrite_option(),
-        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP),
+        *options(RetrieveConfig, HELP, flags=FLAGS, panels=PANELS),
+        out_option("retrieve", panel=OUTPUT_PANEL),
+        overwrite_option(panel=OUTPUT_PANEL),
+        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP, panel=OUTPUT_PANEL),
     ],
     _run,
 )

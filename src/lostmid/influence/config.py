@@ -82,6 +82,21 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
 DTYPES = ("float32", "bfloat16", "float16", "float64")
 
 
+PANELS = {
+    "Model": ("model", "init", "no_rope", "no_pos_emb", "no_alibi", "trust_remote_code"),
+    "What is measured": (
+        "length", "samples", "probes", "output", "target", "exact", "per_layer", "corpus",
+        "strength", "per_position_gains", "gain_directions",
+    ),
+    "Compute": (
+        "device", "dtype", "device_map", "batch_size", "strategy", "attention",
+        "checkpointing", "compile", "no_size_check",
+    ),
+    "Run and output": ("seed",),
+}  # fmt: skip
+"""``lostmid measure --help``'s groups of options."""
+
+
 @dataclass(frozen=True)
 class MeasureConfig:
     """What to measure; every field is described in :data:`HELP` (the CLI's help).

@@ -130,6 +130,20 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
 }
 
 
+PANELS = {
+    "Remedies": ("remedies", "alpha", "law"),
+    "Training-time remedies (small models)": (
+        "preset", "steps", "seeds", "quick", "pairs", "examples",
+    ),
+    "Inference remedies (a real model)": (
+        "model", "tokenizer", "task", "key_chars", "length", "distractors", "chat_template",
+        "answer_prefix", "lead_in", "trust_remote_code", "device", "dtype",
+    ),
+    "Run and output": ("seed",),
+}  # fmt: skip
+"""``lostmid remedies --help``'s groups of options."""
+
+
 @dataclass(frozen=True)
 class RemediesConfig:
     """What to compare; every field is described in :data:`HELP` (the CLI's help)."""
