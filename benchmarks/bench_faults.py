@@ -19,6 +19,9 @@ concurrent runs, hostile model directories. Prints the tables of docs/RELIABILIT
    waiting with ``--wait``), and a lock left by a killed run.
 5. Hostile model directories: whether code they name ran, without and with
    ``--trust-remote-code``.
+6. Fuzzed readers (``--parts fuzz``, not in the default parts): the property tests of
+   tests/faults/test_fuzz_readers.py with ``--fuzz N`` examples each, drawn afresh
+   (the suite's 120 are the same every run): every reader returns its type or one line.
 
 Scales: ``micro`` (the test suite's: seconds per command), ``quick`` (each command's
 ``--quick`` scale, the default) or ``default`` (each command's own defaults: long).
@@ -28,7 +31,7 @@ import main; main()"`` per run, as a shell would; ``--mode fork`` forks this pro
 
 Usage: python benchmarks/bench_faults.py [--scale micro|quick|default] [--kills 5]
            [--mode exec|fork] [--parts inputs,kills,disk,concurrency,hostile]
-           [--case-timeout 300]
+           [--case-timeout 300] [--fuzz 2000]
 """
 
 from __future__ import annotations
@@ -443,6 +446,9 @@ def main() -> None:
     parser.add_argument(
         "--case-timeout", type=float, default=300.0, help="Seconds before a bad input is a hang."
     )
+    parser.add_argument(
+        "--fuzz", type=int, default=2000, help="Examples per fuzzed reader (--parts fuzz)."
+    )
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     parts = set(args.parts.split(","))
@@ -502,7 +508,23 @@ def main() -> None:
         print(f"\nconcurrent runs: {concurrency(root / 'concurrency', args.mode)}")
     if "hostile" in parts:
         print(f"\nhostile model directories: {hostile_dirs(root / 'hostile', args.mode)}")
+    if "fuzz" in parts:
+        print(f"\nfuzzed readers ({args.fuzz} examples each): {fuzz(args.fuzz)}")
     print(f"\ntotal {time.perf_counter() - start:.0f} s, load {os.getloadavg()[0]:.1f}")
+
+
+def fuzz(examples: int) -> str:
+    """The fuzz properties with ``examples`` fresh examples each: pytest's summary line
+    and every falsifying example it printed."""
+    env = {**os.environ, "LOSTMID_FUZZ_EXAMPLES": str(examples)}
+    test = Path(__file__).resolve().parents[1] / "tests" / "faults" / "test_fuzz_readers.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    lines = done.stdout.strip().splitlines()
+    found = [line.strip() for line in lines if line.startswith(("FAILED", "E   "))]
+    return "; ".join([lines[-1] if lines else "no output", *found[:10]])
 
 
 if __name__ == "__main__":

@@ -229,6 +229,28 @@ def read_bytes(path: Path, *, option: str | None = None, what: str = "a readable
         ) from None
 
 
+def read_text(path: Path, *, option: str | None = None, what: str = "a text file") -> str:
+    """The UTF-8 text of ``path``, or one line saying why it cannot be read.
+
+    >>> import tempfile
+    >>> bad = Path(tempfile.mkdtemp()) / "b.jsonl"
+    >>> _ = bad.write_bytes(b"ok\\x80")
+    >>> try:
+    ...     read_text(bad, option="--samples")
+    ... except UserError as err:
+    ...     print(str(err).split(": ", 1)[1])
+    not UTF-8 text (byte 2 is 0x80); give a text file
+    """
+    data = read_bytes(path, option=option, what=what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(
+            f"{_named(Path(path), option)}: not UTF-8 text (byte {err.start} is "
+            f"0x{data[err.start]:02x}); give {what}"
+        ) from None
+
+
 def read_json(
     path: Path,
     *,

@@ -112,8 +112,10 @@ def detect_samples_format(path: Path) -> str:
 def _json_lines(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """(where, object) of each non-empty line; a line that is not a JSON object is one
     line naming it."""
+    from lostmid.files import read_text
+
     out = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, option="--samples", what="a JSON-lines file").splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -206,8 +208,10 @@ def read_lm_eval_samples(path: Path, metric: str = "acc") -> list[dict[str, Any]
     >>> read_lm_eval_samples(path)
     [{'axis': 'depth', 'position': 50, 'length': 512, 'item': 3, 'correct': True}]
     """
+    from lostmid.files import read_text
+
     rows = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, option="--samples", what="lm-eval's samples file").splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

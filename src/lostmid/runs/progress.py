@@ -3,8 +3,9 @@
 rich draws its bar only on a terminal; with the output going to a file or a pipe
 (``make reproduce > log 2>&1``) it shows nothing until the run ends. :func:`progress`
 makes the bar every long command uses (train, retrieve, remedies, sweep, reproduce's
-stages), and when its console is not a terminal it also prints one plain line when a
-step or unit finishes: the first, then at most one every :data:`EVERY_S` seconds, and
+stages), and when its console is not a terminal it also prints a plain line when a task
+starts (how much there is to do: the first step can take minutes) and one when a step
+or unit finishes: the first, then at most one every :data:`EVERY_S` seconds, and
 the last, each with the count, the elapsed time and the time left (the task's ``eta``
 field when it has one, a function of no arguments: the stage runner's
 :class:`~lostmid.runs.eta.StageClock`; else rich's estimate from the recent rate; where
@@ -20,7 +21,7 @@ field (sweep's unit and its status), else its description (the stage runner's st
 ...     bar.advance(task)
 ...     bar.advance(task)
 >>> [line.split(",")[0] for line in log.getvalue().splitlines() if line]
-['sweep: 1/2 done (50%)', 'sweep: 2/2 done (100%)']
+['sweep: started', 'sweep: 1/2 done (50%)', 'sweep: 2/2 done (100%)']
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ never silently falls back to a default. This module stays light (no torch):
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -248,7 +249,8 @@ def _update(obj: T, changes: Any, where: str) -> T:
     require(isinstance(changes, dict), f"{where} must be a JSON object")
     names = {f.name: f for f in fields(obj)}
     unknown = sorted(set(changes) - set(names))
-    require(not unknown, f"unknown {where} key(s): {', '.join(unknown)}; known: {', '.join(names)}")
+    shown = ", ".join(repr(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+    require(not unknown, f"unknown {where} key(s): {shown}; known: {', '.join(names)}")
     clean: dict[str, Any] = {}
     for key, value in changes.items():
         current = getattr(obj, key)
@@ -265,6 +267,7 @@ def _update(obj: T, changes: Any, where: str) -> T:
                 f"{where}.{key} must be a number, got {value!r}",
             )
             value = float(value)
+            require(math.isfinite(value), f"{where}.{key} must be a finite number, got {value}")
         clean[key] = value
     return replace(obj, **clean)
 
