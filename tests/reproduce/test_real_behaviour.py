@@ -43,6 +43,15 @@ def test_the_verdict_comes_out_yes_no_and_undecided_on_constructed_runs() -> Non
     assert verdicts == [REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, INCONCLUSIVE, NOT_REPRODUCED]
     assert "first/middle/last 36/40 / 16/40 / 32/40" in claims[0].ours  # the middle by depth
     assert "middle outside the band" in claims[3].ours
+    assert {c.claim for c in claims} == {rb.CLAIM}
+
+
+def test_a_fixed_needle_order_run_is_the_order_control_with_its_own_claim() -> None:
+    fixed = _run([0.4, 0.5, 0.1], "primacy", None) | {"needle_order": "fixed"}
+    scattered = _run([0.9, 0.4, 0.8], "U", None)  # an older record has no needle_order
+    claims = rb.RealBehaviour("constructed", (scattered, fixed)).claims
+    assert [c.claim for c in claims] == [rb.CLAIM, rb.FIXED_ORDER_CLAIM]
+    assert [c.verdict for c in claims] == [REPRODUCED, NOT_REPRODUCED]
 
 
 def test_the_section_runs_retrieve_on_each_checkpoint_and_reads_it_back(

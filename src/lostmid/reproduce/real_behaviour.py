@@ -20,7 +20,10 @@ distractors, no pilot (a minute once cached; too few examples to decide: inconcl
 is the expected verdict); ``default`` both checkpoints at 1024 tokens, 5 depths x 20
 examples, calibrated; ``full`` the same with 90 examples per depth (primacy and recency
 intervals about 0.28 wide). A folder of a finished run (``--real-behaviour DIR``: one
-``retrieve.json`` per checkpoint under ``DIR/<model>/``) is read back.
+``retrieve.json`` per checkpoint under ``DIR/<model>/``) is read back; a run made with
+``retrieve --needle-order fixed`` (the distractors around the gold needle at every
+depth, as in ``studies/needle-order``) is the needle-order control and gets its own
+claim (:data:`FIXED_ORDER_CLAIM`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 CLAIM = "A real LLM loses the middle"
+FIXED_ORDER_CLAIM = CLAIM + ", the needles' order held fixed"
+"""The claim of a run whose distractor needles sit around the gold one at every depth
+(``retrieve --needle-order fixed``): the depth moves, the gold needle's place among the
+needles does not, so a first-or-last-needle guess cannot draw the U."""
 PAPER = "U-shaped accuracy by position (Liu et al. 2023), the behaviour the paper explains"
 RULE = (
     "greedy accuracy by depth: primacy (first - middle) and recency (last - middle), 95% "
@@ -137,6 +144,7 @@ def summary_record(result: Mapping[str, Any], model: str, folder: Path) -> dict[
         "positions": result["positions"],
         "shape": result["shape"],
         "seconds": result["seconds"],
+        "needle_order": measured.get("needle_order", "scattered"),
     }
 
 
@@ -169,7 +177,8 @@ class RealBehaviour(SectionRuns):
                 + ("" if run["in_band"] is not False else "; middle outside the band")
             )
             verdict = shape_verdict(s["shape"], run["in_band"])
-            rows.append(Claim(CLAIM, PAPER, ours, verdict, RULE))
+            fixed = run.get("needle_order", "scattered") == "fixed"
+            rows.append(Claim(FIXED_ORDER_CLAIM if fixed else CLAIM, PAPER, ours, verdict, RULE))
         return tuple(rows)
 
     def table(self) -> list[dict[str, Any]]:
