@@ -519,7 +519,8 @@ def fuzz(examples: int) -> str:
     env = {**os.environ, "LOSTMID_FUZZ_EXAMPLES": str(examples)}
     test = Path(__file__).resolve().parents[1] / "tests" / "faults" / "test_fuzz_readers.py"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
+         str(test)],
         capture_output=True, text=True, env=env, check=False,
     )  # fmt: skip
     lines = done.stdout.strip().splitlines()

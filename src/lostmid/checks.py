@@ -123,6 +123,8 @@ def parse_seeds(
         check_seed(first, "--seed", count)
         return tuple(range(first, first + count))
     if not isinstance(text, str):  # a TOML list
+        if not isinstance(text, list | tuple):  # a float, a table: no seeds at all
+            raise UserError(f"{flag} {text!r} is not a seed list; {SEEDS_HELP}")
         whole = all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in text)
         if not text or not whole:
             raise UserError(f"{flag} {list(text)!r} is not a seed list; {SEEDS_HELP}")

@@ -319,3 +319,30 @@ def test_any_bytes(name: str, tmp_path: Path) -> None:
         holds(read, path)
 
     check()
+
+
+# -- what the fuzzing found, kept as plain cases --------------------------------------------
+
+
+def test_the_cases_the_fuzzing_found_are_one_line(tmp_path: Path) -> None:
+    from lostmid.behaviour.samples import read_lm_eval_samples
+    from lostmid.checks import parse_seeds
+    from lostmid.reproduce.checkpoints import read_study_config
+    from lostmid.train.config import load_config_file
+
+    cases: list[tuple[Callable[[], Any], str]] = [
+        (lambda: parse_seeds(0.0), "is not a seed list"),  # type: ignore[arg-type]
+        (lambda: parse_seeds({"a": 1}), "is not a seed list"),  # type: ignore[arg-type]
+    ]
+    (tmp_path / "study.json").write_text(json.dumps({"\n": 1}))
+    cases.append((lambda: read_study_config(tmp_path), r"unknown key\(s\) '\\n'"))
+    _write(tmp_path / "train.json", {"\n": None})
+    cases.append((lambda: load_config_file(tmp_path / "train.json"), r"unknown config key"))
+    _write(tmp_path / "lr.json", {"preset": "micro", "lr": 1e400})
+    cases.append((lambda: load_config_file(tmp_path / "lr.json"), "lr must be a finite number"))
+    (tmp_path / "s.jsonl").write_bytes(b'{"doc": \x80}')
+    cases.append((lambda: read_lm_eval_samples(tmp_path / "s.jsonl"), "not UTF-8 text"))
+    for call, words in cases:
+        with pytest.raises(UserError, match=words) as info:
+            call()
+        assert "\n" not in str(info.value)

@@ -24,6 +24,7 @@ with :func:`lostmid.compare.pretraining.compare_pretraining`.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import random
@@ -430,6 +431,14 @@ def read_study_config(folder: Path) -> StudyConfig:
     from lostmid.files import read_json_object
 
     record = read_json_object(Path(folder) / STUDY_JSON, option="--checkpoints")
+    known = {f.name for f in dataclasses.fields(StudyConfig) if f.init}
+    unknown = sorted(set(record) - known)
+    if unknown:
+        shown = ", ".join(repr(k) for k in unknown[:5])
+        raise UserError(
+            f"--checkpoints {folder}: {STUDY_JSON} is not a study (unknown key(s) {shown}; "
+            f"a study has {', '.join(sorted(known))})"
+        )
     fields: dict[str, Any] = {}
     for key, value in record.items():
         fields[key] = tuple(value) if isinstance(value, list) else value
