@@ -72,11 +72,17 @@ def test_a_folder_holding_one_gguf_file_is_that_file(cache: Path, tiny_gguf) -> 
         load_model(str(path.parent), init="pretrained")
 
 
-def test_dequantising_is_paid_once(cache: Path, tiny_gguf, monkeypatch) -> None:
+def test_dequantising_is_paid_once(cache: Path, tiny_gguf, monkeypatch, capsys) -> None:
     path, _ = tiny_gguf
     folder = dequantised_dir(inspect_gguf(path))
     assert (folder / FACTS).is_file() and (folder / "model.safetensors").is_file()
     assert folder.parent == cache / "gguf"
+    # a first load says so at once (it takes minutes on a real checkpoint), a reuse not
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == f"{path.name}: dequantising into {folder} (once; later runs reuse it)"
+    assert said[1].startswith(f"{path.name}: dequantised in ")
+    dequantised_dir(inspect_gguf(path))
+    assert capsys.readouterr().out == ""
 
     def refuse(*args, **kwargs):
         raise AssertionError("dequantised a second time")

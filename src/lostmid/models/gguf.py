@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 import warnings
 from collections import Counter
 from collections.abc import Iterator
@@ -308,8 +309,13 @@ def dequantised_dir(gguf: GGUFFile, *, root: Path | None = None, option: str = "
             if _complete(folder, gguf):  # built by another process while we waited
                 return folder
             remove_leftovers(folder)  # a build killed before it could clean up
+            # said at once on the stream progress goes to: a first load takes minutes
+            said = f"{gguf.path.name}: dequantising into {folder} (once; later runs reuse it)"
+            print(said, flush=True)
+            start = time.perf_counter()
             with atomic_directory(folder) as tmp:
                 _dequantise_into(gguf, tmp, named=f"{option} {gguf.path}")
+            print(f"{gguf.path.name}: dequantised in {time.perf_counter() - start:.0f} s")
     except OSError as err:
         if is_disk_full(err):
             raise disk_full_error(folder, err) from None
