@@ -46,6 +46,22 @@ def test_the_verdict_comes_out_yes_no_and_undecided_on_constructed_runs() -> Non
     assert {c.claim for c in claims} == {rb.CLAIM}
 
 
+def test_an_undetermined_shape_with_one_end_not_above_the_middle_is_no_u() -> None:
+    # the fixed-order SmolLM2 cell: primacy straddles, recency lies below 0: no U
+    run = _run([0.4, 0.47, 0.13], "undetermined", None)
+    run["shape"]["primacy"] = {"estimate": -0.07, "ci_low": -0.25, "ci_high": 0.12}
+    run["shape"]["recency"] = {"estimate": -0.33, "ci_low": -0.50, "ci_high": -0.14}
+    flat_end = _run([0.4, 0.4, 0.4], "undetermined", None)
+    flat_end["shape"]["recency"] = {"estimate": 0.0, "ci_low": -0.03, "ci_high": 0.03}
+    open_ends = _run([0.5, 0.4, 0.5], "undetermined", None)
+    open_ends["shape"]["primacy"] = {"estimate": 0.1, "ci_low": -0.1, "ci_high": None}
+    out_of_band = run | {"in_band": False}
+    claims = rb.RealBehaviour("constructed", (run, flat_end, open_ends, out_of_band)).claims
+    assert [c.verdict for c in claims] == [
+        NOT_REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, INCONCLUSIVE,
+    ]  # fmt: skip
+
+
 def test_a_fixed_needle_order_run_is_the_order_control_with_its_own_claim() -> None:
     fixed = _run([0.4, 0.5, 0.1], "primacy", None) | {"needle_order": "fixed"}
     scattered = _run([0.9, 0.4, 0.8], "U", None)  # an older record has no needle_order

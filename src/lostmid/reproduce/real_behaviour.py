@@ -28,15 +28,18 @@ claim (:data:`FIXED_ORDER_CLAIM`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from lostmid.compare.claims import Claim
 from lostmid.files import read_json_object
 from lostmid.models.spec import ModelSpec
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
+from lostmid.stats.shape import u_ruled_out
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 CLAIM = "A real LLM loses the middle"
@@ -47,10 +50,12 @@ needles does not, so a first-or-last-needle guess cannot draw the U."""
 PAPER = "U-shaped accuracy by position (Liu et al. 2023), the behaviour the paper explains"
 RULE = (
     "greedy accuracy by depth: primacy (first - middle) and recency (last - middle), 95% "
-    "Newcombe intervals, margin 0.05; reproduced when both lie above the margin (a U), "
-    "not reproduced when the shape is resolved and not a U (flat, primacy, recency, "
-    "inverted U), inconclusive when an interval straddles the margin or the middle depth "
-    "is outside the calibration band (a task at its floor or ceiling shows no curve)"
+    "Newcombe intervals (paired by item where the items are the same at every depth), "
+    "margin 0.05; reproduced when both lie above 0 (a U), not reproduced when the shape "
+    "is resolved and not a U (flat, primacy, recency, inverted U) or either interval "
+    "lies below 0 or inside the margin (that end is not above the middle), inconclusive "
+    "otherwise or when the middle depth is outside the calibration band (a task at its "
+    "floor or ceiling shows no curve)"
 )
 FOLDER = "real-behaviour"
 RESULT = "retrieve.json"
@@ -104,18 +109,46 @@ REAL_SCALES = {
 }
 
 
-def shape_verdict(shape: str, in_band: bool | None) -> str:
-    """The claim's verdict from retrieve's shape class (:data:`lostmid.stats.shape.SHAPES`)
-    and whether the middle depth was inside the calibration band (None: not calibrated).
+def shape_verdict(
+    shape: str,
+    in_band: bool | None,
+    primacy: Mapping[str, Any] | None = None,
+    recency: Mapping[str, Any] | None = None,
+    margin: float = 0.05,
+) -> str:
+    """The claim's verdict from retrieve's shape class (:data:`lostmid.stats.shape.SHAPES`),
+    whether the middle depth was inside the calibration band (None: not calibrated) and,
+    when given, the primacy and recency intervals: an undetermined shape with one end
+    resolved not above the middle rules a U out (:func:`lostmid.stats.shape.u_ruled_out`).
 
     >>> shape_verdict("U", True), shape_verdict("flat", None), shape_verdict("U", False)
     ('reproduced', 'not reproduced', 'inconclusive')
     >>> shape_verdict("undetermined", True)
     'inconclusive'
+    >>> below = {"estimate": -0.33, "ci_low": -0.5, "ci_high": -0.14}
+    >>> straddles = {"estimate": -0.07, "ci_low": -0.25, "ci_high": 0.12}
+    >>> shape_verdict("undetermined", None, straddles, below)
+    'not reproduced'
     """
-    if in_band is False or shape == "undetermined":
+    if in_band is False:
+        return INCONCLUSIVE
+    if shape == "undetermined":
+        if primacy is not None and recency is not None:
+            first, last = (SimpleNamespace(**_finite(c)) for c in (primacy, recency))
+            if u_ruled_out(first, last, margin):
+                return NOT_REPRODUCED
         return INCONCLUSIVE
     return REPRODUCED if shape == "U" else NOT_REPRODUCED
+
+
+def _finite(contrast: Mapping[str, Any]) -> dict[str, float]:
+    """A contrast record with its missing (infinite) interval ends as infinities."""
+    low, high = contrast.get("ci_low"), contrast.get("ci_high")
+    return {
+        "estimate": float(contrast["estimate"]),
+        "ci_low": -math.inf if low is None else float(low),
+        "ci_high": math.inf if high is None else float(high),
+    }
 
 
 def real_stage(scale: str, model: ModelSpec | str, seed: int, folder: Path) -> dict[str, Any]:
@@ -176,7 +209,9 @@ class RealBehaviour(SectionRuns):
                 f"{_ci(s['primacy'])}, recency {_ci(s['recency'])}; shape {s['shape']}"
                 + ("" if run["in_band"] is not False else "; middle outside the band")
             )
-            verdict = shape_verdict(s["shape"], run["in_band"])
+            verdict = shape_verdict(
+                s["shape"], run["in_band"], s["primacy"], s["recency"], s.get("margin", 0.05)
+            )
             fixed = run.get("needle_order", "scattered") == "fixed"
             rows.append(Claim(FIXED_ORDER_CLAIM if fixed else CLAIM, PAPER, ours, verdict, RULE))
         return tuple(rows)
@@ -237,7 +272,10 @@ def _acc(p: Mapping[str, Any]) -> str:
 
 
 def _ci(c: Mapping[str, Any]) -> str:
-    return f"{c['estimate']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"
+    """``+0.40 [+0.09, +0.62]``; an end without information (None in a record) as inf."""
+    low, high = (c[k] if c[k] is not None else sign * math.inf
+                 for k, sign in (("ci_low", -1), ("ci_high", 1)))  # fmt: skip
+    return f"{c['estimate']:+.2f} [{low:+.2f}, {high:+.2f}]"
 
 
 class RealBehaviourPlugin(PerModelSection):

@@ -236,6 +236,23 @@ def is_u(primacy: Any, recency: Any) -> bool:
     return classify(contrast(primacy), contrast(recency), 0.0) == "U"
 
 
+def u_ruled_out(primacy: Any, recency: Any, margin: float) -> bool:
+    """No U, whatever the other end: primacy or recency resolved not above the middle,
+    its interval below 0 (``-``) or inside ``[-margin, margin]`` (``=``). A shape class
+    can still be ``undetermined`` then (the other end's interval straddles), but a U
+    needs both ends above the middle. Takes what :func:`is_u` takes.
+
+    >>> u_ruled_out(Contrast(-0.07, -0.25, 0.12), Contrast(-0.33, -0.5, -0.14), 0.05)
+    True
+    >>> u_ruled_out(Contrast(0.2, -0.1, 0.5), Contrast(0.3, 0.1, 0.5), 0.05)
+    False
+    """
+    ends = (
+        Contrast(float(x.estimate), float(x.ci_low), float(x.ci_high)) for x in (primacy, recency)
+    )
+    return any(end.sign(margin) in ("-", "=") for end in ends)
+
+
 @dataclass(frozen=True)
 class ShapeIndices:
     """The shape indices of a curve (module doc); positions in the caller's convention."""
