@@ -208,19 +208,9 @@ def read_lm_eval_samples(path: Path, metric: str = "acc") -> list[dict[str, Any]
     >>> read_lm_eval_samples(path)
     [{'axis': 'depth', 'position': 50, 'length': 512, 'item': 3, 'correct': True}]
     """
-    from lostmid.files import read_text
-
     rows = []
-    lines = read_text(path, option="--samples", what="lm-eval's samples file").splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}, line {number}"
-        try:
-            sample = json.loads(line)
-        except (json.JSONDecodeError, ValueError) as err:
-            raise UserError(f"{where}: not JSON ({str(err)[:120]})") from None
-        doc = sample.get("doc") if isinstance(sample, dict) else None
+    for where, sample in _json_lines(path):
+        doc = sample.get("doc")
         if not isinstance(doc, dict):
             raise UserError(f"{where}: no 'doc' object; is this lm-eval's --log_samples file?")
         if doc.get("depth") is not None:
