@@ -73,6 +73,7 @@ from lostmid.checks import check_choice
 from lostmid.compare.claims import Verdict
 from lostmid.errors import UserError
 from lostmid.stats.intervals import jackknife_interval
+from lostmid.stats.shape import MIDDLE_BAND
 from lostmid.stats.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -100,8 +101,9 @@ MIN_BIN = 4
 """The fewest positions a bin holds: at L < 4 * 32 + 2 there are fewer bins."""
 DEEPENING = 0.5
 """The boundary of "deepens": log10 peak-to-valley grows by more than half a decade."""
-MIDDLE = (0.25, 0.75)
-"""The middle half of the context, as fractions of (position - 1) / (L - 1)."""
+MIDDLE = MIDDLE_BAND
+"""The middle half of the context, as fractions of (position - 1) / (L - 1)
+(:data:`lostmid.stats.shape.MIDDLE_BAND`)."""
 _LOCATION = "valley_fraction"  # a discrete argmin: a percentile interval, never the jackknife
 
 

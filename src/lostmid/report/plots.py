@@ -23,6 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from lostmid.files import write_bytes
+from lostmid.stats.shape import MIDDLE_BAND
 
 DPI = 120  # every PNG lostmid writes: files and figures embedded in reports
 
@@ -83,7 +84,7 @@ def plot_theory(
                 alpha=0.12,
                 label="primacy tail (> 1/t)",
             )
-        lo, hi = 1 + 0.25 * (target - 1), 1 + 0.75 * (target - 1)
+        lo, hi = (1 + f * (target - 1) for f in MIDDLE_BAND)
         ax.axvspan(lo, hi, color="tab:red", alpha=0.08, label="dead zone (middle half)")
         ax.plot(
             [target], [log10_influence[target - 1]], "o", color="tab:purple", label="recency anchor"

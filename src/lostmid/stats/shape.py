@@ -61,6 +61,10 @@ from lostmid.stats.intervals import Z95, seed_interval, wilson_interval
 from lostmid.stats.ranks import finite_or_none
 
 Numbers = Sequence[float] | np.ndarray  # values over positions, as a list or an array
+MIDDLE_BAND = (0.25, 0.75)
+"""The middle half of a context, as fractions of the way from its first position to its
+last (ends included): the theory's dead zone, and where a valley must sit to be "in the
+middle". Every rule that speaks of the middle half reads it here."""
 SHAPES = ("flat", "primacy", "recency", "U", "inverted U", "undetermined")
 KINDS = ("proportion", "estimate", "seeds")
 
@@ -234,6 +238,17 @@ def is_u(primacy: Any, recency: Any) -> bool:
         return Contrast(float(x.estimate), float(x.ci_low), float(x.ci_high))
 
     return classify(contrast(primacy), contrast(recency), 0.0) == "U"
+
+
+def in_middle_band(fraction: Any) -> Any:
+    """Whether each fraction of the way through a context lies in :data:`MIDDLE_BAND`.
+
+    >>> in_middle_band(np.array([0.0, 0.25, 0.5, 0.76])).tolist()
+    [False, True, True, False]
+    """
+    low, high = MIDDLE_BAND
+    f = np.asarray(fraction, dtype=float)
+    return (f >= low) & (f <= high)
 
 
 def u_ruled_out(primacy: Any, recency: Any, margin: float) -> bool:

@@ -26,6 +26,7 @@ import numpy as np
 from lostmid.checks import check_position
 from lostmid.errors import UserError
 from lostmid.runinfo import to_jsonable
+from lostmid.stats.shape import in_middle_band
 from lostmid.typing import Float
 
 
@@ -118,7 +119,7 @@ def _summarise(
         if np.isfinite(log10_valley):
             ptv = float(log10[peak_i] - log10_valley)
         frac = (others - (lo - 1)) / max(hi - lo, 1)
-        middle = others[(frac >= 0.25) & (frac <= 0.75)]
+        middle = others[in_middle_band(frac)]
         if middle.size:
             dead = float(np.median(log10[middle]))
     primacy_i = lo - 1
