@@ -212,7 +212,7 @@ def test_cli_empty_corpus(run_cli, tmp_path: Path) -> None:
 def test_cli_config_file_unknown_key(run_cli, tmp_path: Path) -> None:
     (tmp_path / "cfg.json").write_text(json.dumps({"model": {"layerz": 3}}))
     code, _, err = run_cli("train", "--config", tmp_path / "cfg.json", "--out", tmp_path / "o")
-    assert code == 2 and "unknown model key(s): layerz" in err
+    assert code == 2 and "unknown model key(s): 'layerz'" in err
 
 
 def test_cli_runs_micro(run_cli, corpus_dir: Path, tmp_path: Path) -> None:
