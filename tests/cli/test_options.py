@@ -107,11 +107,20 @@ def test_help_panels_group_every_option_in_the_order_given() -> None:
         options(Demo, HELP, flags=FLAGS, panels={k: v[:1] for k, v in panels.items()})
 
 
-def test_retrieve_help_has_every_option_in_a_named_panel() -> None:
-    from lostmid.cli.retrieve import COMMAND
+@pytest.mark.parametrize(
+    ("name", "box"),
+    [("retrieve", "Needles (niah-*)"), ("measure", "What is measured"),
+     ("remedies", "Where the stages run"), ("reproduce", "Sizes (override the scale's)")],
+)  # fmt: skip
+def test_long_helps_have_every_option_in_a_named_panel(name: str, box: str) -> None:
+    import importlib
 
-    boxes = {
+    command = importlib.import_module(f"lostmid.cli.{name}").COMMAND
+    boxes = [
         typing.get_args(p.annotation)[1].rich_help_panel
-        for p in inspect.signature(COMMAND).parameters.values()
-    }
-    assert None not in boxes and "Needles (niah-*)" in boxes
+        for p in inspect.signature(command).parameters.values()
+    ]
+    assert None not in boxes and box in boxes
+    # each group's options stand together (the help draws one box a group, in order)
+    firsts = [b for i, b in enumerate(boxes) if i == 0 or boxes[i - 1] != b]
+    assert len(firsts) == len(set(firsts))

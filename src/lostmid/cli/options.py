@@ -254,8 +254,9 @@ def command(
     name: str, doc: str, params: Iterable[inspect.Parameter], body: Callable[..., None]
 ) -> Callable[..., None]:
     """A function typer can register as command ``name``: its signature is ``params``
-    (keyword-only, in order) and calling it calls ``body(**values)``."""
-    params = list(params)
+    (keyword-only, in order; the options of one help group brought together where its
+    first one stands) and calling it calls ``body(**values)``."""
+    params = _grouped(list(params))
     seen: set[str] = set()
     for p in params:
         if p.name in seen:
@@ -271,6 +272,20 @@ def command(
     run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
     return run
+
+
+def _panel(param: inspect.Parameter) -> str | None:
+    info = typing.get_args(param.annotation)[1:2]
+    return getattr(info[0], "rich_help_panel", None) if info else None
+
+
+def _grouped(params: list[inspect.Parameter]) -> list[inspect.Parameter]:
+    """``params`` with each help group's options together, the groups in the order of
+    their first option (the help and the docs' tables read them in this order)."""
+    first: dict[str | None, int] = {}
+    for i, p in enumerate(params):
+        first.setdefault(_panel(p), i)
+    return sorted(params, key=lambda p: first[_panel(p)])
 
 
 # -- the backend options of every command with stages ---------------------------------

@@ -4,12 +4,14 @@ overrides of its :class:`~lostmid.reproduce.config.Scale` fields, the run's own 
 
 from __future__ import annotations
 
+import inspect
 from functools import partial
 from typing import Any
 
 from lostmid.capabilities import capability
 from lostmid.checks import seed_arg
 from lostmid.cli.options import (
+    BACKEND_PANEL,
     Flag,
     backend_options,
     command,
@@ -52,6 +54,30 @@ FLAGS = {"models": Flag(parse=parse_models), "trained": Flag(parse=parse_models)
 }
 
 
+OUTPUT = "Run and output"
+PANELS = {
+    "Models": ("models", "trained", "chat_template", "answer_prefix"),
+    "Sizes (override the scale's)": (
+        "length", "seeds", "samples", "probes", "train_steps", "train_preset", "train_seeds",
+        "behaviour_preset", "behaviour_steps", "behaviour_seeds",
+    ),
+    "Sections (each: a scale, off, or a finished folder to read)": (
+        "remedies", *(option.field for option in SECTION_OPTIONS),
+    ),
+    BACKEND_PANEL: ("device",),
+    OUTPUT: ("seed",),
+}  # fmt: skip
+"""``lostmid reproduce --help``'s groups of options."""
+
+
+def _in_panel_order(*params: inspect.Parameter) -> list[inspect.Parameter]:
+    """The options of two configs in :data:`PANELS`' order (each config's own call
+    orders only its own fields)."""
+    order = list(PANELS)
+    where = {name: order.index(title) for title, names in PANELS.items() for name in names}
+    return sorted(params, key=lambda p: where[p.name])
+
+
 def _run(*, quick: bool, full: bool, out: Any, overwrite: bool, **values: Any) -> None:
     from lostmid.reproduce.run import run_reproduce
 
@@ -67,13 +93,15 @@ COMMAND = command(
     "reproduce",
     capability("reproduce").summary,
     [
-        extra("quick", bool, False, help=HELP["quick"]),
-        extra("full", bool, False, help=HELP["full"]),
-        *options(ReproduceConfig, HELP, flags=FLAGS, skip=("scale",)),
-        *options(Scale, HELP, flags=FLAGS, only=SCALE_OVERRIDES),
+        extra("quick", bool, False, help=HELP["quick"], panel="Scale"),
+        extra("full", bool, False, help=HELP["full"], panel="Scale"),
+        *_in_panel_order(
+            *options(ReproduceConfig, HELP, flags=FLAGS, skip=("scale",), panels=PANELS),
+            *options(Scale, HELP, flags=FLAGS, only=SCALE_OVERRIDES, panels=PANELS),
+        ),
         *backend_options(),
-        out_option("reproduce"),
-        overwrite_option(HELP["overwrite"]),
+        out_option("reproduce", panel=OUTPUT),
+        overwrite_option(HELP["overwrite"], panel=OUTPUT),
     ],
     _run,
 )
