@@ -31,6 +31,7 @@ import numpy as np
 from lostmid.checks import check_choice
 from lostmid.compare.scoring import MeanSpread
 from lostmid.errors import UserError
+from lostmid.stats.intervals import welch_interval
 from lostmid.stats.verdicts import (
     BELOW_RESOLUTION,
     INCONCLUSIVE,
@@ -356,23 +357,13 @@ def floor_relation(ours: MeanSpread, floor: MeanSpread) -> str:
 
 def welch_difference(a: MeanSpread, b: MeanSpread) -> Span:
     """The 95% Welch interval of mean(a) - mean(b) for two independent samples; (-inf,
-    inf) when either has fewer than 2 values.
+    inf) when either has fewer than 2 values (:func:`lostmid.stats.intervals.welch_interval`).
 
     >>> [round(x, 5) for x in welch_difference(MeanSpread(0.0039, 0.0003, 3),
     ...                                          MeanSpread(0.0024, 0.0006, 3))]
     [0.00025, 0.00275]
     """
-    if a.n < 2 or b.n < 2:
-        return -np.inf, np.inf
-    from scipy.stats import t as student_t
-
-    va, vb = a.spread**2 / a.n, b.spread**2 / b.n
-    diff = a.mean - b.mean
-    if va + vb == 0:
-        return diff, diff
-    dof = (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1))
-    half = float(student_t.ppf(0.975, dof) * np.sqrt(va + vb))
-    return diff - half, diff + half
+    return welch_interval(a.mean, a.spread, a.n, b.mean, b.spread, b.n)
 
 
 def format_interval(value: MeanSpread, digits: int = 3) -> str:

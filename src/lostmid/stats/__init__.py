@@ -30,6 +30,7 @@ from lostmid.stats.intervals import (
     paired_difference_interval,
     paired_phi,
     seed_interval,
+    welch_interval,
     wilson_interval,
 )
 from lostmid.stats.ranks import finite_or_none, ranks, spearman
@@ -62,5 +63,6 @@ __all__ = [
     "seed_interval",
     "shape_indices",
     "spearman",
+    "welch_interval",
     "wilson_interval",
 ]
