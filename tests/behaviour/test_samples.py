@@ -191,3 +191,58 @@ def test_a_needle_export_through_rulers_prediction_format_scores_as_retrieve_did
         for key in ("depth", "n", "correct", "ci_low", "ci_high"):
             assert theirs[key] == pytest.approx(ours[key]), key
     assert scored["shape"] == result["shape"]
+
+
+# -- the Needle In A Haystack tester's results ------------------------------------------
+
+
+def _tester(folder: Path, scores: dict[int, list[int]], lengths: list[int]) -> Path:
+    """A results folder as the tester writes it: one file per (length, depth)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for depth, by_length in scores.items():
+        for length, score in zip(lengths, by_length, strict=True):
+            result = {"model": "m", "context_length": length, "depth_percent": float(depth)}
+            result |= {"version": 1, "needle": "n", "model_response": "r", "score": score}
+            name = f"m_len_{length}_depth_{depth * 100}_results.json"
+            (folder / name).write_text(json.dumps(result))
+    return folder
+
+
+def test_needle_tester_results_score_each_way(tmp_path: Path) -> None:
+    from lostmid.behaviour.samples import read_samples
+
+    lengths = list(range(1000, 41000, 1000))  # 40 lengths: 40 items a depth
+    u = {0: [10] * 38 + [1] * 2, 50: [10] * 8 + [3] * 32, 100: [10] * 36 + [7] * 4}
+    config = ScoreConfig(samples=_tester(tmp_path / "u", u, lengths))
+    assert config.resolved_format() == "needle-tester"  # a folder
+    scored = score_rows(read_samples(config), margin=0.05)
+    assert [(p["depth"], p["correct"], p["n"]) for p in scored["positions"]] == [
+        (0, 38, 40), (50, 8, 40), (100, 36, 40),
+    ]  # fmt: skip
+    assert scored["shape"]["shape"] == "U" and scored["summary"]["primacy"]["interval"] == "paired"
+    flat = {d: [10] * 20 + [5] * 20 for d in (0, 50, 100)}
+    rows = read_samples(ScoreConfig(samples=_tester(tmp_path / "flat", flat, lengths)))
+    assert score_rows(rows, margin=0.05)["shape"]["shape"] != "U"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"depth_percent": 11.111}, "is not a whole percent"),
+        ({"depth_percent": 150.0}, "is not a whole percent"),
+        ({"score": 0}, "scores run 1 to 10"),
+        ({"context_length": "1k"}, "is not a length in tokens"),
+    ],
+)
+def test_a_malformed_needle_tester_result_is_one_line(
+    tmp_path: Path, change: dict, message: str
+) -> None:
+    from lostmid.behaviour.samples import read_needle_tester
+
+    folder = _tester(tmp_path / "r", {0: [10]}, [1000])
+    (file,) = folder.glob("*.json")
+    file.write_text(json.dumps(json.loads(file.read_text()) | change))
+    with pytest.raises(UserError, match=message):
+        read_needle_tester(folder)
+    with pytest.raises(UserError, match="no \\*_results.json"):
+        read_needle_tester(tmp_path)

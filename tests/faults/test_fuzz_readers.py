@@ -188,6 +188,10 @@ RULER_PRED = {
 }
 
 
+NEEDLE_TESTER = {"model": "m", "context_length": 1000, "depth_percent": 50.0, "version": 1,
+                 "model_response": "r", "score": 10}  # fmt: skip
+
+
 @pytest.mark.parametrize(("fmt", "record"), [("lm-eval", LM_EVAL), ("ruler", RULER_PRED)])
 def test_score_samples_with_any_field_changed(fmt: str, record: dict, tmp_path: Path) -> None:
     from lostmid.behaviour.samples import ScoreConfig, read_samples, score_rows
@@ -200,6 +204,21 @@ def test_score_samples_with_any_field_changed(fmt: str, record: dict, tmp_path: 
     @given(st.lists(mutations(record), min_size=1, max_size=3))
     def check(records: list[Any]) -> None:
         holds(read, _write(tmp_path / "samples.jsonl", [record, *records], lines=True))
+
+    check()
+
+
+def test_needle_tester_results_with_any_field_changed(tmp_path: Path) -> None:
+    from lostmid.behaviour.samples import ScoreConfig, read_samples, score_rows
+
+    def read(path: Path) -> Any:
+        rows = read_samples(ScoreConfig(samples=path.parent))
+        return score_rows(rows, margin=0.05)
+
+    @SETTINGS
+    @given(mutations(NEEDLE_TESTER))
+    def check(record: Any) -> None:
+        holds(read, _write(tmp_path / "m_len_1000_depth_5000_results.json", record))
 
     check()
 
@@ -288,7 +307,11 @@ def test_a_study_json_of_any_content(tmp_path: Path) -> None:
 
 def _readers() -> dict[str, Callable[[Path], Any]]:
     from lostmid.behaviour.data import data_examples
-    from lostmid.behaviour.samples import read_lm_eval_samples, read_ruler_predictions
+    from lostmid.behaviour.samples import (
+        read_lm_eval_samples,
+        read_needle_tester,
+        read_ruler_predictions,
+    )
     from lostmid.compare.inputs import load_theory
     from lostmid.influence.record import read_measure
     from lostmid.sweep.grid import load_sweep_file
@@ -301,6 +324,7 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
         "data.jsonl.gz": data_examples,
         "lm-eval samples": read_lm_eval_samples,
         "RULER predictions": read_ruler_predictions,
+        "needle tester result.json": read_needle_tester,
         "train config": load_config_file,
         "sweep.toml": load_sweep_file,
     }

@@ -20,6 +20,14 @@ the needle's depth, item and length cell in ``others``, which RULER carries into
 predictions; a sample is correct by RULER's rule for its needle tasks
 (``string_match_all``: every reference in the prediction, case-insensitive).
 
+``needle-tester``: the results of the Needle In A Haystack tester (gkamradt's
+``LLMTest_NeedleInAHaystack``: a folder of ``*_results.json``, one per context length and
+depth, each with ``context_length``, ``depth_percent``, ``model_response`` and the
+evaluator's ``score`` from 1 to 10). A result is correct when the evaluator gave it 10
+(its "completely correct"); depths must be whole percents (its linear spacing), and the
+context length is the item, so each contrast is paired over the lengths tested at both
+depths.
+
 The config and the readers are torch-free.
 """
 
@@ -35,12 +43,14 @@ from typing import Any
 from lostmid.errors import UserError
 from lostmid.runs.folder import RunFolder
 
-FORMATS = ("auto", "lm-eval", "ruler")
+FORMATS = ("auto", "lm-eval", "ruler", "needle-tester")
 HELP = {
     "samples": "Per-sample results: lm-eval's samples_*.jsonl (--log_samples) of a task "
-    "lostmid retrieve --export-lm-eval wrote, or RULER's predictions (pred/TASK.jsonl) of "
-    "a needle task lostmid retrieve --export wrote.",
-    "format": "The file's format: auto (from its first line) | lm-eval | ruler.",
+    "lostmid retrieve --export-lm-eval wrote, RULER's predictions (pred/TASK.jsonl) of "
+    "a needle task lostmid retrieve --export wrote, or the Needle In A Haystack tester's "
+    "results folder.",
+    "format": "The format: auto (a folder: the needle tester's; a file: from its first "
+    "line) | lm-eval | ruler | needle-tester.",
     "metric": "lm-eval: the per-sample score to read (its metric name; 1 correct, 0 not). "
     "RULER's predictions are scored by RULER's string_match_all.",
     "margin": "Primacy/recency margin of the shape class (as lostmid retrieve --margin).",
@@ -65,17 +75,19 @@ class ScoreConfig:
 
         object.__setattr__(self, "samples", Path(self.samples))
         check_choice("--format", self.format, FORMATS)
-        if not self.samples.is_file():
+        if self.samples.is_dir() and self.format in ("auto", "needle-tester"):
+            pass  # the needle tester's results folder
+        elif not self.samples.is_file():
             raise UserError(
                 f"--samples {self.samples}: no such file; give lm-eval's samples_*.jsonl "
                 "(lm_eval ... --log_samples --output_path DIR writes it under DIR)"
             )
         if not 0.0 <= self.margin < 1.0:
             raise UserError(f"--margin must be in [0, 1), got {self.margin}")
-        if self.format == "ruler" and self.metric != "acc":
+        if self.format in ("ruler", "needle-tester") and self.metric != "acc":
             raise UserError(
                 "--metric names lm-eval's score; RULER's predictions are scored by RULER's "
-                "string_match_all (drop --metric)"
+                "string_match_all and the needle tester's by its evaluator (drop --metric)"
             )
 
     def record(self) -> dict[str, Any]:
@@ -85,6 +97,8 @@ class ScoreConfig:
         """``format``, or for ``auto`` the one the file's first non-empty line shows."""
         if self.format != "auto":
             return self.format
+        if self.samples.is_dir():
+            return "needle-tester"
         return detect_samples_format(self.samples)
 
 
@@ -188,11 +202,69 @@ def read_ruler_predictions(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+NEEDLE_TESTER_TOP = 10
+"""The needle tester's evaluator score of a completely correct answer (1-10 scale)."""
+
+
+def read_needle_tester(path: Path) -> list[dict[str, Any]]:
+    """One row per result of the Needle In A Haystack tester (module doc): a folder of
+    ``*_results.json`` or one such file; the item is the context length (and the
+    results' ``version``), so depths pair over the lengths tested at both.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> one = {"context_length": 1000, "depth_percent": 50.0, "model_response": "x",
+    ...        "score": 10, "version": 1}
+    >>> _ = (folder / "m_len_1000_depth_5000_results.json").write_text(json.dumps(one))
+    >>> read_needle_tester(folder)
+    [{'axis': 'depth', 'position': 50, 'length': 1000, 'item': '1000/v1', 'correct': True}]
+    """
+    from lostmid.files import read_json
+
+    path = Path(path)
+    files = sorted(path.glob("*_results.json")) if path.is_dir() else [path]
+    if not files:
+        raise UserError(
+            f"--samples {path}: no *_results.json in the folder; give the needle tester's "
+            "results folder (its --results_dir)"
+        )
+    rows = []
+    for file in files:
+        result = read_json(file, option="--samples", what="a needle tester's result")
+        if not isinstance(result, dict):
+            raise UserError(f"{file}: not a JSON object; is it a needle tester's result?")
+        length, depth, score = (result.get(k) for k in ("context_length", "depth_percent", "score"))
+        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+            raise UserError(f"{file}: context_length = {length!r} is not a length in tokens")
+        number = isinstance(depth, int | float) and not isinstance(depth, bool)
+        percent = float(depth) if number else math.nan  # type: ignore[arg-type]
+        if not math.isfinite(percent) or percent != int(percent) or not 0 <= percent <= 100:
+            raise UserError(
+                f"{file}: depth_percent = {depth!r} is not a whole percent in 0..100 "
+                "(lostmid scores whole depths: the tester's linear spacing)"
+            )
+        if isinstance(score, bool) or not isinstance(score, int | float) or not 1 <= score <= 10:
+            raise UserError(f"{file}: score = {score!r}; the evaluator's scores run 1 to 10")
+        rows.append(
+            {
+                "axis": "depth",
+                "position": int(percent),
+                "length": length,
+                "item": f"{length}/v{result.get('version', 1)}",
+                "correct": score == NEEDLE_TESTER_TOP,
+            }
+        )
+    return rows
+
+
 def read_samples(config: ScoreConfig) -> list[dict[str, Any]]:
     """The rows of ``config.samples`` in its format (:func:`read_lm_eval_samples`,
-    :func:`read_ruler_predictions`)."""
-    if config.resolved_format() == "ruler":
+    :func:`read_ruler_predictions`, :func:`read_needle_tester`)."""
+    found = config.resolved_format()
+    if found == "ruler":
         return read_ruler_predictions(config.samples)
+    if found == "needle-tester":
+        return read_needle_tester(config.samples)
     return read_lm_eval_samples(config.samples, config.metric)
 
 
