@@ -32,14 +32,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from lostmid.compare.claims import Claim
 from lostmid.files import read_json_object
 from lostmid.models.spec import ModelSpec
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
-from lostmid.stats.shape import u_ruled_out
+from lostmid.stats.shape import Contrast, u_ruled_out
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 CLAIM = "A real LLM loses the middle"
@@ -134,7 +133,7 @@ def shape_verdict(
         return INCONCLUSIVE
     if shape == "undetermined":
         if primacy is not None and recency is not None:
-            first, last = (SimpleNamespace(**_finite(c)) for c in (primacy, recency))
+            first, last = (Contrast(**_finite(c)) for c in (primacy, recency))
             if u_ruled_out(first, last, margin):
                 return NOT_REPRODUCED
         return INCONCLUSIVE
