@@ -83,7 +83,7 @@ def test_rerun_resumes_and_refusals(bpe_model_dir: Path, tmp_path: Path, run_cli
     code, stdout, _ = run_cli(*args, "--out", tmp_path / "a")
     again = json.loads((tmp_path / "a" / "retrieve.json").read_text())
     assert (
-        code == 0 and "3 cells reused" in stdout and again["metadata"]["stages"]["computed"] == []
+        code == 0 and "3 stages reused" in stdout and again["metadata"]["stages"]["computed"] == []
     )
     assert again["cells"] == first["cells"]
     # another configuration in the same --out: refused, nothing replaced

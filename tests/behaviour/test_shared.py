@@ -205,9 +205,9 @@ def test_one_prefill_per_distinct_context() -> None:
     calls: list[int] = []
     real = loaded.adapter.prefill
 
-    def counting(model, ids):  # noqa: ANN001, ANN202
+    def counting(model, ids, **kwargs):  # noqa: ANN001, ANN003, ANN202
         calls.append(ids.shape[1])
-        return real(model, ids)
+        return real(model, ids, **kwargs)
 
     loaded.adapter.prefill = counting  # type: ignore[method-assign]
     try:
@@ -249,3 +249,49 @@ def test_both_passes_from_one_prefill_equal_two_separate_passes(preset: str) -> 
     assert [r["ids"] for r in both] == greedy
     assert [r["logprob"] for r in both] == pytest.approx(apart.logprob.tolist(), rel=1e-5)
     assert [r["teacher_correct"] for r in both] == apart.argmax.tolist()
+
+
+def _trie_nodes(sequences: list[list[int]]) -> int:
+    """Brute force: the distinct non-empty prefixes of ``sequences``."""
+    return len({tuple(s[:k]) for s in sequences for k in range(1, len(s) + 1)})
+
+
+@pytest.mark.parametrize("preset", [*FAMILIES, "tiny-gemma3"])
+def test_contexts_that_begin_alike_are_read_once_with_the_same_numbers(preset: str) -> None:
+    """A needle moved through a haystack (two items, four depths, one context a prefix of
+    another): each context continues from the previous one's cache cut back to what the
+    two share. The scores equal separate full prompts' (1e-5), the greedy tokens are
+    equal, and the tokens read are the prefix tree's nodes, counted by brute force."""
+    loaded = load_model(preset, init="random", seed=0)
+    g = torch.Generator().manual_seed(7)
+
+    def ids(n: int) -> list[int]:
+        return torch.randint(0, 256, (n,), generator=g).tolist()
+
+    contexts = []
+    for _item in range(2):
+        hay, needle = ids(48), ids(5)
+        contexts += [hay[:at] + needle + hay[at:] for at in (0, 16, 32, 48)]
+    contexts.append(contexts[3][:30])  # a context that is a prefix of another
+    questions = [ids(2) for _ in contexts]
+    targets = [ids(2) for _ in contexts]
+    reading: dict[str, int] = {}
+    teacher, generated = shared_scores(
+        loaded.model, loaded.adapter, contexts, questions, targets, new_tokens=3,
+        reading=reading,
+    )  # fmt: skip
+    assert teacher is not None and generated is not None
+    full = [c + q for c, q in zip(contexts, questions, strict=True)]
+    ref = teacher_forced(loaded.model, full, targets, batch_size=1)
+    np.testing.assert_allclose(teacher.logprob, ref.logprob, rtol=1e-5)
+    assert teacher.argmax.tolist() == ref.argmax.tolist()
+    assert generated == greedy_decode(loaded.model, full, 3, batch_size=1)
+    assert reading["context_tokens"] == sum(len(c) for c in contexts)
+    assert reading["read_tokens"] == _trie_nodes(contexts) < 0.75 * reading["context_tokens"]
+    alone: dict[str, int] = {}
+    again = shared_scores(
+        loaded.model, loaded.adapter, contexts, questions, targets, new_tokens=3,
+        share_prefixes=False, reading=alone,
+    )  # fmt: skip
+    assert alone["read_tokens"] == alone["context_tokens"]
+    assert again[1] == generated

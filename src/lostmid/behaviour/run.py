@@ -23,8 +23,10 @@ Writes under ``--out``:
 * ``predictions.jsonl``: per example its item, position, depth %, length cell, token
   count, value, greedy answer, scores;
 * ``prompt.txt``: the first example's prompt as the tokenizer received it;
-* ``stages/``: each cell's result as it finished (``--design shared``: each length's;
-  ``pilot-KNOBVALUE``: a calibration pilot's greedy answers);
+* ``stages/``: each stage's result as it finished: a cell's, every depth of a few items
+  (a depth sweep, whose prompts of one item are read from a shared prefix),
+  ``--design shared``: each length's; ``pilot-KNOBVALUE``: a calibration pilot's greedy
+  answers;
   a rerun with the same ``--out`` and configuration reuses them (which were reused and
   which computed: ``metadata.stages``).
 """
@@ -345,6 +347,7 @@ def run_retrieve(
     # the stage store (stages/) is made only once something is computed
     store = folder.stages()
     rows: list[dict[str, Any] | None] = [None] * len(examples)
+    reading: dict[str, int] = {}  # the computed stages' prompt tokens and those read
     with _progress(console) as bar, timer("score"):
         task = bar.add_task("cells", total=len(examples))
         for name, members in _stages(examples, shared, config.axis):
@@ -356,7 +359,7 @@ def run_retrieve(
 
             def compute(members: list[int] = members) -> list[dict[str, Any]]:
                 return _score_members(
-                    loaded, encoded, members, passes, new_tokens, config, shared, advance
+                    loaded, encoded, members, passes, new_tokens, config, shared, advance, reading
                 )
 
             stage_config = {**base, "stage": name, "examples": len(members)}
@@ -398,6 +401,8 @@ def run_retrieve(
         record["lead_in"] = lead_in
     record["metadata"] = folder.metadata(requested.record(), config.seed, timer.seconds)
     record["metadata"]["stages"] = store.record()
+    if reading:
+        record["metadata"]["reading"] = reading
     write_json(out / "retrieve.json", record)
     _write_outputs(out, result, result_rows)
     if console is not None:
@@ -406,7 +411,7 @@ def run_retrieve(
             console.print(calibration.outcome, highlight=False)
         for line in summary_lines(result):
             console.print(line, highlight=False)
-        reused = f" ({len(store.reused)} cells reused)" if store.reused else ""
+        reused = f" ({len(store.reused)} stages reused)" if store.reused else ""
         console.print(
             f"wrote {out / 'retrieve.json'}, retrieve.cells.csv, retrieve.png, heatmap.png{reused}"
         )
@@ -657,15 +662,33 @@ def _guard_lengths(
             )
 
 
+ITEMS_PER_STAGE = 4
+"""A depth sweep's stage: every depth of this many items (their prompts share the
+haystack up to the shallowest needle, read once: :mod:`lostmid.behaviour.shared`)."""
+
+
 def _stages(
     examples: Sequence[RetrievalExample], shared: bool, axis: str
 ) -> list[tuple[str, list[int]]]:
-    """(stage name, example indices): one stage per cell (moved) or per length (shared)."""
+    """(stage name, example indices): one stage per length (shared design), per block
+    of :data:`ITEMS_PER_STAGE` items at every depth (a depth sweep: an item's prompts
+    begin alike), else per cell.
+
+    >>> from lostmid.behaviour.example import RetrievalExample
+    >>> def ex(item, depth):
+    ...     return RetrievalExample("niah", "p", "k", "v", " v", None, depth=depth, item=item)
+    >>> _stages([ex(i, d) for d in (0, 50) for i in range(6)], False, "depth")
+    [('items-0-3', [0, 1, 2, 3, 6, 7, 8, 9]), ('items-4-7', [4, 5, 10, 11])]
+    """
     groups: dict[str, list[int]] = {}
+    by_items = not shared and axis == "depth" and len({ex.position for ex in examples}) > 1
     for i, ex in enumerate(examples):
         length = "" if ex.length is None else f"L{ex.length}"
         if shared:
             name = f"shared-{length or 'one'}"
+        elif by_items:
+            lo = ex.item - ex.item % ITEMS_PER_STAGE
+            name = f"items-{length + '-' if length else ''}{lo}-{lo + ITEMS_PER_STAGE - 1}"
         else:
             name = f"cell-{length}-{axis}{ex.position}" if length else f"cell-{axis}{ex.position}"
         groups.setdefault(name, []).append(i)
@@ -681,10 +704,12 @@ def _score_members(
     config: RetrieveConfig,
     shared: bool,
     progress: Callable[[int], None] | None = None,
+    reading: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """The raw result of examples ``members``: greedy ids and teacher-forced scores;
     ``progress`` is called with the examples done as they finish (a long stage reports
-    before its end)."""
+    before its end); ``reading`` counts the prompt tokens and those read where prompts
+    are read from shared prefixes (:func:`~lostmid.behaviour.shared.shared_scores`)."""
     prompts = [encoded.prompts[i] for i in members]
     targets = [encoded.targets[i] for i in members]
     limits = {"max_length": loaded.max_length, "vocab_size": loaded.vocab_size}
@@ -720,6 +745,7 @@ def _score_members(
             batch_size=config.batch_size,
             device=loaded.input_device,
             progress=progress,
+            reading=reading,
         )
     else:
         if "generate" in passes:

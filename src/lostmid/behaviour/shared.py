@@ -1,9 +1,14 @@
 """``--design shared``: one prefill per context, every question read from its cache.
 
 Examples whose context ids are equal share one prefill (its key-value cache kept, the
-family's handling in :mod:`lostmid.models.adapters.cache`). Each question, and its
-target under teacher forcing, is read after the cached context at positions
-T .. T + W - 1, so the model computes exactly what it computes on the full prompt
+family's handling in :mod:`lostmid.models.adapters.cache`). Contexts that begin alike
+share that beginning too: they are read in sorted order, each continuing from the
+previous one's cache cut back to the tokens the two share (``cache.crop``), so every
+node of the contexts' prefix tree is read once. A needle item at five depths shares its
+haystack up to the shallowest needle: about 30% fewer tokens than five prefills.
+
+Each question, and its target under teacher forcing, is read after the cached context at
+positions T .. T + W - 1, so the model computes exactly what it computes on the full prompt
 ``context + question`` (the equality test holds it to 1e-5 relative in float32 on
 every family the adapters name):
 
@@ -34,7 +39,7 @@ would count the padding
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -43,7 +48,7 @@ from lostmid.behaviour.decoding import TeacherScores
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
 from lostmid.models.adapters import FamilyAdapter
-from lostmid.models.adapters.cache import cache_bytes
+from lostmid.models.adapters.cache import cache_bytes, crop_to
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -69,6 +74,19 @@ def _padded(
         ids[b, start : start + len(r)] = torch.as_tensor(list(r), dtype=torch.long)
         mask[b, start : start + len(r)] = 1
     return ids.to(device), mask.to(device)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """The number of leading tokens ``a`` and ``b`` share.
+
+    >>> common_prefix([1, 2, 3, 4], [1, 2, 5]), common_prefix([1, 2], [1, 2, 3])
+    (2, 2)
+    """
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    differ = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(differ[0]) if differ.size else n
 
 
 def _groups(
@@ -98,6 +116,8 @@ def shared_scores(
     batch_size: int = 8,
     device: torch.device | str | None = None,
     progress: Callable[[int], None] | None = None,
+    share_prefixes: bool = True,
+    reading: dict[str, int] | None = None,
 ) -> tuple[TeacherScores | None, list[list[int]] | None]:
     """(teacher-forced scores, greedy continuations) per example, in order.
 
@@ -107,6 +127,11 @@ def shared_scores(
         teacher: score the targets under teacher forcing.
         new_tokens: greedy tokens per question (None: no generation).
         progress: called with the number of examples done after each context.
+        share_prefixes: read the contexts in sorted order, each from the previous one's
+            cache cut back to the tokens the two share (module doc); else one prefill
+            a context.
+        reading: where given, ``context_tokens`` (the contexts' tokens) and
+            ``read_tokens`` (those the model read) are added to it.
     """
     check_positive("--batch-size", batch_size)
     n = len(contexts)
@@ -138,9 +163,30 @@ def shared_scores(
             progress(sum(len(b) for _, _, b in pending))
         pending.clear()
 
-    for context, rows in by_context.items():
+    trunk: Any = None  # the last context's cache, every column kept (prefix sharing)
+    read_ids: tuple[int, ...] = ()
+    for context in sorted(by_context) if share_prefixes else by_context:
+        rows = by_context[context]
         past = len(context)
-        cache = adapter.prefill(model, torch.tensor([context], device=device))
+        shared = common_prefix(read_ids, context) if trunk is not None else 0
+        if not share_prefixes:
+            cache = adapter.prefill(model, torch.tensor([context], device=device))
+        elif shared == 0 or not adapter.crops(trunk):
+            trunk = adapter.prefill(model, torch.tensor([context], device=device), full=True)
+            shared = 0
+        else:  # cut back to what the two contexts share, read the rest after it
+            crop_to(trunk, shared)
+            if shared < past:
+                rest = torch.tensor([context[shared:]], device=device)
+                _, trunk = adapter.continue_from(model, trunk, rest, shared, keep=1)
+        if share_prefixes:
+            read_ids = context
+            # a copy: the trunk is cut back for the next context while this one's
+            # questions may wait to be decoded
+            cache = adapter.repeat_cache(trunk, 1)
+        if reading is not None:
+            reading["context_tokens"] = reading.get("context_tokens", 0) + past
+            reading["read_tokens"] = reading.get("read_tokens", 0) + past - shared
         if packed:
             batches = [rows[lo : lo + batch_size] for lo in range(0, len(rows), batch_size)]
             if teacher:

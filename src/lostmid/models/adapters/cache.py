@@ -65,6 +65,16 @@ def cache_length(cache: Any) -> int:
     return int(cache.get_seq_length())
 
 
+def crop_to(cache: Any, length: int) -> None:
+    """Cut a batch-1 ``cache`` back to its first ``length`` columns, in place (the
+    columns after them dropped; what was read before them is unchanged)."""
+    extra = cache_length(cache) - int(length)
+    if extra < 0:
+        raise ValueError(f"a cache of {cache_length(cache)} columns cannot grow to {length}")
+    if extra:
+        cache.crop(-extra)
+
+
 def cache_bytes(cache: Any) -> int:
     """The bytes of a ``DynamicCache``'s keys and values (0 where it has no layers)."""
     return sum(
@@ -132,9 +142,10 @@ class CacheContinuation:
         return _accepts(model, "position_ids")
 
     @torch.no_grad()
-    def prefill(self, model: PreTrainedModel, ids: torch.Tensor) -> Any:
+    def prefill(self, model: PreTrainedModel, ids: torch.Tensor, *, full: bool = False) -> Any:
         """Run a context ``ids`` (1, T) once; its key-value cache (only the last column of
-        logits is computed where the family allows)."""
+        logits is computed where the family allows). ``full``: every layer keeps all
+        the columns (:meth:`full_cache`), so the cache can be cropped to any prefix."""
         kwargs: dict[str, Any] = {
             "input_ids": ids,
             "attention_mask": torch.ones_like(ids),
@@ -147,7 +158,7 @@ class CacheContinuation:
         if self.takes_position_ids(model):
             kwargs["position_ids"] = torch.arange(ids.shape[1], device=ids.device)[None]
         windows = self.layer_windows(model.config) or []
-        if any(w is not None for w in windows) and self.packs_exactly(model):
+        if full or (any(w is not None for w in windows) and self.packs_exactly(model)):
             # every layer keeps all the context's columns (a sliding layer's cache keeps
             # its window only): continue_packed's masks apply the window
             kwargs[self.cache_argument(model)] = self.full_cache()
@@ -161,6 +172,13 @@ class CacheContinuation:
         from transformers import DynamicCache
 
         return DynamicCache()
+
+    def crops(self, cache: Any) -> bool:
+        """Whether ``cache`` can be cut back to a prefix and read on from there
+        (:func:`crop_to`): transformers' ``DynamicCache`` whose every layer keeps all
+        its columns (what :meth:`full_cache` makes)."""
+        layers = getattr(cache, "layers", None) or []
+        return len(layers) > 0 and all(type(layer).__name__ == "DynamicLayer" for layer in layers)
 
     def repeat_cache(self, cache: Any, batch: int) -> Any:
         """A copy of a batch-1 ``cache`` with ``batch`` identical rows."""
