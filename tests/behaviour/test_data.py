@@ -198,3 +198,17 @@ def test_unreadable_files_are_one_line(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("\n")
     with pytest.raises(UserError, match="no records"):
         data_examples(tmp_path / "empty.jsonl")
+
+
+def test_a_gzip_bomb_is_refused_before_it_fills_the_memory(tmp_path: Path) -> None:
+    """A small .jsonl.gz that inflates far past the limit stops with one line once the
+    limit is passed; a file within it (two gzip members) reads whole."""
+    from lostmid.behaviour.data import gunzip_within
+
+    bomb = gzip.compress(b" " * (64 << 20))  # 64 MiB of spaces in about 64 KiB
+    with pytest.raises(UserError, match="decompresses to more than"):
+        gunzip_within(bomb, tmp_path / "bomb.jsonl.gz", limit=8 << 20)
+    two = gzip.compress(b'{"a": 1}\n') + gzip.compress(b'{"a": 2}\n')
+    assert gunzip_within(two, tmp_path / "two.jsonl.gz", limit=1 << 20) == gzip.decompress(two)
+    with pytest.raises(UserError, match="not a whole gzip file"):
+        gunzip_within(two[:-5], tmp_path / "cut.jsonl.gz", limit=1 << 20)

@@ -140,7 +140,17 @@ class Run:
     """One lostmid process: ``fork`` (a child of this process) or ``exec`` (a fresh
     interpreter). :meth:`kill` sends SIGKILL; :meth:`wait` returns the exit code."""
 
-    def __init__(self, argv: Sequence[str], log: Path, mode: str = "fork") -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        log: Path,
+        mode: str = "fork",
+        *,
+        more_memory: int | None = None,
+    ) -> None:
+        """``more_memory`` (fork only): the bytes of address space the child may add to
+        what it inherits (``RLIMIT_AS``): an allocation past it is a ``MemoryError`` in
+        the child instead of the machine's OOM killer."""
         self.argv = list(argv)
         self.mode = mode
         self.started = time.perf_counter()
@@ -170,9 +180,19 @@ class Run:
                 import torch
 
                 torch.set_num_threads(1)
+                if more_memory is not None:
+                    import resource
+
+                    size = resource.getpagesize() * int(
+                        Path("/proc/self/statm").read_text().split()[0]
+                    )
+                    resource.setrlimit(resource.RLIMIT_AS, (size + more_memory, size + more_memory))
                 fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
+                # the streams too: under pytest's capture sys.stdout is not fd 1
+                sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
                 sys.argv = ["lostmid", *self.argv]
                 from lostmid.cli import main
 

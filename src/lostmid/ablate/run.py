@@ -86,6 +86,7 @@ def check_ablate_size(config: AblationConfig) -> None:
     take over a day: the model's weights at ``--layers`` (parameters from its config)
     and every (rung, seed) build and measurement, each ``samples x probes`` backward
     passes at the floor of :func:`lostmid.runs.budget.pass_seconds`."""
+    from lostmid.influence.run import input_bytes
     from lostmid.models.budget import dtype_bytes, parameter_count, shape_of
     from lostmid.models.load import resolve_config
 
@@ -101,6 +102,10 @@ def check_ablate_size(config: AblationConfig) -> None:
     )
     parameters = parameter_count(hf)
     layers = shape_of(hf)["layers"]
+    hidden = getattr(hf, "hidden_size", None) or getattr(hf, "n_embd", None) or 1024
+    inputs = input_bytes(
+        config.samples, config.probes, config.gain_directions, config.length, hidden
+    )
     models = len(config.seed_list()) * len(config.rungs)
     each = pass_seconds(layers=layers, parameters=parameters, tokens=config.length)
     check_work(
@@ -108,7 +113,7 @@ def check_ablate_size(config: AblationConfig) -> None:
         f"--seeds {len(config.seed_list()):,} x {len(config.rungs)} rungs",
         passes=models,  # one stage each: built, then samples x probes backward passes
         seconds_each=STAGE_FLOOR_S + (config.samples * config.probes + 1) * each,
-        need_bytes=parameters * dtype_bytes(config.dtype) + 200e6,
+        need_bytes=parameters * dtype_bytes(config.dtype) + inputs + 200e6,
     )
 
 

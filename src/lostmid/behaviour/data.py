@@ -101,6 +101,45 @@ def _loads(text: str, where: str) -> Any:
         raise UserError(f"{where}: {err} (which one counts is a guess); fix the file") from None
 
 
+GUNZIP_SHARE = 8
+"""A ``.gz`` file may decompress to at most 1/GUNZIP_SHARE of the free memory: its records
+as Python objects take several times their text."""
+
+
+def gunzip_within(data: bytes, path: Path, limit: float | None = None) -> bytes:
+    """``data`` gunzipped a piece at a time (every member), refused in one line once the
+    text passes ``limit`` bytes (default: the free memory / :data:`GUNZIP_SHARE`), so a
+    small file that inflates to gigabytes stops before it fills the memory."""
+    from lostmid.runs.budget import available_memory, gib
+
+    limit = available_memory() / GUNZIP_SHARE if limit is None else limit
+    pieces, size, rest = [], 0, data
+    try:
+        while rest:
+            inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+            left = rest
+            while left and not inflate.eof:
+                piece = inflate.decompress(left, 1 << 22)
+                size += len(piece)
+                if size > limit:
+                    raise UserError(
+                        f"--data {path}: decompresses to more than {gib(limit)} (1/"
+                        f"{GUNZIP_SHARE} of the free memory: its records would not fit); "
+                        "give a smaller file, or split it"
+                    )
+                pieces.append(piece)
+                left = inflate.unconsumed_tail
+            if not inflate.eof:
+                raise EOFError("the compressed stream ended before its end")
+            rest = inflate.unused_data.lstrip(b"\0")  # trailing padding is no member
+    except (EOFError, OSError, zlib.error) as err:
+        raise UserError(
+            f"--data {path}: not a whole gzip file ({' '.join(str(err).split())[:120]}); "
+            "it is truncated or damaged: download or export it again"
+        ) from None
+    return b"".join(pieces)
+
+
 def read_records(path: Path) -> list[dict[str, Any]]:
     """The records of a ``.jsonl``, ``.jsonl.gz`` or ``.json`` (a list) file.
 
@@ -111,13 +150,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
     data = read_bytes(path, option="--data", what="a .jsonl, .jsonl.gz or .json file of records")
     if path.name.endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error) as err:
-            raise UserError(
-                f"--data {path}: not a whole gzip file ({' '.join(str(err).split())[:120]}); "
-                "it is truncated or damaged: download or export it again"
-            ) from None
+        data = gunzip_within(data, path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -202,7 +202,8 @@ def default_gold_indices(pairs: int, count: int | None = None) -> tuple[int, ...
         grid = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
     else:
         check_positive("--positions", count)
-        grid = np.linspace(0.0, 1.0, int(count))
+        # more positions than records name every record, as ``pairs`` of them do
+        grid = np.linspace(0.0, 1.0, min(int(count), int(pairs)))
     return tuple(sorted({int(np.floor(q * (pairs - 1) + 1e-9)) for q in grid}))
 
 
@@ -215,7 +216,8 @@ def default_depths(count: int | None = None) -> tuple[int, ...]:
     if count is None:
         return (0, 25, 50, 75, 100)
     check_positive("--positions", count)
-    return tuple(sorted({int(round(d)) for d in np.linspace(0, 100, int(count))}))
+    # more than 101 name every whole percentage, as 101 do
+    return tuple(sorted({int(round(d)) for d in np.linspace(0, 100, min(int(count), 101))}))
 
 
 def check_gold_indices(indices: Iterable[int], pairs: int) -> tuple[int, ...]:

@@ -48,7 +48,8 @@ def gold_grid(
     pairs: int, gold_index: Sequence[int] | None = None, positions: int | None = None
 ) -> list[tuple[int, float]]:
     """(gold index, heatmap row in %) at ``pairs`` records (module doc); duplicates of
-    an index (more positions than pairs) keep the first row.
+    an index keep the first row; more positions than pairs name every record once, as
+    ``pairs`` positions do.
 
     >>> gold_grid(140)
     [(0, 0.0), (34, 25.0), (69, 50.0), (104, 75.0), (139, 100.0)]
@@ -59,6 +60,7 @@ def gold_grid(
     if gold_index is not None:
         return [(i, 100.0 * i / max(pairs - 1, 1)) for i in check_gold_indices(gold_index, pairs)]
     count = 5 if positions is None else int(check_positive("--positions", positions))
+    count = min(count, pairs)
     seen: dict[int, float] = {}
     for q in np.linspace(0.0, 1.0, count):
         seen.setdefault(int(np.floor(q * (pairs - 1) + 1e-9)), float(100.0 * q))

@@ -223,6 +223,10 @@ def _file_digest(path: Path | None) -> str | None:
 EXAMPLE_BYTES = 1024.0
 """The least memory one generated example holds (its prompt text, token ids and record):
 a lower bound for the size check."""
+TOKEN_BYTES = 8.0
+"""The least memory a prompt token holds (its id); with ``--length`` a lower bound."""
+TOKEN_FLOOR_S = 1e-6
+"""The least time a model reads a prompt token in (a tiny model on a fast machine)."""
 
 
 def check_retrieve_size(config: RetrieveConfig) -> None:
@@ -242,12 +246,13 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
     examples = int(config.resolved_examples or 1)
     count = examples * positions * cells
     passes = 2 if config.passes == "both" else 1
+    longest = max([config.length or 0, *(n for n in config.resolved_lengths() if n)])
     check_work(
         f"retrieve --examples {examples:,} ({count:,} examples: {positions} positions x "
-        f"{cells} length cells)",
+        f"{cells} length cells" + (f" of up to {longest:,} tokens)" if longest else ")"),
         passes=count * passes,
-        seconds_each=STEP_FLOOR_S,
-        need_bytes=count * EXAMPLE_BYTES,
+        seconds_each=STEP_FLOOR_S + longest * TOKEN_FLOOR_S,
+        need_bytes=count * (EXAMPLE_BYTES + TOKEN_BYTES * longest),
     )
 
 

@@ -121,6 +121,8 @@ class BaselineFamily(Family):
         feature = np.log(j) if self.parameter == "p" else x
         bounds = (-2.0, 6.0) if self.parameter == "p" else (-20.0, 100.0)
         f = feature[off]
+        if f.size < 2 or np.ptp(f) == 0:  # no spread to fit a slope to: no guess
+            return (lambda s: -s * feature), bounds, ()
         df = f - f.mean()
         slope = -float(np.dot(df, log_m - log_m.mean()) / np.dot(df, df))
         return (lambda s: -s * feature), bounds, (slope,)

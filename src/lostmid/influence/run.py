@@ -170,6 +170,17 @@ def summary_table(result: MeasureResult) -> Table:
     return table
 
 
+def input_bytes(samples: int, probes: int, directions: int, length: int, hidden: int) -> float:
+    """The least memory a profile's inputs hold: the token ids and profiles of every
+    sample, the probe directions and the branch gains' random directions of one sample
+    (float64, ``length x hidden`` each).
+
+    >>> input_bytes(1, 1, 10**12, 8, 32) > 2e15
+    True
+    """
+    return 16.0 * samples * length + 8.0 * (probes + directions) * length * hidden
+
+
 def check_measure_size(config: MeasureConfig, attention: str) -> None:
     """Refuse a measurement whose model and activations cannot fit this machine's free
     memory (:func:`lostmid.runs.budget.check_budget`), before the model is built: its
@@ -182,8 +193,7 @@ def check_measure_size(config: MeasureConfig, attention: str) -> None:
         hf, tokens=tokens, length=config.length, dtype=config.dtype, eager=attention == "eager"
     )
     hidden = getattr(hf, "hidden_size", None) or getattr(hf, "n_embd", None) or 1024
-    # the token ids and their profiles; the probe directions of one sample
-    ids = 16.0 * config.samples * config.length + 8.0 * config.probes * config.length * hidden
+    ids = input_bytes(config.samples, config.probes, config.gain_directions, config.length, hidden)
     passes = config.samples * config.probes  # one backward pass per sample and probe
     seconds = passes * 6.0 * parameter_count(hf) * config.length / PASS_FLOPS_PER_S
     what = (

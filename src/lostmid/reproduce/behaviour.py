@@ -370,6 +370,17 @@ def gold_note(gold: str) -> str:
     )
 
 
+def check_behaviour_stage(preset: str, steps: int | None) -> None:
+    """What ``lostmid train --task`` refuses for its size, refused before any stage."""
+    from lostmid.behaviour.training import resolve_retrieval_config
+    from lostmid.train.model import check_training_size
+
+    train = resolve_retrieval_config(preset, steps=steps, save_checkpoints=False)
+    what = f"reproduce --behaviour-preset {preset} --behaviour-steps"
+    check_training_size(train.resolved_train().model, train.resolved_train().batch_size, what,
+                        train.resolved_train().steps)  # fmt: skip
+
+
 def behaviour_stage(preset: str, steps: int | None, seed: int, folder: Path) -> BehaviourSeed:
     """Train one retrieval model (``preset``, ``steps`` or the preset's, ``seed``) into
     ``folder`` and reduce it to a :class:`BehaviourSeed`."""
@@ -430,6 +441,7 @@ class BehaviourPlugin(StandardSection):
                 ),
                 BehaviourSeed.from_record,
                 threads=threads,
+                check=partial(check_behaviour_stage, scale.behaviour_preset, scale.behaviour_steps),
             )
             for seed in config.behaviour_seeds()
         ]

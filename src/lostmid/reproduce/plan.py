@@ -39,6 +39,9 @@ class PlannedStage:
     read: Callable[[Mapping[str, Any]], Any]
     threads: int | None = None  # what the stage is worth (Job.threads); None: its share
     priority: int = 0  # Job.priority: higher starts first
+    # refuses in one line what the stage's own command would refuse for its size (memory,
+    # a day's time), called for every stage before any runs
+    check: Callable[[], None] | None = None
 
 
 class Section(Protocol):

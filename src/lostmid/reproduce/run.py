@@ -68,11 +68,33 @@ def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[Planned
                     },
                     partial(measure_stage, model, seed, scale, first, device),
                     SeedMeasurement.from_record,
+                    check=partial(check_measure_stage, model, scale, device),
                 )
             )
     for section in registry.SECTIONS:
         plan += section.stages(config, device, out)
     return plan
+
+
+def check_measure_stage(model: str, scale: Any, device: str) -> None:
+    """What ``lostmid measure`` refuses for its size (on the cpu), refused before any
+    stage runs."""
+    if device != "cpu":
+        return
+    from lostmid.influence import MeasureConfig
+    from lostmid.influence.run import check_measure_size
+
+    check_measure_size(
+        MeasureConfig(
+            model=model,
+            length=scale.length,
+            samples=scale.samples,
+            probes=scale.probes,
+            gain_directions=scale.gain_directions,
+            batch_size=scale.batch_size,
+        ),
+        "sdpa",
+    )
 
 
 def run_stages(
@@ -199,9 +221,11 @@ def run_opened(
     store = folder.stages()
     start = time.perf_counter()
     backend = backend or Backend()
-    results = run_stages(
-        plan_stages(config, device, out), store, console, backend=backend, device=device
-    )
+    plan = plan_stages(config, device, out)
+    for stage in plan:  # what a stage's own command would refuse, before any runs
+        if stage.check is not None:
+            stage.check()
+    results = run_stages(plan, store, console, backend=backend, device=device)
 
     runs = {
         model: [results[measure_stage_name(model, s)] for s in config.seeds()]

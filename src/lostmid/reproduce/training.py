@@ -142,6 +142,16 @@ class Training:
         return {"seeds": [s.record() for s in self.seeds], "claims": list(self.claims)}
 
 
+def check_training_stage(config: ReproduceConfig, seed: int) -> None:
+    """What ``lostmid train`` refuses for its size, refused before any stage runs."""
+    from lostmid.train.model import check_training_size
+
+    scale = config.scale
+    train = resolve_cli_config(scale.train_preset, None, steps=scale.train_steps, seed=seed)
+    what = f"reproduce --train-preset {scale.train_preset} --train-steps"
+    check_training_size(train.model, train.batch_size, what, train.steps)
+
+
 def training_stage(config: ReproduceConfig, seed: int, folder: Path) -> TrainingSummary:
     """Train the small model (``lostmid train``, seed ``seed``) into ``folder`` and
     summarise it.
@@ -206,6 +216,7 @@ class TrainingPlugin(StandardSection):
                 partial(training_stage, config, seed, out / "train" / f"seed-{seed}"),
                 TrainingSummary.from_record,
                 threads=threads,
+                check=partial(check_training_stage, config, seed),
             )
             for seed in config.train_seeds()
         ]

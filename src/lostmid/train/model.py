@@ -170,13 +170,18 @@ def check_training_size(
     from lostmid.models.budget import parameter_count as estimated_parameters
     from lostmid.runs.budget import check_work, pass_seconds
 
+    # a closed form first: a config of 10^12 layers is never built to be counted
+    what = what if steps is None else f"{what} --steps {steps:,}"
+    attention = 2 * spec.hidden * (spec.hidden + spec.hidden * spec.kv_heads // spec.heads)
+    rough = spec.layers * (attention + 3 * spec.hidden * spec.intermediate)
+    check_work(what, passes=0, seconds_each=0.0, need_bytes=16.0 * rough)
     step = pass_seconds(
         layers=spec.layers,
         parameters=estimated_parameters(hf_config(spec)),
         tokens=batch_size * spec.context,
     )
     check_work(
-        what if steps is None else f"{what} --steps {steps:,}",
+        what,
         passes=steps or 0,
         seconds_each=step,
         need_bytes=training_bytes(spec, batch_size),
