@@ -137,3 +137,20 @@ def test_no_size_check_lets_a_refused_request_through(
         assert_one_line(code, out, err, "reached the step after the size check")
         assert asked == []
     assert not (tmp_path / "out").exists()
+
+
+def test_a_reproduce_stage_too_big_is_refused_before_its_out_is_claimed(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """Each planned stage's size check runs before the folder is opened: the refusal
+    names the reproduce option (not the inner command's flag, nor a --no-size-check that
+    reproduce does not have) and leaves no --out, so the corrected command runs there."""
+    out = tmp_path / "r"
+    code, _, err = run_cli(
+        "reproduce", "--quick", "--models", "tiny-qwen2", "--length", "32", "--seeds", "1",
+        "--train-steps", "1000000000000", "--out", out,
+    )  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--train-steps 1,000,000,000,000 would take about" in err
+    assert "--no-size-check" not in err
+    assert not out.exists()

@@ -34,7 +34,7 @@ from lostmid.models.budget import activation_bytes, dtype_bytes, parameter_count
 from lostmid.models.load import resolve_config
 from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer
-from lostmid.runs.budget import check_budget
+from lostmid.runs.budget import OVERRIDE, check_budget
 from lostmid.runs.folder import RunFolder
 from lostmid.theory import ProfileSummary, summarise_profile
 from lostmid.typing import Float
@@ -181,7 +181,9 @@ def input_bytes(samples: int, probes: int, directions: int, length: int, hidden:
     return 16.0 * samples * length + 8.0 * (probes + directions) * length * hidden
 
 
-def check_measure_size(config: MeasureConfig, attention: str) -> None:
+def check_measure_size(
+    config: MeasureConfig, attention: str, override: str | None = OVERRIDE
+) -> None:
     """Refuse a measurement whose model and activations cannot fit this machine's free
     memory (:func:`lostmid.runs.budget.check_budget`), before the model is built: its
     weights (:func:`lostmid.models.budget.parameter_count`) and the activations of one
@@ -201,7 +203,7 @@ def check_measure_size(config: MeasureConfig, attention: str) -> None:
         f"{config.samples} --probes {config.probes}"
     )
     # + what a measuring process holds besides (interpreter, torch, buffers): about 1 GiB
-    check_budget(what, need_bytes=weights + acts + ids + 2**30, seconds=seconds)
+    check_budget(what, need_bytes=weights + acts + ids + 2**30, seconds=seconds, override=override)
 
 
 PASS_FLOPS_PER_S = 1e11

@@ -375,10 +375,15 @@ def check_behaviour_stage(preset: str, steps: int | None) -> None:
     from lostmid.behaviour.training import resolve_retrieval_config
     from lostmid.train.model import check_training_size
 
-    train = resolve_retrieval_config(preset, steps=steps, save_checkpoints=False)
-    what = f"reproduce --behaviour-preset {preset} --behaviour-steps"
-    check_training_size(train.resolved_train().model, train.resolved_train().batch_size, what,
-                        train.resolved_train().steps)  # fmt: skip
+    train = resolve_retrieval_config(preset, steps=steps, save_checkpoints=False).resolved_train()
+    check_training_size(
+        train.model,
+        train.batch_size,
+        f"reproduce --behaviour-preset {preset}",
+        train.steps,
+        steps_flag="--behaviour-steps",
+        override=None,
+    )
 
 
 def behaviour_stage(preset: str, steps: int | None, seed: int, folder: Path) -> BehaviourSeed:

@@ -133,7 +133,7 @@ def run_diagnose(
 
     inner = config.reproduce_config()
     facts = check_trained_model(config.model, 1, option="diagnose")
-    device = check_run(inner)  # each section checks the model at its own length
+    device = check_run(inner, out)  # each section checks the model at its own length
     if console is not None:
         minutes = estimate_minutes(config.scale, int(facts["parameters"]))
         console.print(

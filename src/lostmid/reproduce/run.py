@@ -94,6 +94,7 @@ def check_measure_stage(model: str, scale: Any, device: str) -> None:
             batch_size=scale.batch_size,
         ),
         "sdpa",
+        override=None,  # reproduce has no --no-size-check
     )
 
 
@@ -192,18 +193,23 @@ def run_reproduce(
     result's record), ``stages/*.json``, ``figures/*.png``, ``MODEL/measure.json`` per
     model and ``train/``. A finished stage is reused unless ``overwrite``.
     """
-    device = check_run(config)
+    device = check_run(config, out)
     folder = FOLDER.open(out, config.record(), overwrite=overwrite)
     return run_opened(config, folder, out=out, device=device, console=console, backend=backend)
 
 
-def check_run(config: ReproduceConfig) -> str:
-    """Everything a run can be refused for, in seconds, before its folder is opened: the
-    models, the device, every section's own check. Returns the device."""
+def check_run(config: ReproduceConfig, out: Path) -> str:
+    """Everything a run can be refused for, in seconds, before its folder is opened (so a
+    refused run claims no ``--out``): the models, the device, every section's own check,
+    and every planned stage's size as its own command would check it. Returns the
+    device."""
     device = run_device(config)
     check_models(config, device)  # fail in seconds, not after a stage
     for section in registry.SECTIONS:
         section.check(config)  # a folder a section would read, read now
+    for stage in plan_stages(config, device, out):
+        if stage.check is not None:
+            stage.check()
     return device
 
 
@@ -221,11 +227,9 @@ def run_opened(
     store = folder.stages()
     start = time.perf_counter()
     backend = backend or Backend()
-    plan = plan_stages(config, device, out)
-    for stage in plan:  # what a stage's own command would refuse, before any runs
-        if stage.check is not None:
-            stage.check()
-    results = run_stages(plan, store, console, backend=backend, device=device)
+    results = run_stages(
+        plan_stages(config, device, out), store, console, backend=backend, device=device
+    )
 
     runs = {
         model: [results[measure_stage_name(model, s)] for s in config.seeds()]

@@ -148,8 +148,10 @@ def check_training_stage(config: ReproduceConfig, seed: int) -> None:
 
     scale = config.scale
     train = resolve_cli_config(scale.train_preset, None, steps=scale.train_steps, seed=seed)
-    what = f"reproduce --train-preset {scale.train_preset} --train-steps"
-    check_training_size(train.model, train.batch_size, what, train.steps)
+    what = f"reproduce --train-preset {scale.train_preset}"
+    check_training_size(
+        train.model, train.batch_size, what, train.steps, steps_flag="--train-steps", override=None
+    )
 
 
 def training_stage(config: ReproduceConfig, seed: int, folder: Path) -> TrainingSummary:

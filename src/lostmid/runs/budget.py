@@ -122,11 +122,12 @@ def check_work(
     seconds_each: float,
     need_bytes: float = 0.0,
     available: float | None = None,
+    override: str | None = OVERRIDE,
 ) -> None:
     """Refuse ``what`` (e.g. ``train --steps 1e11``) when ``passes`` passes of at least
     ``seconds_each`` each would take over :data:`MAX_HOURS`, or ``need_bytes`` exceed the
-    free memory (:func:`check_budget`, with the count in the message and
-    ``--no-size-check``).
+    free memory (:func:`check_budget`, with the count in the message and ``override``:
+    the flag that skips the check, None for a command without one).
 
     >>> check_work("train --steps 100", passes=100, seconds_each=0.01)
     >>> check_work("train --steps 1e11", passes=1e11, seconds_each=1e-3)
@@ -135,7 +136,13 @@ def check_work(
     lostmid.errors.UserError: train --steps 1e11 would take about 1.16e+03 days on one core
     (a rough estimate, more than 24 h); make it smaller, or pass --no-size-check to run it anyway
     """
-    check_budget(what, need_bytes=need_bytes, seconds=passes * seconds_each, available=available)
+    check_budget(
+        what,
+        need_bytes=need_bytes,
+        seconds=passes * seconds_each,
+        available=available,
+        override=override,
+    )
 
 
 def check_budget(

@@ -22,6 +22,7 @@ from transformers import PretrainedConfig, PreTrainedModel
 
 from lostmid.files import atomic_directory
 from lostmid.models import LoadedModel, ModelShape, build_causal_lm, build_config
+from lostmid.runs.budget import OVERRIDE
 from lostmid.train.config import ModelSpec
 
 
@@ -161,20 +162,28 @@ def training_bytes(spec: ModelSpec, batch_size: int) -> float:
 
 
 def check_training_size(
-    spec: ModelSpec, batch_size: int, what: str, steps: int | None = None
+    spec: ModelSpec,
+    batch_size: int,
+    what: str,
+    steps: int | None = None,
+    *,
+    steps_flag: str = "--steps",
+    override: str | None = OVERRIDE,
 ) -> None:
     """Refuse, in one line and before the model is built, a training run whose
     :func:`training_bytes` exceed this machine's free memory, or whose ``steps`` would
     take over a day even at the floor of :func:`lostmid.runs.budget.pass_seconds` (one
-    forward and backward pass of a batch a step); ``what`` names the run."""
+    forward and backward pass of a batch a step); ``what`` names the run, ``steps_flag``
+    the option that set ``steps``, ``override`` the flag that skips the check (None for a
+    command without one)."""
     from lostmid.models.budget import parameter_count as estimated_parameters
     from lostmid.runs.budget import check_work, pass_seconds
 
     # a closed form first: a config of 10^12 layers is never built to be counted
-    what = what if steps is None else f"{what} --steps {steps:,}"
+    what = what if steps is None else f"{what} {steps_flag} {steps:,}"
     attention = 2 * spec.hidden * (spec.hidden + spec.hidden * spec.kv_heads // spec.heads)
     rough = spec.layers * (attention + 3 * spec.hidden * spec.intermediate)
-    check_work(what, passes=0, seconds_each=0.0, need_bytes=16.0 * rough)
+    check_work(what, passes=0, seconds_each=0.0, need_bytes=16.0 * rough, override=override)
     step = pass_seconds(
         layers=spec.layers,
         parameters=estimated_parameters(hf_config(spec)),
@@ -185,4 +194,5 @@ def check_training_size(
         passes=steps or 0,
         seconds_each=step,
         need_bytes=training_bytes(spec, batch_size),
+        override=override,
     )
