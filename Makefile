@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks docs
 	$(VENV)/bin/mypy src/lostmid
 	$(MKDOCS) build --strict --quiet
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n auto
 
 # The documentation site, offline, into site/ (mkdocs.yml; docs/hooks.py generates the
 # command pages' options tables and the claims table). Strict: a warning fails it.

@@ -15,6 +15,18 @@ from lostmid.behaviour.kv import kv_example
 from lostmid.behaviour.niah import REPEAT_SENTENCES
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (``make test`` runs ``-n 2`` on a 2-core box) each worker
+    process gets one torch thread, so that the workers share the cores instead of
+    fighting over them; a test that asks for threads sets them itself."""
+    import os
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(autouse=True)
 def one_job_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stages and sweep units run in the test's own process unless a test asks for
