@@ -370,3 +370,61 @@ def test_the_cases_the_fuzzing_found_are_one_line(tmp_path: Path) -> None:
         with pytest.raises(UserError, match=words) as info:
             call()
         assert "\n" not in str(info.value)
+
+
+# -- GGUF headers --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gguf_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, int]:
+    """A tiny llama.cpp-style GGUF file (tests/models/gguf_files.py) as bytes, and where
+    its tensor data starts (the header, metadata and tensor table before it are what the
+    fuzzing changes)."""
+    import sys
+
+    import gguf
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
+    from gguf_files import write_tiny_llama_gguf
+
+    path = tmp_path_factory.mktemp("gguf") / "tiny.gguf"
+    write_tiny_llama_gguf(path)
+    return path.read_bytes(), int(gguf.GGUFReader(path).data_offset)
+
+
+def test_gguf_headers_with_any_bytes_changed(
+    gguf_file: tuple[bytes, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GGUF file whose header, metadata or tensor table has bytes overwritten (counts
+    and lengths among them: 8-byte little-endian integers up to 2^64 - 1), or that is cut
+    short anywhere, is read by :func:`lostmid.models.gguf.inspect_gguf` or refused in one
+    line: never another exception, never an allocation the header asks for."""
+    from lostmid.models.gguf import GGUFFile, inspect_gguf
+
+    monkeypatch.setenv("LOSTMID_CACHE", str(tmp_path / "cache"))
+    gguf_bytes, end = gguf_file
+    count = iter(range(10**9))
+
+    @SETTINGS
+    @given(
+        st.lists(
+            st.tuples(
+                st.integers(0, end - 1),
+                st.binary(min_size=1, max_size=8)
+                | st.integers(0, 2**64 - 1).map(lambda n: n.to_bytes(8, "little")),
+            ),
+            min_size=0,
+            max_size=3,
+        ),
+        st.none() | st.integers(0, len(gguf_bytes)),
+    )
+    def check(patches: list[tuple[int, bytes]], cut: int | None) -> None:
+        data = bytearray(gguf_bytes)
+        for at, new in patches:
+            data[at : at + len(new)] = new
+        path = tmp_path / f"m{next(count)}.gguf"  # a new file each time: nothing remembered
+        path.write_bytes(bytes(data[:cut]))
+        found = holds(lambda p: inspect_gguf(p), path)
+        assert found is None or isinstance(found, GGUFFile)
+
+    check()

@@ -10,6 +10,7 @@ the same logits as the model it came from.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -55,14 +56,23 @@ def write_tiny_llama_gguf(
     seed: int = 0,
     architecture: str = "llama",
     chat_template: str | None = CHAT_TEMPLATE,
+    metadata: dict[str, Any] | None = None,
 ) -> torch.nn.Module:
-    """Write a tiny Llama as GGUF (float32 tensors) and return the torch model it holds."""
+    """Write a tiny Llama as GGUF (float32 tensors) and return the torch model it holds;
+    ``metadata`` (a writer method's name -> the value it writes instead) damages it."""
     import gguf
+
+    class Writer(gguf.GGUFWriter):
+        pass
+
+    for method, value in (metadata or {}).items():
+        base = getattr(gguf.GGUFWriter, method)
+        setattr(Writer, method, lambda self, *_, _b=base, _v=value: _b(self, _v))
 
     model = load_model("tiny-llama", seed=seed).model
     config = model.config
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
-    writer = gguf.GGUFWriter(str(path), architecture)
+    writer = Writer(str(path), architecture)
     writer.add_name("tiny test llama")
     writer.add_context_length(config.max_position_embeddings)
     writer.add_embedding_length(config.hidden_size)

@@ -174,6 +174,33 @@ def test_damaged_and_foreign_files_are_one_line(cache: Path, tiny_gguf, tmp_path
     )  # nothing half-built is left in the cache
 
 
+@pytest.mark.parametrize(
+    ("metadata", "said"),
+    [
+        ({"add_block_count": 10**9}, "1000000000 layers (llama.block_count) but its tensors hold"),
+        ({"add_block_count": 0}, "says 0 layers"),
+        ({"add_embedding_length": 7}, "embedding length of 7 but token_embd holds 32"),
+        ({"add_head_count": 0}, "attention heads = 0"),
+        ({"add_head_count": 3}, "2 key-value heads, which do not divide its 3"),
+        ({"add_context_length": 0}, "context length = 0"),
+        ({"add_layer_norm_rms_eps": -1.0}, "layer_norm_rms_epsilon = -1.0; need a finite"),
+        ({"add_rope_freq_base": float("nan")}, "rope.freq_base = nan"),
+    ],
+)  # fmt: skip
+def test_metadata_that_disagrees_with_the_tensors_is_one_line_before_any_build(
+    cache: Path, tmp_path: Path, metadata: dict, said: str
+) -> None:
+    """A block count of 10^9 over two layers' tensors used to build for hours (a hang);
+    a negative norm epsilon loaded and answered NaN. Each is refused by the header check,
+    before transformers reads the file."""
+    path = tmp_path / "bad.gguf"
+    write_tiny_llama_gguf(path, metadata=metadata)
+    with pytest.raises(UserError) as err:
+        load_model(str(path), init="pretrained")
+    assert said in _one_line(err)
+    assert not (cache / "gguf").exists() or not any((cache / "gguf").iterdir())
+
+
 def test_a_file_too_large_to_dequantise_is_refused(cache: Path, tiny_gguf, monkeypatch) -> None:
     path, _ = tiny_gguf
     import lostmid.runs.budget as budget

@@ -24,7 +24,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import os
+import re
 import time
 import warnings
 from collections import Counter
@@ -155,6 +157,73 @@ def _string_field(reader: Any, key: str) -> str | None:
         return None
 
 
+def _number_field(reader: Any, key: str, kinds: str = "iu") -> Any:
+    """A scalar field of one of numpy's ``kinds`` (None when absent or not one number:
+    an array per layer, a string)."""
+    entry = reader.fields.get(key)
+    if entry is None or len(entry.data) != 1:
+        return None
+    try:
+        value = entry.parts[entry.data[0]]
+        return value[0].item() if len(value) == 1 and value.dtype.kind in kinds else None
+    except (IndexError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _int_field(reader: Any, key: str) -> int | None:
+    value = _number_field(reader, key)
+    return None if value is None else int(value)
+
+
+def check_gguf_shape(reader: Any, architecture: str, named: str) -> None:
+    """One line for metadata that disagrees with the file's own tensors or that no model
+    can have, before transformers builds anything from it (a block count of 10^9 over a
+    2-layer tensor table would otherwise build for hours): the block count against the
+    ``blk.N`` tensors, the embedding length against ``token_embd``, attention heads of at
+    least one with the key-value heads dividing them, a context of at least one token, a
+    norm epsilon and a rotary base that are finite and positive."""
+    layers = {
+        int(match.group(1))
+        for tensor in reader.tensors
+        if (match := re.match(r"blk\.(\d+)\.", str(tensor.name)))
+    }
+    declared = _int_field(reader, f"{architecture}.block_count")
+    if declared is not None and (
+        declared != len(layers) or max(layers, default=-1) != len(layers) - 1
+    ):
+        raise UserError(
+            f"{named}: its metadata says {declared} layers ({architecture}.block_count) but "
+            f"its tensors hold {len(layers)}; a damaged or hand-edited file, copy it again"
+        )
+    width = _int_field(reader, f"{architecture}.embedding_length")
+    embedding = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
+    if width is not None and embedding is not None and width != int(embedding.shape[0]):
+        raise UserError(
+            f"{named}: its metadata says an embedding length of {width} but token_embd holds "
+            f"{int(embedding.shape[0])}; a damaged or hand-edited file, copy it again"
+        )
+    heads = _int_field(reader, f"{architecture}.attention.head_count")
+    kv = _int_field(reader, f"{architecture}.attention.head_count_kv")
+    context = _int_field(reader, f"{architecture}.context_length")
+    for what, value in (("attention heads", heads), ("key-value heads", kv),
+                        ("context length", context)):  # fmt: skip
+        if value is not None and value < 1:
+            raise UserError(f"{named}: its metadata says {what} = {value}; need >= 1")
+    for key in ("attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon",
+                "rope.freq_base"):  # fmt: skip
+        value = _number_field(reader, f"{architecture}.{key}", "f")
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UserError(
+                f"{named}: its metadata says {architecture}.{key} = {value}; need a finite "
+                "number > 0 (a damaged or hand-edited file)"
+            )
+    if heads is not None and kv is not None and heads % kv:
+        raise UserError(
+            f"{named}: its metadata says {kv} key-value heads, which do not divide its "
+            f"{heads} attention heads; a damaged or hand-edited file"
+        )
+
+
 def inspect_gguf(path: Path, *, option: str = "--model") -> GGUFFile:
     """Check a GGUF file without running anything from it, and read its facts.
 
@@ -203,6 +272,10 @@ def inspect_gguf(path: Path, *, option: str = "--model") -> GGUFFile:
             parameters = sum(int(t.n_elements) for t in reader.tensors)
             stored = sum(int(t.n_bytes) for t in reader.tensors)
             count = len(reader.tensors)
+            if architecture in ARCHITECTURES:
+                check_gguf_shape(reader, architecture, named)
+    except UserError:
+        raise
     except (ValueError, IndexError, KeyError, TypeError, OverflowError, OSError) as err:
         first = str(err).strip().splitlines()[0][:160] if str(err).strip() else ""
         raise UserError(
