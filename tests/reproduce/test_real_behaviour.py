@@ -75,7 +75,7 @@ def test_the_section_runs_retrieve_on_each_checkpoint_and_reads_it_back(
 ) -> None:
     scale = rb.RealScale(
         "quick", (str(bpe_model_dir),), 300, 3, 2, True, pilot_examples=2,
-        extra={"knob_values": (0, 1)},
+        extra={"knob_values": (0, 1)}, orders=rb.BOTH_ORDERS,
     )  # fmt: skip
     monkeypatch.setitem(rb.REAL_SCALES, "quick", scale)
     args = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
@@ -83,15 +83,20 @@ def test_the_section_runs_retrieve_on_each_checkpoint_and_reads_it_back(
     code, _, err = run_cli("reproduce", "--quick", *args, "--out", tmp_path / "r")
     assert code == 0, err
     record = json.loads((tmp_path / "r" / "reproduce.json").read_text())
-    (run,) = record["real_behaviour"]["runs"]
+    run, fixed = record["real_behaviour"]["runs"]
     assert run["knob"] == "distractors" and run["chosen"] in (0, 1)
     assert [p["depth"] for p in run["positions"]] == [0, 50, 100]
     assert all(p["n"] == 2 for p in run["positions"])
-    claims = [c for c in record["claims"] if c["claim"] == rb.CLAIM]
-    assert len(claims) == 1
+    assert (run["needle_order"], fixed["needle_order"]) == ("scattered", "fixed")
+    claims = [c for c in record["claims"] if c["claim"] in (rb.CLAIM, rb.FIXED_ORDER_CLAIM)]
+    assert [c["claim"] for c in claims] == [rb.CLAIM, rb.FIXED_ORDER_CLAIM]
     # a random model answers nothing: the middle below the band, so no verdict on a shape
-    assert claims[0]["verdict"] == INCONCLUSIVE
+    assert [c["verdict"] for c in claims] == [INCONCLUSIVE, INCONCLUSIVE]
     folder = tmp_path / "r" / "real-behaviour" / "quick"
+    assert Path(fixed["folder"]).name.endswith("-fixed-order")
+    # one figure per run, the control's beside the scattered one's
+    shown = [n for n in record["figures"] if n.startswith("real-behaviour-")]
+    assert len(shown) == 2 and any(n.endswith("-fixed-order") for n in shown)
     assert (
         "Real checkpoints: does a real LLM lose the middle?"
         in (tmp_path / "r" / "report.html").read_text()
@@ -101,7 +106,7 @@ def test_the_section_runs_retrieve_on_each_checkpoint_and_reads_it_back(
     code, _, err = run_cli("reproduce", "--quick", *args, "--out", tmp_path / "again")
     assert code == 0, err
     again = json.loads((tmp_path / "again" / "reproduce.json").read_text())
-    assert [c for c in again["claims"] if c["claim"] == rb.CLAIM] == claims
+    assert [c for c in again["claims"] if c["claim"] in (rb.CLAIM, rb.FIXED_ORDER_CLAIM)] == claims
     code, _, err = run_cli(
         "reproduce", "--quick", "--real-behaviour", str(tmp_path), "--out", tmp_path / "x"
     )
@@ -133,3 +138,26 @@ def test_a_folder_of_another_kind_is_refused_before_any_stage(run_cli, tmp_path)
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "not a finished run of this section" in err
     assert not out.exists()
+
+
+def test_the_default_scale_runs_each_checkpoint_in_both_needle_orders(tmp_path: Path) -> None:
+    """The needle-order control is a stage of its own beside each scattered run; the
+    scattered stage keeps its key and folder (a run saved before the control resumes)."""
+    from lostmid.reproduce.config import ReproduceConfig
+
+    config = ReproduceConfig()
+    stages = rb.SECTION.stages(config, "cpu", tmp_path)
+    assert [s.name for s in stages] == [
+        "real-behaviour-default-smollm2-135m",
+        "real-behaviour-default-smollm2-135m-fixed-order",
+        "real-behaviour-default-gemma3-270m",
+        "real-behaviour-default-gemma3-270m-fixed-order",
+    ]
+    assert [s.config.get("order") for s in stages] == [None, "fixed", None, "fixed"]
+    assert set(stages[0].config) == {"scale", "model", "seed", "record"}
+    assert len({s.name for s in stages}) == 4
+    scale = rb.REAL_SCALES["default"]
+    assert scale.retrieve_config("m", 0, "fixed").needle_order == "fixed"
+    assert scale.retrieve_config("m", 0).needle_order == "scattered"
+    # the quick smoke run has no control
+    assert rb.REAL_SCALES["quick"].orders == ("scattered",)

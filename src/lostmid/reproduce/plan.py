@@ -146,6 +146,12 @@ class PerModelSection(StandardSection):
             return self.result_type.read(runs)
         return self.result_type(source, runs)
 
+    def variants(self, scale: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The runs of one model at ``scale``: (a suffix of its folder and stage name, the
+        keyword arguments its :attr:`stage` gets, which also enter the stage's key). One
+        plain run by default."""
+        return (("", {}),)
+
     def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
         from lostmid.reproduce.config import model_slug
 
@@ -155,20 +161,23 @@ class PerModelSection(StandardSection):
         # the prompt options enter a stage's record only when set (ModelSpec.options)
         return [
             PlannedStage(
-                f"{self.folder}-{scale.name}-{model_slug(spec.name)}",
+                f"{self.folder}-{scale.name}-{model_slug(spec.name)}{suffix}",
                 {"scale": scale.name, "model": spec.name, "seed": config.seed, "record": 1}
-                | spec.options(),
+                | spec.options()
+                | kwargs,
                 partial(
                     self.stage,
                     scale.name,
                     spec,
                     config.seed,
-                    out / self.folder / scale.name / model_slug(spec.name),
+                    out / self.folder / scale.name / f"{model_slug(spec.name)}{suffix}",
+                    **kwargs,
                 ),
                 dict,
                 priority=REAL_CHECKPOINT_PRIORITY,
             )
             for spec in config.trained_specs(tuple(scale.models))
+            for suffix, kwargs in self.variants(scale)
         ]
 
     def check(self, config: ReproduceConfig) -> None:
@@ -201,7 +210,10 @@ class PerModelSection(StandardSection):
         from lostmid.reproduce.config import model_slug
 
         return {
-            f"{self.folder}-{model_slug(run['model'])}": Path(run["folder"]) / self.figure
+            f"{self.folder}-{Path(run['folder']).name or model_slug(run['model'])}": Path(
+                run["folder"]
+            )
+            / self.figure
             for run in value.runs
         }
 

@@ -18,12 +18,13 @@ Newcombe intervals, margin 0.05): :func:`shape_verdict`.
 Scales (:data:`REAL_SCALES`): ``quick`` SmolLM2 at 512 tokens, 3 depths x 6 examples, two
 distractors, no pilot (a minute once cached; too few examples to decide: inconclusive
 is the expected verdict); ``default`` both checkpoints at 1024 tokens, 5 depths x 20
-examples, calibrated; ``full`` the same with 90 examples per depth (primacy and recency
-intervals about 0.28 wide). A folder of a finished run (``--real-behaviour DIR``: one
-``retrieve.json`` per checkpoint under ``DIR/<model>/``) is read back; a run made with
-``retrieve --needle-order fixed`` (the distractors around the gold needle at every
-depth, as in ``studies/needle-order``) is the needle-order control and gets its own
-claim (:data:`FIXED_ORDER_CLAIM`).
+examples, calibrated, each checkpoint run twice: with RULER's scattered needles and as
+the needle-order control (``fixed``, below); ``full`` the same with 90 examples per
+depth (primacy and recency intervals about 0.28 wide). A folder of a finished run
+(``--real-behaviour DIR``: one ``retrieve.json`` per run under ``DIR/<run>/``) is read
+back; a run made with ``retrieve --needle-order fixed`` (the distractors around the
+gold needle at every depth, as in ``studies/needle-order``) is the needle-order control
+and gets its own claim (:data:`FIXED_ORDER_CLAIM`).
 """
 
 from __future__ import annotations
@@ -75,14 +76,18 @@ class RealScale:
     pilot_examples: int = 12
     band: tuple[float, float] = (0.3, 0.8)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    orders: tuple[str, ...] = ("scattered",)
+    """The needle orders run on each checkpoint, one stage each: ``scattered`` (RULER's,
+    the section's claim) and ``fixed`` (the needle-order control, :data:`FIXED_ORDER_CLAIM`)."""
 
-    def retrieve_config(self, model: ModelSpec | str, seed: int) -> Any:
+    def retrieve_config(self, model: ModelSpec | str, seed: int, order: str = "scattered") -> Any:
         """The :class:`~lostmid.behaviour.retrieve_config.RetrieveConfig` of ``model``
-        (prompted in its spec's format)."""
+        (prompted in its spec's format) with the needles in ``order``."""
         from lostmid.behaviour.retrieve_config import RetrieveConfig
 
         spec = ModelSpec.of(model)
         return RetrieveConfig(
+            needle_order=order,
             model=spec.name,
             task=self.task,
             length=self.length,
@@ -101,11 +106,15 @@ class RealScale:
 
 
 CHECKPOINTS = ("smollm2-135m", "gemma3-270m")
+BOTH_ORDERS = ("scattered", "fixed")
 REAL_SCALES = {
     "quick": RealScale("quick", ("smollm2-135m",), 512, 3, 6, False, distractors=2),
-    "default": RealScale("default", CHECKPOINTS, 1024, 5, 20, True),
-    "full": RealScale("full", CHECKPOINTS, 1024, 5, 90, True),
+    "default": RealScale("default", CHECKPOINTS, 1024, 5, 20, True, orders=BOTH_ORDERS),
+    "full": RealScale("full", CHECKPOINTS, 1024, 5, 90, True, orders=BOTH_ORDERS),
 }
+ORDER_SUFFIX = {"scattered": "", "fixed": "-fixed-order"}
+"""A run's folder and stage name: the model's slug and this (the scattered run keeps the
+plain slug, so a folder written before the control existed reads the same)."""
 
 
 def shape_verdict(
@@ -150,11 +159,14 @@ def _finite(contrast: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-def real_stage(scale: str, model: ModelSpec | str, seed: int, folder: Path) -> dict[str, Any]:
-    """Run (or resume: retrieve keeps its cells as stages) ``retrieve`` on ``model``."""
+def real_stage(
+    scale: str, model: ModelSpec | str, seed: int, folder: Path, order: str = "scattered"
+) -> dict[str, Any]:
+    """Run (or resume: retrieve keeps its cells as stages) ``retrieve`` on ``model`` with
+    the needles in ``order``."""
     from lostmid.behaviour.run import run_retrieve
 
-    config = REAL_SCALES[scale].retrieve_config(model, seed)
+    config = REAL_SCALES[scale].retrieve_config(model, seed, order)
     run_replacing(run_retrieve, config, folder)
     return summary_record(read_json_object(folder / RESULT), config.model, folder)
 
@@ -211,14 +223,15 @@ class RealBehaviour(SectionRuns):
             verdict = shape_verdict(
                 s["shape"], run["in_band"], s["primacy"], s["recency"], s.get("margin", 0.05)
             )
-            fixed = run.get("needle_order", "scattered") == "fixed"
-            rows.append(Claim(FIXED_ORDER_CLAIM if fixed else CLAIM, PAPER, ours, verdict, RULE))
+            rows.append(
+                Claim(FIXED_ORDER_CLAIM if _fixed(run) else CLAIM, PAPER, ours, verdict, RULE)
+            )
         return tuple(rows)
 
     def table(self) -> list[dict[str, Any]]:
         return [
             {
-                "model": run["model"],
+                "model": run["model"] + (" (fixed order)" if _fixed(run) else ""),
                 "depth %": f"{_depth(p, run):.0f}",
                 "examples": p["n"],
                 "correct": p["correct"],
@@ -237,15 +250,30 @@ class RealBehaviour(SectionRuns):
             "presence in the reply. An instruct model gets its chat template and an answer "
             "prefix inside the assistant turn; a base model the raw prompt.",
         ]
+        if any(_fixed(run) for run in self.runs):
+            lines.append(
+                "The needle-order control (fixed order): with RULER's scattered "
+                "distractors the gold needle at depth 0 is the first needle and at 100 the "
+                "last, so a model that names the first or the last needle when unsure "
+                "draws a U by itself; in the control the distractors sit around the gold "
+                "needle (half before, half after) and move with it, so only its depth "
+                "changes. Its claim reads the depth effect at a fixed order."
+            )
         for run in self.runs:
             how = "chat template" if run["chat_template"] else "raw prompt"
+            order = ", fixed order" if _fixed(run) else ""
             lines.append(
-                f"{run['model']} ({how}, {run['seconds']:.0f} s): "
+                f"{run['model']} ({how}{order}, {run['seconds']:.0f} s): "
                 + (run["calibration"] or "difficulty fixed, no pilot")
                 + f". Files: {run['folder']}."
             )
         lines.append("Rule: " + RULE + ".")
         return tuple(lines)
+
+
+def _fixed(run: Mapping[str, Any]) -> bool:
+    """Whether ``run`` is the needle-order control (an older record has no order)."""
+    return run.get("needle_order", "scattered") == "fixed"
 
 
 def _axis(run: Mapping[str, Any]) -> str:
@@ -290,6 +318,14 @@ class RealBehaviourPlugin(PerModelSection):
     figure = "retrieve.png"
     result_type = RealBehaviour
     stage = staticmethod(real_stage)
+
+    def variants(self, scale: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """One run per needle order of the scale (:attr:`RealScale.orders`); the
+        scattered one keeps the plain folder and stage key."""
+        return tuple(
+            (ORDER_SUFFIX[order], {} if order == "scattered" else {"order": order})
+            for order in scale.orders
+        )
 
 
 SECTION = RealBehaviourPlugin()
