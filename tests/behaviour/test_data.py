@@ -212,3 +212,48 @@ def test_a_gzip_bomb_is_refused_before_it_fills_the_memory(tmp_path: Path) -> No
     assert gunzip_within(two, tmp_path / "two.jsonl.gz", limit=1 << 20) == gzip.decompress(two)
     with pytest.raises(UserError, match="not a whole gzip file"):
         gunzip_within(two[:-5], tmp_path / "cut.jsonl.gz", limit=1 << 20)
+
+
+def test_a_data_file_is_counted_and_sized_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A million-record file used to be read and made into prompts (17 GB, minutes) in
+    silence: its records are counted without parsing (blank lines, a last line without
+    its newline and lines across the reader's blocks counted right), the count enters
+    retrieve's size check, and a text past the memory rule is one line."""
+    import lostmid.behaviour.data as data
+    from lostmid.behaviour.retrieve_config import RetrieveConfig
+    from lostmid.behaviour.run import check_retrieve_size
+
+    lines = [json.dumps({"n": i, "pad": "x" * (i % 7)}) for i in range(2500)]
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n\n".join(lines[:1000]) + "\n  \n" + "\n".join(lines[1000:]))
+    assert data.count_records(path) == len(lines)
+    monkeypatch.setattr(data, "open", lambda p, m: _Blocks(p, 97), raising=False)
+    assert data.count_records(path) == len(lines)  # lines cut across 97-byte blocks
+    monkeypatch.undo()
+    with pytest.raises(UserError, match=r"r.jsonl: .* of text, more than"):
+        data.check_text_size(path.stat().st_size, path, limit=1000)
+    monkeypatch.setattr(data, "count_records", lambda p: 10**12)
+    config = RetrieveConfig(model="tiny-gpt2", data=path, tokenizer="bytes")
+    with pytest.raises(UserError, match=r"retrieve --data .*1,000,000,000,000 records"):
+        check_retrieve_size(config)
+    check_retrieve_size(RetrieveConfig(model="tiny-gpt2", data=path, examples=10))
+
+
+class _Blocks:
+    """A file read in blocks of ``size`` bytes whatever the reader asks for."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.data, self.at, self.size = Path(path).read_bytes(), 0, size
+
+    def __enter__(self) -> _Blocks:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def read(self, _: int) -> bytes:
+        block = self.data[self.at : self.at + self.size]
+        self.at += self.size
+        return block

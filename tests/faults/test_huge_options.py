@@ -205,13 +205,12 @@ def inputs(tmp_path_factory: pytest.TempPathFactory, bpe_model_dir: Path) -> dic
     }
 
 
-@pytest.mark.parametrize(("command", "option", "kind"), CASES)
-def test_a_huge_value_is_refused_in_one_line_or_runs(
-    command: str, option: str, kind: str, inputs: dict[str, str], tmp_path: Path
-) -> None:
+def _tried(command: str, option: str, value: str, inputs: dict[str, str], tmp_path: Path) -> None:
+    """Run every base of ``command`` with ``option value``: refused in one line, or it
+    runs saying what it does (module doc)."""
     for k, base in enumerate(BASES[command]):
         argv = [a.format(**inputs) for a in _without(base, option)]
-        argv += [option, HUGE[kind], "--out", str(tmp_path / f"out{k}")]
+        argv += [option, value, "--out", str(tmp_path / f"out{k}")]
         log = tmp_path / f"log{k}"
         run = Run(argv, log, "fork", more_memory=MORE_MEMORY)
         deadline = time.perf_counter() + SECONDS
@@ -223,7 +222,7 @@ def test_a_huge_value_is_refused_in_one_line_or_runs(
             time.sleep(0.05)
             code = run.poll()
             said = log.read_text(errors="replace") if log.exists() else ""
-        what = f"lostmid {' '.join(argv)}"
+        what = f"lostmid {' '.join(argv)[:300]}"
         if code is None:  # accepted: it must be saying what it does
             run.kill()
             assert said.strip(), f"{what}: {SECONDS:g} s without a word (a hang?)"
@@ -235,4 +234,71 @@ def test_a_huge_value_is_refused_in_one_line_or_runs(
         if code == 2:  # one error line, the last (a progress line may come before it)
             lines = [line for line in said.splitlines() if line.strip()]
             errors = [line for line in lines if line.startswith("error:")]
-            assert len(errors) == 1 and lines[-1] == errors[0], f"{what}:\n{said}"
+            assert len(errors) == 1 and lines[-1] == errors[0], f"{what}:\n{said[-2000:]}"
+
+
+@pytest.mark.parametrize(("command", "option", "kind"), CASES)
+def test_a_huge_value_is_refused_in_one_line_or_runs(
+    command: str, option: str, kind: str, inputs: dict[str, str], tmp_path: Path
+) -> None:
+    _tried(command, option, HUGE[kind], inputs, tmp_path)
+
+
+# -- options that hold numbers in text: lists, counts and ranges, NAME:NUMBER -------------------
+
+LONG = 20_000
+"""Entries of a long list: a request by its length, not by one value (about as long as
+one argument can be from a shell: Linux takes at most 128 KiB)."""
+LIST_FORMS: dict[str, list[str]] = {
+    "a count": ["1000000000000", "0-1000000000000"],
+    "e.g. ": ["0,1000000000000", ",".join(map(str, range(LONG)))],
+    "LOW,HIGH": ["0.3,1e12"],
+    "values to search": ["0,1000000000000", ",".join(map(str, range(LONG)))],
+    "list:a1": ["power:1e12", "list:" + ",".join(["0.5"] * LONG)],
+    "sliding:W": ["sliding:1000000000000", "prefix:1000000000000"],
+    "power:A": ["power:1e12", "beta:1e12"],
+    "NAME=V1,V2": ["samples=1000000000000", "alpha=" + ",".join(["0.5"] * LONG)],
+}
+"""How an option's help says it holds numbers in text -> its huge values: one huge number
+in each of its forms, and a list of :data:`LONG` entries where it takes a list."""
+
+
+def list_options() -> list[tuple[str, str, str]]:
+    """(command, option, value) for every text option whose help shows numbers in text
+    (:data:`LIST_FORMS`' marks), each huge value of its form."""
+    found = []
+    for name, command in sorted(_commands().items()):
+        for param in command.params:
+            if not param.opts[0].startswith("--") or str(param.bare_type()) in HUGE:
+                continue
+            for mark, values in LIST_FORMS.items():
+                if mark in (param.help or ""):
+                    found += [(name, param.opts[0], v) for v in values]
+                    break
+    return found
+
+
+LIST_CASES = list_options()
+
+
+def test_the_text_options_that_hold_numbers_are_found() -> None:
+    options = {(c, o) for c, o, _ in LIST_CASES}
+    assert {
+        ("ablate", "--seeds"), ("remedies", "--seeds"), ("reproduce", "--seeds"),
+        ("reproduce", "--train-seeds"), ("reproduce", "--behaviour-seeds"),
+        ("retrieve", "--gold-index"), ("retrieve", "--depth"), ("retrieve", "--lengths"),
+        ("retrieve", "--band"), ("retrieve", "--knob-values"), ("sweep", "--seeds"),
+        ("sweep", "--lengths"), ("sweep", "--param"), ("theory", "--mask"),
+        ("theory", "--alpha-schedule"), ("train", "--gold"),
+    } <= options  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "value"),
+    LIST_CASES,
+    ids=[f"{c}-{o}-{v[:20]}{'...' if len(v) > 20 else ''}" for c, o, v in LIST_CASES],
+)
+def test_a_huge_list_or_count_is_refused_in_one_line_or_runs(
+    command: str, option: str, value: str, inputs: dict[str, str], tmp_path: Path
+) -> None:
+    _tried(command, option, value, inputs, tmp_path)

@@ -106,6 +106,38 @@ GUNZIP_SHARE = 8
 as Python objects take several times their text."""
 
 
+def check_text_size(size: int, path: Path, limit: float | None = None) -> None:
+    """One line for a ``--data`` text larger than the free memory / :data:`GUNZIP_SHARE`
+    (its records, parsed and made prompts, take several times the text: they would not
+    fit), the rule :func:`gunzip_within` applies to a compressed file's text."""
+    from lostmid.runs.budget import available_memory, gib
+
+    limit = available_memory() / GUNZIP_SHARE if limit is None else limit
+    if size > limit:
+        raise UserError(
+            f"--data {path}: {gib(size)} of text, more than {gib(limit)} (1/{GUNZIP_SHARE} "
+            "of the free memory: its records would not fit); give a smaller file, or split it"
+        )
+
+
+def count_records(path: Path) -> int:
+    """The records of a ``.jsonl`` file without parsing them (its non-blank lines, read a
+    block at a time); 1 for any other file (a ``.json`` list, a compressed file: counted
+    when read). The size check's count, a second or so for a million records."""
+    path = Path(path)
+    if not path.name.endswith(".jsonl"):
+        return 1
+    count, rest = 0, b""
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 22):
+                *lines, rest = (rest + block).split(b"\n")  # rest: a line not ended yet
+                count += sum(1 for line in lines if line.strip())
+    except OSError:
+        return 1  # unreadable: read_records says so in its own line
+    return max(1, count + bool(rest.strip()))
+
+
 def gunzip_within(data: bytes, path: Path, limit: float | None = None) -> bytes:
     """``data`` gunzipped a piece at a time (every member), refused in one line once the
     text passes ``limit`` bytes (default: the free memory / :data:`GUNZIP_SHARE`), so a
@@ -151,6 +183,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     data = read_bytes(path, option="--data", what="a .jsonl, .jsonl.gz or .json file of records")
     if path.name.endswith(".gz"):
         data = gunzip_within(data, path)
+    else:
+        check_text_size(len(data), path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -66,6 +66,8 @@ def gold_distribution(spec: str, pairs: int) -> np.ndarray:
     [0.333, 0.667]
     >>> np.round(gold_distribution("power:0+power:2", 2), 3).tolist()
     [0.5, 0.5]
+    >>> gold_distribution("power:1e12", 3).tolist()  # the limit, not 0/0
+    [1.0, 0.0, 0.0]
     """
     check_positive("--pairs", pairs)
     if "+" in spec:
@@ -76,7 +78,8 @@ def gold_distribution(spec: str, pairs: int) -> np.ndarray:
     if spec.startswith("power:"):
         a = _number(spec, "power:")
         gaps = pairs - np.arange(pairs, dtype=np.float64)  # (pairs,) g = pairs .. 1
-        weights = gaps ** (a - 1.0)
+        logs = (a - 1.0) * np.log(gaps)  # in logs: g^(A-1) past float64's range for a large A
+        weights = np.exp(logs - logs.max())
         return weights / weights.sum()
     if spec.startswith("beta:"):
         return beta_bins(_number(spec, "beta:"), pairs)

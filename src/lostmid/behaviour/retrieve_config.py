@@ -4,6 +4,7 @@ made, with the help text of every option (:data:`HELP`); the job itself is
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -241,7 +242,7 @@ class RetrieveConfig:
         if not self.margin >= 0:
             raise UserError(f"--margin must be >= 0, got {self.margin}")
         for name, given in (("--gold-index", self.gold_index), ("--depth", self.depth)):
-            repeated = sorted({v for v in given or () if list(given or ()).count(v) > 1})
+            repeated = sorted(v for v, n in Counter(given or ()).items() if n > 1)
             if repeated:
                 raise UserError(
                     f"{name} gives {repeated[0]} more than once; give each position once "

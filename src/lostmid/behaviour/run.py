@@ -233,10 +233,26 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
     """Refuse, before anything is generated, a request for more examples than this
     machine can hold (:data:`EXAMPLE_BYTES` each) or score in a day (each pass at least
     :data:`lostmid.runs.budget.STEP_FLOOR_S`): examples x positions x length cells. A
-    ``--data`` file's records are already in memory: not checked here."""
+    ``--data`` file: its records (:func:`lostmid.behaviour.data.count_records`, the
+    first ``--examples`` of them), each at least one example of the file's bytes a
+    record; its text against the free memory when it is read
+    (:func:`lostmid.behaviour.data.check_text_size`)."""
     from lostmid.runs.budget import STEP_FLOOR_S, check_work
 
+    passes = 2 if config.passes == "both" else 1
     if config.data is not None:
+        from lostmid.behaviour.data import count_records
+
+        path = Path(config.data)
+        records = count_records(path)
+        used = min(records, int(config.resolved_examples or records))
+        each = path.stat().st_size / records if path.is_file() else 0.0
+        check_work(
+            f"retrieve --data {path} ({records:,} records, {used:,} used)",
+            passes=used * passes,
+            seconds_each=STEP_FLOOR_S + each / 4 * TOKEN_FLOOR_S,
+            need_bytes=used * (EXAMPLE_BYTES + each),
+        )
         return
     cells = len(config.resolved_lengths())
     if config.lengths is None:
@@ -245,7 +261,6 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
         positions = config.positions or len(config.gold_index or config.depth or ()) or 5
     examples = int(config.resolved_examples or 1)
     count = examples * positions * cells
-    passes = 2 if config.passes == "both" else 1
     longest = max([config.length or 0, *(n for n in config.resolved_lengths() if n)])
     check_work(
         f"retrieve --examples {examples:,} ({count:,} examples: {positions} positions x "
@@ -319,7 +334,15 @@ def run_retrieve(
         if console is not None:
             console.print(lead_in["outcome"], highlight=False)
     with timer("examples"):
+        if console is not None and config.data is not None:  # a large file takes minutes
+            console.print(
+                f"retrieve: reading --data {config.data} and making its prompts", highlight=False
+            )
         examples, data = retrieval_examples(config, tokenizer, fmt)
+        if console is not None and config.data is not None:
+            console.print(
+                f"retrieve: {len(examples):,} examples; counting their tokens", highlight=False
+            )
         encoded = encode(examples, tokenizer, fmt, shared=shared)
     rule = resolve_rule(config.scoring, examples[0].task)
     new_tokens = answer_budget(examples, encoded, config.extra_tokens)

@@ -47,10 +47,16 @@ def resolve_alphas(
 
 
 def power_schedule(alpha0: float, beta: float, layers: int) -> Float[np.ndarray, " H"]:
-    """a_l = a_0 / (l + 1)^beta for l = 0..H-1 (beta = 0 is the constant schedule)."""
+    """a_l = a_0 / (l + 1)^beta for l = 0..H-1 (beta = 0 is the constant schedule).
+
+    >>> power_schedule(0.5, 1e12, 3).tolist()  # (l + 1)^beta overflows to inf: a_l = 0
+    [0.5, 0.0, 0.0]
+    """
     if not np.isfinite(beta) or beta < 0:
         raise UserError(f"power schedule exponent must be >= 0, got {beta}")
-    return resolve_alphas(alpha0 / np.arange(1, layers + 1, dtype=np.float64) ** beta, layers)
+    with np.errstate(over="ignore"):  # (l + 1)^beta past float64's range is inf: a_l = 0
+        values = alpha0 / np.arange(1, layers + 1, dtype=np.float64) ** beta
+    return resolve_alphas(values, layers)
 
 
 def parse_schedule(spec: str | None, alpha: float, layers: int) -> Float[np.ndarray, " H"]:
