@@ -22,6 +22,11 @@ concurrent runs, hostile model directories. Prints the tables of docs/RELIABILIT
 6. Fuzzed readers (``--parts fuzz``, not in the default parts): the property tests of
    tests/faults/test_fuzz_readers.py with ``--fuzz N`` examples each, drawn afresh
    (the suite's 120 are the same every run): every reader returns its type or one line.
+7. Every option at a huge value (``--parts generated``, not in the default parts): the
+   generated cases of tests/faults/test_huge_options.py (each numeric option of each
+   command, and each option holding numbers in text, read from the CLI), counted by
+   outcome: one line and exit 2 or a run that says what it does / traceback / hang /
+   the out-of-memory line / another exit.
 
 Scales: ``micro`` (the test suite's: seconds per command), ``quick`` (each command's
 ``--quick`` scale, the default) or ``default`` (each command's own defaults: long).
@@ -508,9 +513,52 @@ def main() -> None:
         print(f"\nconcurrent runs: {concurrency(root / 'concurrency', args.mode)}")
     if "hostile" in parts:
         print(f"\nhostile model directories: {hostile_dirs(root / 'hostile', args.mode)}")
+    if "generated" in parts:
+        print(f"\nevery numeric option at a huge value: {generated()}")
     if "fuzz" in parts:
         print(f"\nfuzzed readers ({args.fuzz} examples each): {fuzz(args.fuzz)}")
     print(f"\ntotal {time.perf_counter() - start:.0f} s, load {os.getloadavg()[0]:.1f}")
+
+
+FAILURES = {
+    "hang": "without a word",
+    "traceback": "Traceback",
+    "out of memory": "the estimate let it allocate",
+    "another exit": ": exit ",
+}
+"""How tests/faults/test_huge_options.py says each way a case fails (its assertions)."""
+
+
+def generated() -> str:
+    """The generated huge-value cases (every numeric option of every command, and every
+    option holding numbers in text, at a huge value; tests/faults/test_huge_options.py,
+    each case a forked child under a memory limit): how many were tried, how many ended
+    in one line and exit 2 or ran saying what they did, and each failure by kind."""
+    import xml.etree.ElementTree as ET
+
+    test = Path(__file__).resolve().parents[1] / "tests" / "faults" / "test_huge_options.py"
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "junit.xml"
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
+             "-n", str(min(2, os.cpu_count() or 1)), f"--junitxml={report}", str(test),
+             "-k", "refused_in_one_line_or_runs"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        cases = ET.parse(report).getroot().iter("testcase")
+        kinds = {kind: 0 for kind in FAILURES} | {"other": 0}
+        tried = held = 0
+        for case in cases:
+            tried += 1
+            failed = case.find("failure")
+            if failed is None:
+                held += 1
+                continue
+            text = (failed.get("message") or "") + (failed.text or "")
+            kind = next((k for k, mark in FAILURES.items() if mark in text), "other")
+            kinds[kind] += 1
+    failures = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+    return f"{tried} tried, {held} one line + exit 2 or running and saying so; {failures}"
 
 
 def fuzz(examples: int) -> str:

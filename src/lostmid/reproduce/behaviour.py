@@ -53,7 +53,16 @@ from lostmid.recordable import fields_record
 from lostmid.reproduce.plan import PlannedStage, StandardSection, preset_threads
 from lostmid.stats import Interval, finite_or_none, reference_points, seed_interval, spearman
 from lostmid.stats.shape import is_u
-from lostmid.stats.verdicts import BELOW_RESOLUTION, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from lostmid.stats.verdicts import (
+    AGREES,
+    BELOW_RESOLUTION,
+    CONTRADICTS,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    side_of,
+)
+from lostmid.stats.verdicts import agreement as interval_agreement
 from lostmid.train.claims import interval_text
 
 if TYPE_CHECKING:
@@ -195,27 +204,21 @@ def contrasts(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
 
 
 def predicted_sign(interval: Interval) -> int:
-    """+1 / -1 when the interval lies wholly above / below 0, else 0 (no prediction)."""
-    return 1 if interval.ci_low > 0 else -1 if interval.ci_high < 0 else 0
+    """+1 / -1 when the interval lies wholly above / below 0, else 0 (no prediction;
+    :func:`lostmid.stats.verdicts.side_of`)."""
+    return {"above": 1, "below": -1, "spans": 0}[side_of(interval.ci_low, interval.ci_high, 0.0)]
 
 
 def agreement(prediction: str, measured: Interval) -> str:
     """``agrees``, ``contradicts`` or ``unresolved``: a behavioural contrast against the
-    structure's prediction (``+``, ``-`` or ``none``: no such contrast).
+    structure's prediction (``+``, ``-`` or ``none``: no such contrast), the rule of
+    :func:`lostmid.stats.verdicts.agreement`.
 
     >>> from lostmid.stats import Interval
     >>> agreement("+", Interval(0.3, 0.1, 0.5, 3)), agreement("none", Interval(0.3, 0.1, 0.5, 3))
     ('agrees', 'contradicts')
     """
-    low, high = measured.ci_low, measured.ci_high
-    if prediction == "none":
-        return "agrees" if high <= 0 else "contradicts" if low > 0 else "unresolved"
-    sign = 1 if prediction == "+" else -1
-    if sign * low > 0 and sign * high > 0:
-        return "agrees"
-    if sign * low < 0 and sign * high < 0:
-        return "contradicts"
-    return "unresolved"
+    return interval_agreement(prediction, measured.ci_low, measured.ci_high)
 
 
 def link_claim(seeds: Sequence[BehaviourSeed]) -> Claim:
@@ -263,9 +266,9 @@ def link_claim(seeds: Sequence[BehaviourSeed]) -> Claim:
         valley = sign > 0 and predicted_sign(s_recency) > 0
         predictions = ("+" if sign > 0 else "-", "+" if valley else "none")
         results = (agreement(predictions[0], b_primacy), agreement(predictions[1], b_recency))
-        if "contradicts" in results:
+        if CONTRADICTS in results:
             verdict = NOT_REPRODUCED
-        elif results == ("agrees", "agrees"):
+        elif results == (AGREES, AGREES):
             verdict = REPRODUCED
         else:
             verdict = INCONCLUSIVE

@@ -13,7 +13,10 @@ its own:
   *supported*, *not supported*, *inconclusive*;
 * a remedy against its baseline: *works*, *does not work*, *worse*, *inconclusive*;
 * a control that a verdict must clear (a second quantisation of the weights): *robust*,
-  *not robust*, *inconclusive*.
+  *not robust*, *inconclusive*;
+* what one measurement says of one prediction, before the claim pools them: *agrees*,
+  *contradicts*, *unresolved* (a behavioural contrast against the structure's sign,
+  :func:`agreement`); a rule's state at one checkpoint: *holds*, *fails*, *unresolved*.
 
 >>> side_of(0.6, 0.9, 0.5), side_of(0.1, 0.4, 0.5), side_of(0.4, 0.6, 0.5)
 ('above', 'below', 'spans')
@@ -31,6 +34,8 @@ BELOW_RESOLUTION = "below resolution"
 SUPPORTED, NOT_SUPPORTED = "supported", "not supported"
 WORKS, DOES_NOT_WORK, WORSE = "works", "does not work", "worse"
 ROBUST, NOT_ROBUST = "robust", "not robust"
+AGREES, CONTRADICTS, UNRESOLVED = "agrees", "contradicts", "unresolved"
+HOLDS, FAILS = "holds", "fails"
 
 
 def side_of(low: float, high: float, boundary: float) -> str:
@@ -70,3 +75,18 @@ def supported_if_above(low: float, high: float, boundary: float) -> str:
     return {"above": SUPPORTED, "below": NOT_SUPPORTED, "spans": INCONCLUSIVE}[
         side_of(low, high, boundary)
     ]
+
+
+def agreement(prediction: str, low: float, high: float) -> str:
+    """What a 95% interval says of a predicted sign (``+``, ``-``, or ``none``: no
+    effect above 0 is predicted): ``agrees`` when it lies on the predicted side of 0
+    (``none``: below it), ``contradicts`` on the other, ``unresolved`` when it spans 0.
+
+    >>> agreement("+", 0.1, 0.5), agreement("-", 0.1, 0.5), agreement("none", 0.1, 0.5)
+    ('agrees', 'contradicts', 'contradicts')
+    >>> agreement("none", -0.4, -0.1), agreement("+", -0.1, 0.5)
+    ('agrees', 'unresolved')
+    """
+    side = side_of(low, high, 0.0)
+    wanted = {"+": "above", "-": "below", "none": "below"}[prediction]
+    return UNRESOLVED if side == "spans" else AGREES if side == wanted else CONTRADICTS

@@ -54,7 +54,15 @@ from lostmid.compare.claims import Claim
 from lostmid.compare.metrics import ProfileComparison
 from lostmid.recordable import fields_record
 from lostmid.stats import Interval, seed_interval
-from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
+from lostmid.stats.verdicts import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    PARTLY,
+    REPRODUCED,
+    UNRESOLVED,
+)
 from lostmid.theory import ProfileSummary
 from lostmid.train.dynamics import Checkpoint, CheckpointMeasurement
 
@@ -250,10 +258,10 @@ def signal_state(spearman: Interval, ratio: Interval) -> str:
     'fails'
     """
     if spearman.ci_low >= HOLDS_SPEARMAN and ratio.ci_high <= 0.5:
-        return "holds"
+        return HOLDS
     if spearman.ci_high < HOLDS_SPEARMAN or ratio.ci_low > 0.5:
-        return "fails"
-    return "unresolved"
+        return FAILS
+    return UNRESOLVED
 
 
 def signal_verdict(start: str, end: str) -> str:
@@ -262,11 +270,11 @@ def signal_verdict(start: str, end: str) -> str:
     >>> signal_verdict("holds", "fails"), signal_verdict("fails", "unresolved")
     ('partly', 'inconclusive')
     """
-    if start == end == "holds":
+    if start == end == HOLDS:
         return REPRODUCED
-    if start == end == "fails":
+    if start == end == FAILS:
         return NOT_REPRODUCED
-    if {start, end} == {"holds", "fails"}:
+    if {start, end} == {HOLDS, FAILS}:
         return PARTLY
     return INCONCLUSIVE
 
@@ -328,7 +336,7 @@ def pooled_training_claims(seeds: Sequence[SeedEvidence]) -> list[Claim]:
                 ("last", [s.signal_spearman for s in seeds], [s.signal_ratio for s in seeds]),
             ):  # fmt: skip
                 si, ri = _interval(spearmans), _interval(ratios)
-                state = "unresolved" if si.n == 0 or ri.n == 0 else signal_state(si, ri)
+                state = UNRESOLVED if si.n == 0 or ri.n == 0 else signal_state(si, ri)
                 states.append((label, state, spearmans, ratios))
             verdict = signal_verdict(states[0][1], states[1][1])
             numbers = "; ".join(
