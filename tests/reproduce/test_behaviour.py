@@ -105,9 +105,10 @@ def test_pooling_and_records() -> None:
 
 def test_the_presets_named_without_torch_are_the_retrieval_presets() -> None:
     from lostmid.behaviour import RETRIEVAL_PRESETS
+    from lostmid.behaviour.training.names import RETRIEVAL_PRESET_NAMES
     from lostmid.remedies.config import PRESETS
     from lostmid.reproduce.config import BEHAVIOUR_PRESETS, SCALES
 
-    assert set(BEHAVIOUR_PRESETS) <= set(RETRIEVAL_PRESETS)
-    assert set(PRESETS) <= set(RETRIEVAL_PRESETS)
+    assert set(RETRIEVAL_PRESET_NAMES) <= set(RETRIEVAL_PRESETS)
+    assert RETRIEVAL_PRESET_NAMES == BEHAVIOUR_PRESETS == PRESETS
     assert all(s.behaviour_preset in BEHAVIOUR_PRESETS for s in SCALES.values())

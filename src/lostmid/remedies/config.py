@@ -17,6 +17,7 @@ from typing import Any
 
 from lostmid.behaviour.registry import inference_tasks
 from lostmid.behaviour.retrieve_config import check_lead_in
+from lostmid.behaviour.training.names import RETRIEVAL_PRESET_NAMES
 from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
 from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES
@@ -39,7 +40,7 @@ TRAINING_DEFAULT = (
 LAWS = ("tilt", "replace")
 MODEL_DEFAULTS = {"device": "cpu", "dtype": "float32", "trust_remote_code": False}
 """How the inference remedies load ``--model`` (as ``lostmid retrieve``), by default."""
-PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
+PRESETS = RETRIEVAL_PRESET_NAMES
 
 
 @dataclass(frozen=True)

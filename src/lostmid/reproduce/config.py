@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from lostmid.behaviour.training.names import RETRIEVAL_PRESET_NAMES
 from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
 from lostmid.models.spec import ModelSpec
@@ -21,9 +22,9 @@ from lostmid.remedies.config import LAWS, REMEDIES_SCALES
 from lostmid.train.config import TRAIN_PRESETS
 
 DEFAULT_MODELS = ("qwen2-0.5b", "gpt2")
-BEHAVIOUR_PRESETS = ("retrieval-valley", "retrieval-tiny", "mqar-tiny", "retrieval-micro")
-"""Retrieval presets (:data:`lostmid.behaviour.RETRIEVAL_PRESETS`, named here so that this
-module stays free of torch for ``lostmid --help``)."""
+BEHAVIOUR_PRESETS = RETRIEVAL_PRESET_NAMES
+"""Retrieval presets (:data:`lostmid.behaviour.RETRIEVAL_PRESETS`, by the names of
+:mod:`lostmid.behaviour.training.names`, so that this module stays free of torch)."""
 
 SECTION_SCALES = ("quick", "default", "full", "off")
 """The scales of a section (``off`` skips it), named here so that this module stays free
