@@ -22,6 +22,9 @@ concurrent runs, hostile model directories. Prints the tables of docs/RELIABILIT
 6. Fuzzed readers (``--parts fuzz``, not in the default parts): the property tests of
    tests/faults/test_fuzz_readers.py with ``--fuzz N`` examples each, drawn afresh
    (the suite's 120 are the same every run): every reader returns its type or one line.
+8. The third hostile trial's cases (``--parts trial``, not in the default parts): each
+   case of the trial that found the default sweep broken, with what it must do (refuse
+   in one line, or run): counted ok / traceback / hang / killed / silent / other.
 7. Every option at a huge value (``--parts generated``, not in the default parts): the
    generated cases of tests/faults/test_huge_options.py (each numeric option of each
    command, and each option holding numbers in text, read from the CLI), counted by
@@ -130,6 +133,150 @@ BAD_OPTIONS: list[list[str]] = [
     ["remedies", "--seeds", "0"],
     ["--wait", "-5", "theory"],
 ]
+
+
+def trial_cases(root: Path, hostile: dict[str, Path]) -> list[tuple[str, list[str], dict, str]]:
+    """The third hostile trial's cases, each as (label, argv, environment changes, what
+    must happen: ``refuse`` = one line and exit 2, ``run`` = exit 0 without a traceback).
+    The stale-unit and million-record cases are in the suite (tests/sweep, tests/behaviour)
+    and not here: the first needs a run, an edit and a rerun, the second 17 GB."""
+    import gzip
+
+    from test_fuzz_readers import KV, QA, RULER
+
+    root.mkdir(parents=True, exist_ok=True)
+    tiny = ["--model", "tiny-gpt2", "--tokenizer", "bytes"]
+    big = "9" * 5000
+
+    def write(name: str, text: str | bytes) -> str:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        return str(path)
+
+    measure = hostile["measure_json"].read_text()
+    theory = hostile["theory_json"].read_text()
+    numbered = json.loads(measure)
+    numbered["config"]["length"] = True  # a boolean where a number belongs
+    study = root / "study-empty"
+    (study / "x").mkdir(parents=True, exist_ok=True)
+    (study / "study.json").write_text("{}")
+    other = root / "other-kind" / "m"
+    other.mkdir(parents=True, exist_ok=True)
+    (other / "retrieve.json").write_text('{"schema": "lostmid.theory/1"}')
+    (root / "empty").mkdir(exist_ok=True)
+    deep = root / ("d" * 200)
+    theory8 = ["theory", "--layers", "2", "--length", "8"]
+    cases: list[tuple[str, list[str], dict, str]] = [
+        ("sweep, default backend, 2 units", ["sweep", "--task", "theory", "--lengths", "16,32"],
+         {}, "run"),
+        ("retrieve niah --lengths 1e9", ["retrieve", *tiny, "--task", "niah", "--lengths",
+         "1000000000"], {}, "refuse"),
+        ("retrieve --values-per-key 1e9", ["retrieve", *tiny, "--task", "niah-multivalue",
+         "--values-per-key", "1000000000"], {}, "refuse"),
+        ("retrieve --calibrate --pilot-examples 1e9", ["retrieve", *tiny, "--task",
+         "niah-multikey", "--calibrate", "--pilot-examples", "1000000000"], {}, "refuse"),
+        ("remedies --examples 1e9", ["remedies", "--examples", "1000000000"], {}, "refuse"),
+        ("ablate --layers 1e7", ["ablate", "--model", "tiny-gpt2", "--layers", "10000000"],
+         {}, "refuse"),
+        ("reproduce --quick --train-steps 1e11", ["reproduce", "--quick", "--train-steps",
+         "100000000000"], {}, "refuse"),
+        ("retrieve kv --positions 1e9", ["retrieve", *tiny, "--task", "kv", "--positions",
+         "1000000000"], {}, "refuse"),
+        ("train kv --pairs 1e9", ["train", "--task", "kv", "--pairs", "1000000000"], {},
+         "refuse"),
+        ("retrieve --data a gzip bomb", ["retrieve", *tiny, "--data", write(
+            "bomb.jsonl.gz", gzip.compress(b" " * (1 << 30)))], {}, "refuse"),
+        ("measure --gain-directions 1e9", ["measure", "--model", "tiny-gpt2", "--length", "8",
+         "--gain-directions", "1000000000"], {}, "refuse"),
+        ("5,000 digits in --measured", ["compare", "--measured", write(
+            "big-measure.json", measure.replace('"length": ', f'"length": {big}, "x": ', 1))],
+         {}, "refuse"),
+        ("5,000 digits in --theory", ["compare", "--measured", str(hostile["measure_json"]),
+         "--theory", write("big-theory.json", theory.replace('"length": ',
+         f'"length": {big}, "x": ', 1))], {}, "refuse"),
+        ("5,000 digits in --data", ["retrieve", *tiny, "--data", write(
+            "big.jsonl", json.dumps(KV)[:-1] + f', "gold_index": {big}}}\n')], {}, "refuse"),
+        ("5,000 digits in train --config", ["train", "--config", write(
+            "big-config.json", f'{{"steps": {big}}}')], {}, "refuse"),
+        ("5,000 digits in .lostmid.run.json", [*theory8, "--out", str(Path(write(
+            "claimed/.lostmid.run.json", f'{{"command": "theory", "n": {big}}}')).parent)],
+         {}, "run"),
+        ("--out name of 300 characters", [*theory8, "--out", str(root / ("n" * 300))], {},
+         "refuse"),
+        ("--out path past PATH_MAX", [*theory8, "--out", str(deep) + "/d" * 2100], {},
+         "refuse"),
+        ("--out with brackets P[/]x", [*theory8, "--out", str(root / "P[") + "/]x"], {}, "run"),
+        ("--out with markup P[bold red]y", [*theory8, "--out", str(root / "P[bold red]y")], {},
+         "run"),
+        ("--real-behaviour DIR of another kind", ["reproduce", "--quick", "--real-behaviour",
+         str(other.parent)], {}, "refuse"),
+        ("--real-behaviour an empty DIR", ["reproduce", "--quick", "--real-behaviour",
+         str(root / "empty")], {}, "refuse"),
+        ("PYTHONIOENCODING=ascii, a non-ASCII --out", [*theory8, "--out", str(root / "Ä-ö")],
+         {"PYTHONIOENCODING": "ascii"}, "run"),
+        ("--alpha-schedule list:0.1 on 2 layers", [*theory8, "--alpha-schedule", "list:0.1"],
+         {}, "refuse"),
+        ("compare --bins 1e9 at L = 16", ["compare", "--measured", str(hostile["measure_json"]),
+         "--bins", "1000000000"], {}, "refuse"),
+        ("sweep --seed 2^63", ["sweep", "--task", "theory", "--lengths", "8", "--seed",
+         "9223372036854775808"], {}, "refuse"),
+        ("a boolean in --measured", ["compare", "--measured", write(
+            "bool-measure.json", json.dumps(numbered))], {}, "refuse"),
+        ('isgold "yes" in --data', ["retrieve", *tiny, "--data", write(
+            "isgold.jsonl", json.dumps({**QA, "ctxs": [{**QA["ctxs"][0], "isgold": "yes"},
+            QA["ctxs"][1]]}) + "\n")], {}, "refuse"),
+        ("RULER outputs as a string", ["retrieve", *tiny, "--task", "niah", "--data", write(
+            "outputs.jsonl", json.dumps({**RULER, "outputs": "42"}) + "\n")], {}, "refuse"),
+        ("RULER length -5", ["retrieve", *tiny, "--task", "niah", "--data", write(
+            "length.jsonl", json.dumps({**RULER, "length": -5}) + "\n")], {}, "refuse"),
+        ("--checkpoints DIR whose study.json is {}", ["reproduce", "--quick", "--checkpoints",
+         str(study)], {}, "refuse"),
+        ("lr Infinity in a train config", ["train", "--config", write(
+            "inf-config.json", '{"lr": Infinity}')], {}, "refuse"),
+        ("HF_HUB_OFFLINE=0 and a hub id", ["measure", "--model", "Qwen/Qwen2-0.5B"],
+         {"HF_HUB_OFFLINE": "0"}, "refuse"),
+        ("HF_HUB_OFFLINE empty and a hub id", ["measure", "--model", "Qwen/Qwen2-0.5B"],
+         {"HF_HUB_OFFLINE": ""}, "refuse"),
+    ]  # fmt: skip
+    return cases
+
+
+def trial(root: Path, hostile: dict[str, Path], timeout: float) -> list[dict[str, Any]]:
+    """Every case of :func:`trial_cases` as its own fresh interpreter (the environment
+    changes need one): whether it did what it must, or ended in a traceback, a hang, a
+    signal, or the wrong way (a refusal that should run, a run that should refuse)."""
+    rows = []
+    for i, (label, argv, env, expect) in enumerate(trial_cases(root / "cases", hostile)):
+        full = argv if "--out" in argv else [*argv, "--out", str(root / f"o{i}")]
+        code = "from lostmid.cli import main; main()"
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", code, *full], capture_output=True, text=True,
+                env={**os.environ, **env}, timeout=timeout, check=False, errors="replace",
+            )  # fmt: skip
+            status, text = done.returncode, done.stdout + done.stderr
+        except subprocess.TimeoutExpired:
+            status, text = None, ""
+        errors = [line for line in text.splitlines() if line.startswith("error:")]
+        if status is None:
+            kind = "hang"
+        elif "Traceback" in text:
+            kind = "traceback"
+        elif status < 0:
+            kind = "killed"
+        elif expect == "refuse":
+            kind = (
+                "ok" if status == 2 and len(errors) == 1 else "silent" if status == 0 else "other"
+            )
+        else:
+            kind = "ok" if status == 0 else "other"
+        line = (errors or text.strip().splitlines()[-1:] or [""])[0][:160]
+        seconds = time.perf_counter() - start
+        rows.append({"label": label, "expect": expect, "kind": kind, "code": status,
+                     "seconds": seconds, "line": line})  # fmt: skip
+    return rows
 
 
 def micro_commands() -> dict[str, list[str]]:
@@ -513,6 +660,15 @@ def main() -> None:
         print(f"\nconcurrent runs: {concurrency(root / 'concurrency', args.mode)}")
     if "hostile" in parts:
         print(f"\nhostile model directories: {hostile_dirs(root / 'hostile', args.mode)}")
+    if "trial" in parts:
+        rows = trial(root / "trial", build_hostile(root / "trial-hostile"), args.case_timeout)
+        kinds = ("ok", "traceback", "hang", "killed", "silent", "other")
+        counts = ", ".join(f"{sum(r['kind'] == k for r in rows)} {k}" for k in kinds)
+        print(f"\nthe third trial's cases: {len(rows)} tried; {counts}")
+        for r in rows:
+            print(
+                f"  {r['kind']:9} {r['expect']:6} {r['seconds']:5.1f} s  {r['label']}: {r['line']}"
+            )
     if "generated" in parts:
         print(f"\nevery numeric option at a huge value: {generated()}")
     if "fuzz" in parts:

@@ -272,17 +272,30 @@ def read_json(
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise UserError(f"{name}: not a text file (not UTF-8); pass {what}") from None
+    return parse_json(text, name, f"it is damaged or not {what}: rewrite it, or pass another")
+
+
+def parse_json(text: str, where: str, advice: str = "fix the file") -> Any:
+    """One JSON document, or one line naming ``where`` (a file, ``--data FILE line 3``,
+    an option) for every way text fails to be one: malformed (with ``advice``), nested
+    too deeply, a key twice in one object, an integer past Python's 4,300 digits.
+
+    >>> parse_json('{"n": ' + "9" * 5000 + "}", "--theory t.json")
+    Traceback (most recent call last):
+    ...
+    lostmid.errors.UserError: --theory t.json: a number of more than 4,300 digits; fix the file
+    """
     try:
         return json.loads(text, object_pairs_hook=refuse_duplicate_keys)
     except json.JSONDecodeError as err:
-        raise UserError(
-            f"{name}: not valid JSON ({err.msg} at line {err.lineno}); it is damaged or not "
-            f"{what}: rewrite it, or pass another"
-        ) from None
+        what = f"not valid JSON ({err.msg} at line {err.lineno})"
+        raise UserError(f"{where}: {what}; {advice}") from None
     except DuplicateKeyError as err:
-        raise UserError(f"{name}: {err} (which one counts is a guess); fix the file") from None
+        raise UserError(f"{where}: {err} (which one counts is a guess); fix the file") from None
     except RecursionError:
-        raise UserError(f"{name}: JSON nested too deeply to read; pass {what}") from None
+        raise UserError(f"{where}: JSON nested too deeply to read; {advice}") from None
+    except ValueError:  # int(): past sys.get_int_max_str_digits()
+        raise UserError(f"{where}: a number of more than 4,300 digits; {advice}") from None
 
 
 def read_json_object(path: Path, *, option: str | None = None, what: str = "") -> dict[str, Any]:

@@ -257,3 +257,30 @@ class _Blocks:
         block = self.data[self.at : self.at + self.size]
         self.at += self.size
         return block
+
+
+@pytest.mark.parametrize(
+    ("record", "said"),
+    [
+        ({"index": 0, "input": "hay 42", "outputs": "42", "length": 10, "depth": 50},
+         "record 1: outputs must be a non-empty list of strings"),
+        ({"index": 0, "input": "hay 42", "outputs": ["42"], "length": -5, "depth": 50},
+         "record 1: length must be a positive number of tokens, got -5"),
+        ({"question": "q?", "answers": ["x"], "ctxs": [
+            {"title": "t", "text": "x", "isgold": "yes"}, {"title": "u", "text": "y"}]},
+         "record 1: isgold must be true or false, got 'yes'"),
+        ('{"ordered_kv_records": [["a", "1"], ["b", "2"]], "key": "a", "value": "1", '
+         '"gold_index": ' + "9" * 5000 + "}", "line 1: a number of more than 4,300 digits"),
+    ],
+)  # fmt: skip
+def test_records_once_accepted_silently_are_one_line(
+    record: dict | str, said: str, tmp_path: Path
+) -> None:
+    """RULER's outputs as a string, a negative length, isgold "yes" (truthy, so taken as
+    the gold) were read as if right; a 5,000-digit number was a traceback."""
+    path = tmp_path / "d.jsonl"
+    path.write_text((record if isinstance(record, str) else json.dumps(record)) + "\n")
+    task = "niah" if isinstance(record, dict) and "outputs" in record else "kv"
+    with pytest.raises(UserError) as err:
+        data_examples(path, task=task)
+    assert said in str(err.value) and "\n" not in str(err.value)

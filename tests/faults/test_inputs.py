@@ -42,6 +42,45 @@ CASES = [
     (["theory", "--length", "1"], ("--length must be at least 2",)),
     (["theory", "--layers", "0"], ("--layers must be at least 1",)),
     (["compare", "--measured", "m.json", "--bins", "1"], ("--bins must be at least 2, got 1",)),
+    # the third trial's: silent or slow before they refused
+    (
+        ["theory", "--layers", "2", "--length", "8", "--alpha-schedule", "list:0.1"],
+        ("alpha schedule has 1 value but there are 2 layers",),
+    ),  # fmt: skip
+    (
+        ["sweep", "--task", "theory", "--lengths", "8", "--seed", "9223372036854775808"],
+        ("--seed must be a whole number in 0..4294967295",),
+    ),  # fmt: skip
+    (
+        [
+            "retrieve",
+            "--model",
+            "tiny-gpt2",
+            "--tokenizer",
+            "bytes",
+            "--task",
+            "niah-multivalue",
+            "--values-per-key",
+            "1000000000",
+        ],
+        ("1,000,000,000 needles do not fit --length 1,024",),
+    ),  # fmt: skip
+    (
+        [
+            "retrieve",
+            "--model",
+            "tiny-gpt2",
+            "--tokenizer",
+            "bytes",
+            "--task",
+            "niah-multikey",
+            "--calibrate",
+            "--pilot-examples",
+            "1000000000",
+        ],
+        ("--pilot-examples 1,000,000,000", "--no-size-check"),
+    ),  # fmt: skip
+    (["remedies", "--examples", "1000000000"], ("held-out examples a run", "--no-size-check")),
     # E: click's box as one line
     (["theory", "--lenght", "3"], ("No such option: --lenght", "lostmid theory --help")),
     (["measure", "--length", "abc"], ("--length", "valid integer")),

@@ -64,7 +64,7 @@ from lostmid.behaviour.example import (
 )
 from lostmid.behaviour.kv import kv_query
 from lostmid.errors import UserError
-from lostmid.files import DuplicateKeyError, read_bytes, refuse_duplicate_keys
+from lostmid.files import parse_json, read_bytes
 
 FORMATS = ("liu-kv", "liu-qa", "ruler", "longbench")
 QA_PROMPT = (
@@ -91,14 +91,7 @@ LONGBENCH_PROMPT = (
 def _loads(text: str, where: str) -> Any:
     """One JSON document; malformed, nested too deeply or with a key twice in one object
     is one line naming ``where`` (``--data FILE line 3``)."""
-    try:
-        return json.loads(text, object_pairs_hook=refuse_duplicate_keys)
-    except json.JSONDecodeError as err:
-        raise UserError(f"{where}: not valid JSON ({err.msg})") from None
-    except RecursionError:
-        raise UserError(f"{where}: JSON nested too deeply to read") from None
-    except DuplicateKeyError as err:
-        raise UserError(f"{where}: {err} (which one counts is a guess); fix the file") from None
+    return parse_json(text, where)
 
 
 GUNZIP_SHARE = 8
@@ -236,8 +229,9 @@ def _need(record: Mapping[str, Any], where: str, fmt: str, keys: Sequence[str]) 
         raise UserError(f"{where} ({fmt}) lacks {', '.join(missing)}")
 
 
-def _strings(value: Any, what: str, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
+def _strings(value: Any, what: str, where: str, one: bool = True) -> tuple[str, ...]:
+    """A non-empty list of strings (``one``: a single string too, as one answer)."""
+    if isinstance(value, str) and one:
         return (value,)
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise UserError(f"{where}: {what} must be a non-empty list of strings")
@@ -339,9 +333,12 @@ def _length_cell(
     if "length_cell" in record and record["length_cell"] is not None:
         return _whole(record["length_cell"], 1, 2**40, "length_cell", where)
     length = record.get("length")
-    if lengths and isinstance(length, int | float) and not isinstance(length, bool):
-        if not math.isfinite(length):
-            raise UserError(f"{where}: length must be a finite number, got {length!r}")
+    if length is not None and not (
+        isinstance(length, int | float) and not isinstance(length, bool)
+        and math.isfinite(length) and length > 0
+    ):  # fmt: skip
+        raise UserError(f"{where}: length must be a positive number of tokens, got {length!r}")
+    if lengths and length is not None:
         return _snap(float(length), lengths)
     return None
 
@@ -449,7 +446,11 @@ def _indexed_examples(
         else:
             _need(record, where, fmt, ("question", "answers", "ctxs"))
             docs = _documents(record, where)
-            golds = [i for i, d in enumerate(docs) if d.get("isgold")]
+            flags = [d.get("isgold", False) for d in docs]
+            if not all(isinstance(f, bool) for f in flags):
+                bad = next(f for f in flags if not isinstance(f, bool))
+                raise UserError(f"{where}: isgold must be true or false, got {bad!r}")
+            golds = [i for i, f in enumerate(flags) if f]
             if len(golds) != 1:
                 raise UserError(
                     f"{where}: QA needs exactly one ctxs entry with isgold true, found {len(golds)}"
@@ -526,7 +527,7 @@ def _depth_examples(
         where = f"--data {path} record {number}"
         if fmt == "ruler":
             _need(record, where, fmt, ("input", "outputs"))
-            answers = _strings(record["outputs"], "outputs", where)
+            answers = _strings(record["outputs"], "outputs", where, one=False)  # RULER: a list
             haystack = str(record["input"])
         else:
             _need(record, where, fmt, ("input", "context", "answers"))
@@ -562,7 +563,7 @@ def _depth_examples(
         cell = _length_cell(record, lengths, where)
         if fmt == "ruler":
             prefix = str(record.get("answer_prefix", ""))
-            answers = _strings(record["outputs"], "outputs", where)
+            answers = _strings(record["outputs"], "outputs", where, one=False)  # RULER: a list
             example = RetrievalExample(
                 task="ruler",
                 prompt=str(record["input"]) + prefix,

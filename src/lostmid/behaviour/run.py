@@ -261,9 +261,12 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
         positions = config.positions or len(config.gold_index or config.depth or ()) or 5
     examples = int(config.resolved_examples or 1)
     count = examples * positions * cells
+    if config.calibrate:  # the pilot's examples, at one knob value at least
+        count += int(config.pilot_examples)
     longest = max([config.length or 0, *(n for n in config.resolved_lengths() if n)])
+    pilot = f" and --pilot-examples {config.pilot_examples:,}" if config.calibrate else ""
     check_work(
-        f"retrieve --examples {examples:,} ({count:,} examples: {positions} positions x "
+        f"retrieve --examples {examples:,}{pilot} ({count:,} examples: {positions} positions x "
         f"{cells} length cells" + (f" of up to {longest:,} tokens)" if longest else ")"),
         passes=count * passes,
         seconds_each=STEP_FLOOR_S + longest * TOKEN_FLOOR_S,

@@ -18,10 +18,11 @@ from rich.console import Console
 from rich.table import Table
 
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
-from lostmid.compare.config import CompareConfig
+from lostmid.compare.config import LOG_BINS, CompareConfig
 from lostmid.compare.inputs import check_one_setting, load_theory
 from lostmid.compare.metrics import AGREEMENT_METRICS
 from lostmid.compare.plot import plot_overlay
+from lostmid.errors import UserError
 from lostmid.files import schema_of
 from lostmid.influence.record import read_measure
 from lostmid.report.layout import fit_table
@@ -163,6 +164,12 @@ def run_compare(
         measurements = [read_measure(path, option="--measured") for path in config.measured]
         theory = None if config.theory is None else load_theory(config.theory)
     pooled = check_one_setting(measurements, config.pool)
+    before = max(len(m.influence) for m in measurements) - 1  # positions before the target
+    if config.bins > max(before, LOG_BINS):  # the default stays usable at a short L
+        raise UserError(
+            f"--bins {config.bins:,}: more bins than the {before} positions before the target "
+            f"(L = {before + 1}); give at most {max(before, LOG_BINS)}"
+        )
     folder = FOLDER.open(out, overwrite=overwrite)
     with timer("compare"):
         card = compare_measurements(

@@ -52,7 +52,7 @@ def parse_device_map(spec: str | Mapping[str, Any]) -> str | dict[str, int | str
             return spec
         try:
             parsed = json.loads(spec)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             raise UserError(
                 f"--device-map {spec[:60]!r} is neither auto, balanced nor JSON; "
                 'give e.g. \'{"model.layers": 0, "lm_head": "cpu"}\''

@@ -182,17 +182,25 @@ def check_remedies_size(config: RemediesConfig) -> None:
     """Refuse, before any stage, remedies x seeds runs that would take over a day even
     at the floors of :mod:`lostmid.runs.budget`: each run a stage
     (:data:`~lostmid.runs.budget.STAGE_FLOOR_S`) and, for a training remedy, its
-    ``steps`` optimiser steps (:data:`~lostmid.runs.budget.STEP_FLOOR_S` each)."""
+    ``steps`` optimiser steps (:data:`~lostmid.runs.budget.STEP_FLOOR_S` each); and its
+    held-out examples (``--examples`` a gold position, each position of ``--pairs``), held
+    in memory at :data:`lostmid.behaviour.run.EXAMPLE_BYTES` each at least."""
+    from lostmid.behaviour.run import EXAMPLE_BYTES
     from lostmid.runs.budget import STAGE_FLOOR_S, STEP_FLOOR_S, check_work
 
     steps = config.steps or config.scale.steps
     seeds = len(config.resolved_seeds())
     specs = config.resolved_remedies()
     trained = sum(get_remedy(spec).kind != "inference" for spec in specs)
+    held_out = (config.examples or config.scale.eval_examples) * (
+        config.pairs or config.scale.pairs
+    )
     check_work(
-        f"remedies --seeds {seeds:,} x {len(specs)} remedies --steps {steps:,}",
+        f"remedies --seeds {seeds:,} x {len(specs)} remedies --steps {steps:,} "
+        f"({held_out:,} held-out examples a run)",
         passes=seeds,
         seconds_each=len(specs) * STAGE_FLOOR_S + trained * steps * STEP_FLOOR_S,
+        need_bytes=held_out * EXAMPLE_BYTES,
     )
 
 

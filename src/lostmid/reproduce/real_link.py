@@ -208,7 +208,7 @@ def _read_examples(path: Path) -> list[dict[str, Any]]:
     for line in lines:
         try:
             records.append(json.loads(line))
-        except json.JSONDecodeError:
+        except ValueError:  # cut short, or a number past int's digits: recomputed
             continue
     if len(records) != len(lines) or (lines and not path.read_text().endswith("\n")):
         write_text(path, "".join(json.dumps(r) + "\n" for r in records))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lostmid.checks import check_positive, parse_seeds
+from lostmid.checks import check_positive, check_seed, parse_seeds
 from lostmid.errors import UserError
 from lostmid.files import read_bytes
 from lostmid.runs.jobs import Resources
@@ -241,6 +241,7 @@ def grid_from_flags(
     if task is None:
         raise UserError("give --task (measure, theory, train...) or a sweep file with --config")
     task_spec(task)
+    check_seed(seed)  # also without --seeds: a seed no unit can take is a mistake
     axes = [
         axis
         for flag, value in (("models", models), ("seeds", seeds), ("lengths", lengths))

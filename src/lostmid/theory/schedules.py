@@ -69,7 +69,14 @@ def parse_schedule(spec: str | None, alpha: float, layers: int) -> Float[np.ndar
         if name == "power":
             return power_schedule(alpha, float(arg), layers)
         if name == "list":
-            return resolve_alphas([float(v) for v in arg.split(",") if v.strip()], layers)
+            values = [float(v) for v in arg.split(",") if v.strip()]
+            if len(values) != layers:  # one value is no list: --alpha says that
+                many = "value" if len(values) == 1 else "values"
+                raise UserError(
+                    f"alpha schedule has {len(values)} {many} but there are {layers} layers; "
+                    "give one value per layer (or --alpha for one value for all)"
+                )
+            return resolve_alphas(values, layers)
     except ValueError as err:
         if isinstance(err, UserError):
             raise
