@@ -78,8 +78,11 @@ def gold_distribution(spec: str, pairs: int) -> np.ndarray:
     if spec.startswith("power:"):
         a = _number(spec, "power:")
         gaps = pairs - np.arange(pairs, dtype=np.float64)  # (pairs,) g = pairs .. 1
-        logs = (a - 1.0) * np.log(gaps)  # in logs: g^(A-1) past float64's range for a large A
-        weights = np.exp(logs - logs.max())
+        with np.errstate(over="ignore", under="ignore"):
+            weights = gaps ** (a - 1.0)
+        if not (np.all(np.isfinite(weights)) and weights.sum() > 0):  # past float64's range
+            logs = (a - 1.0) * np.log(gaps)
+            weights = np.exp(logs - logs.max())
         return weights / weights.sum()
     if spec.startswith("beta:"):
         return beta_bins(_number(spec, "beta:"), pairs)
