@@ -140,8 +140,6 @@ def trial_cases(root: Path, hostile: dict[str, Path]) -> list[tuple[str, list[st
     must happen: ``refuse`` = one line and exit 2, ``run`` = exit 0 without a traceback).
     The stale-unit and million-record cases are in the suite (tests/sweep, tests/behaviour)
     and not here: the first needs a run, an edit and a rerun, the second 17 GB."""
-    import gzip
-
     from test_fuzz_readers import KV, QA, RULER
 
     root.mkdir(parents=True, exist_ok=True)
@@ -185,8 +183,8 @@ def trial_cases(root: Path, hostile: dict[str, Path]) -> list[tuple[str, list[st
          "1000000000"], {}, "refuse"),
         ("train kv --pairs 1e9", ["train", "--task", "kv", "--pairs", "1000000000"], {},
          "refuse"),
-        ("retrieve --data a gzip bomb", ["retrieve", *tiny, "--data", write(
-            "bomb.jsonl.gz", gzip.compress(b" " * (1 << 30)))], {}, "refuse"),
+        ("retrieve --data a gzip bomb (4 GiB)", ["retrieve", *tiny, "--data", write(
+            "bomb.jsonl.gz", _bomb(4 << 30))], {}, "refuse"),
         ("measure --gain-directions 1e9", ["measure", "--model", "tiny-gpt2", "--length", "8",
          "--gain-directions", "1000000000"], {}, "refuse"),
         ("5,000 digits in --measured", ["compare", "--measured", write(
@@ -240,6 +238,16 @@ def trial_cases(root: Path, hostile: dict[str, Path]) -> list[tuple[str, list[st
          {"HF_HUB_OFFLINE": ""}, "refuse"),
     ]  # fmt: skip
     return cases
+
+
+def _bomb(size: int) -> bytes:
+    """A gzip file of ``size`` spaces (4 MiB for 4 GiB), made a block at a time."""
+    import zlib
+
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b" " * (1 << 24)
+    parts = [deflate.compress(block) for _ in range(size // len(block))]
+    return b"".join([*parts, deflate.flush()])
 
 
 def trial(root: Path, hostile: dict[str, Path], timeout: float) -> list[dict[str, Any]]:
