@@ -119,7 +119,7 @@ SECTION_OPTIONS = (
 
 
 HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
-    "quick": "The smoke run: every section at its smallest (about 5 min on 2 cores).",
+    "quick": "The smoke run: every section at its smallest (about 4 min on 2 cores).",
     "full": "The paper's scale (L = 2048): a GPU or patience.",
     "models": "Comma-separated model specs (presets, directories, hub ids).",
     "length": "Override the scale's length L.",
@@ -246,6 +246,9 @@ SCALES = {
         samples=4,
         probes=1,
         train_steps=100,
+        train_seeds=2,  # the smoke run: fewer runs and steps (4 min on 2 cores)
+        behaviour_seeds=2,
+        behaviour_steps=600,
         depth_points=4,
         dose="quick",
         checkpoints="quick",
