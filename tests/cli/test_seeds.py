@@ -36,7 +36,7 @@ def test_every_command_reads_the_same_seed_set() -> None:
     assert RemediesConfig(seeds=None, seed=2).resolved_seeds() == (2, 3, 4)  # the scale's 3
     config = ReproduceConfig.at_scale("quick", seeds=(2, 5), train_seeds=(7,), seed=1)
     assert config.seeds() == [2, 5] and config.train_seeds() == [7]
-    assert config.behaviour_seeds() == [1, 2, 3]  # the scale's count from --seed
+    assert config.behaviour_seeds() == [1, 2]  # the quick scale's count (2) from --seed
     # a count keeps the record it always had (a finished run still resumes)
     assert AblationConfig(model="tiny-qwen2", seeds=2).record()["seeds"] == 2
     with pytest.raises(UserError, match="--seeds"):

@@ -126,6 +126,8 @@ def test_reproduce_starts_its_real_checkpoint_stages_first(tmp_path: Path) -> No
         "checkpoints-default",
         "real-behaviour-default-smollm2-135m",
         "real-behaviour-default-gemma3-270m",
+        "real-behaviour-default-smollm2-135m-fixed-order",
+        "real-behaviour-default-gemma3-270m-fixed-order",
     }
 
 

@@ -196,8 +196,8 @@ def check_remedies_size(config: RemediesConfig) -> None:
         config.pairs or config.scale.pairs
     )
     check_work(
-        f"remedies --seeds {seeds:,} x {len(specs)} remedies --steps {steps:,} "
-        f"({held_out:,} held-out examples a run)",
+        f"remedies --seeds {seeds:,} x {len(specs)} remedies ({held_out:,} held-out "
+        f"examples a run) --steps {steps:,}",
         passes=seeds,
         seconds_each=len(specs) * STAGE_FLOOR_S + trained * steps * STEP_FLOOR_S,
         need_bytes=held_out * EXAMPLE_BYTES,
