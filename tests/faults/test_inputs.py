@@ -12,6 +12,8 @@ from hostile import assert_one_line
 
 RunCli = Callable[..., tuple[int, str, str]]
 HUGE_SEED = "18446744073709551616"
+RETRIEVE_BYTES = ["retrieve", "--model", "tiny-gpt2", "--tokenizer", "bytes"]
+BIG = "1000000000"
 
 CASES = [
     # B: tracebacks from user input
@@ -52,34 +54,13 @@ CASES = [
         ("--seed must be a whole number in 0..4294967295",),
     ),  # fmt: skip
     (
-        [
-            "retrieve",
-            "--model",
-            "tiny-gpt2",
-            "--tokenizer",
-            "bytes",
-            "--task",
-            "niah-multivalue",
-            "--values-per-key",
-            "1000000000",
-        ],
+        [*RETRIEVE_BYTES, "--task", "niah-multivalue", "--values-per-key", BIG],
         ("1,000,000,000 needles do not fit --length 1,024",),
-    ),  # fmt: skip
+    ),
     (
-        [
-            "retrieve",
-            "--model",
-            "tiny-gpt2",
-            "--tokenizer",
-            "bytes",
-            "--task",
-            "niah-multikey",
-            "--calibrate",
-            "--pilot-examples",
-            "1000000000",
-        ],
+        [*RETRIEVE_BYTES, "--calibrate", "--task", "niah-multikey", "--pilot-examples", BIG],
         ("--pilot-examples 1,000,000,000", "--no-size-check"),
-    ),  # fmt: skip
+    ),
     (["remedies", "--examples", "1000000000"], ("held-out examples a run", "--no-size-check")),
     # E: click's box as one line
     (["theory", "--lenght", "3"], ("No such option: --lenght", "lostmid theory --help")),
