@@ -71,6 +71,24 @@ VARIANTS = ("niah-multikey", "niah-multivalue", "niah-multiquery")
 NEEDLE_TOKENS = 8
 """The fewest tokens a needle sentence takes in any tokenizer (it is about 50 characters):
 more needles than ``length / NEEDLE_TOKENS`` cannot fit, refused before any is drawn."""
+
+
+def check_needles_fit(needles: int, length: int) -> None:
+    """One line when ``needles`` needle sentences cannot fit ``length`` tokens.
+
+    >>> check_needles_fit(128, 1024)
+    >>> check_needles_fit(129, 1024)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lostmid.errors.UserError: 129 needles do not fit --length 1,024: each takes at least 8 ...
+    """
+    if needles * NEEDLE_TOKENS > length:
+        raise UserError(
+            f"{needles:,} needles do not fit --length {length:,}: each takes at least "
+            f"{NEEDLE_TOKENS} tokens; use fewer needles or a longer context"
+        )
+
+
 NEEDLE_TYPES = ("numbers", "uuids")
 NEEDLE_ORDERS = ("scattered", "fixed")
 NEEDLE = "One of the special magic {kind} for {key} is: {value}."
@@ -197,12 +215,7 @@ def needles_example(
     asked = {"niah-multikey": 1, "niah-multivalue": values_per_key, "niah-multiquery": queries}
     option = "--values-per-key" if variant == "niah-multivalue" else "--queries"
     count = int(check_positive(option, asked[variant]))
-    if (count + distractors) * NEEDLE_TOKENS > length:  # before drawing them
-        raise UserError(
-            f"{count + distractors:,} needles ({option if count > 1 else '--distractors'}) "
-            f"do not fit --length {length:,}: each takes at least {NEEDLE_TOKENS} tokens; "
-            "use fewer needles or a longer context"
-        )
+    check_needles_fit(count + distractors, length)  # before drawing them
     gold, others, fractions = needle_draw(seed, index, variant, count, distractors, needle_type)
     singular = needle_type[:-1]
     gold_keys = list(dict.fromkeys(k for k, _ in gold))

@@ -18,7 +18,12 @@ from lostmid.behaviour.example import (
 )
 from lostmid.behaviour.grid import DESIGNS
 from lostmid.behaviour.kv import KV_STYLES, UUID_CHARS
-from lostmid.behaviour.needles import NEEDLE_ORDERS, NEEDLE_TOKENS, NEEDLE_TYPES, VARIANTS
+from lostmid.behaviour.needles import (
+    NEEDLE_ORDERS,
+    NEEDLE_TYPES,
+    VARIANTS,
+    check_needles_fit,
+)
 from lostmid.behaviour.niah import HAYSTACKS
 from lostmid.behaviour.registry import (
     depth_task,
@@ -242,12 +247,7 @@ class RetrieveConfig:
         if self.task in VARIANTS and self.data is None:  # before any folder is claimed
             asked = {"niah-multivalue": self.values_per_key, "niah-multiquery": self.queries}
             count = asked.get(self.task, 1) + int(self.distractors or 0)
-            shortest = min(self.lengths or (self.length or NIAH_LENGTH,))
-            if count * NEEDLE_TOKENS > shortest:
-                raise UserError(
-                    f"{count:,} needles do not fit --length {shortest:,}: each takes at "
-                    f"least {NEEDLE_TOKENS} tokens; use fewer needles or a longer context"
-                )
+            check_needles_fit(count, min(self.lengths or (self.length or NIAH_LENGTH,)))
         if not self.margin >= 0:
             raise UserError(f"--margin must be >= 0, got {self.margin}")
         for name, given in (("--gold-index", self.gold_index), ("--depth", self.depth)):
