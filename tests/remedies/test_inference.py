@@ -368,3 +368,37 @@ def test_a_learnt_lead_in_reaches_every_arm(tmp_path: Path, chat_model_dir: Path
     assert leads[0]["text"] == leads[1]["text"] and leads[0]["pilot_items"] > 0
     assert arms[0]["prompt_format"]["rendered_example"].endswith(leads[0]["text"])
     assert "lead_in" in config.record() and "lead_in" not in RemediesConfig().record()
+
+
+def test_the_inference_remedies_reach_a_family_found_by_discovery(tmp_path) -> None:
+    """OLMo has no adapter of its own; discovery places it as llama-style (the models'
+    tests). The remedies ask the built model for its adapter, so Ms-PoE and the
+    calibration reach it: with model_type's adapter alone, Ms-PoE said it had no rotary
+    positions and the calibration found no blocks."""
+    import json
+
+    from transformers import AutoConfig
+
+    from lostmid.models import load_model
+    from lostmid.remedies.patches import calibrated, ms_poe
+
+    config = AutoConfig.for_model(
+        "olmo", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, max_position_embeddings=64, pad_token_id=0, bos_token_id=0,
+        eos_token_id=0,
+    )  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
+    model = load_model(str(tmp_path), seed=0).model
+    ids = torch.tensor([[5, 17, 3, 25, 9, 9, 41, 7, 2, 13]])
+    plain = _logits(model, ids)
+    with ms_poe(model, ratios=[1.0, 1.0, 1.0, 1.0]):
+        torch.testing.assert_close(_logits(model, ids), plain, rtol=1e-5, atol=1e-5)
+    reference = copy.deepcopy(model)
+    reference.model.rotary_emb.inv_freq.div_(1.5)
+    with ms_poe(model, ratios=[1.5] * 4):
+        torch.testing.assert_close(
+            _logits(model, ids), _logits(reference, ids), rtol=1e-5, atol=1e-5
+        )
+    with calibrated(model, [1], (1, 5)) as state:
+        _logits(model, ids)
+        assert set(state["prior"]) == {1}

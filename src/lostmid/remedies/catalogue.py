@@ -267,10 +267,10 @@ class Calibrate(Remedy):
         import torch
 
         from lostmid.behaviour.decoding import TeacherScores, teacher_forced
-        from lostmid.models import adapter_for
+        from lostmid.models import adapter_for_model
         from lostmid.remedies.patches import calibrated
 
-        adapter = adapter_for(model.config.model_type)
+        adapter = adapter_for_model(model)
         layers = len(adapter.blocks(model))
         last = list(range(layers // 2, layers))
         # the prior is attention weights: the filler pass skips the output head (at

@@ -117,9 +117,9 @@ def ms_poe(
     Raises:
         UserError: the model has no rotary position embeddings.
     """
-    from lostmid.models import adapter_for
+    from lostmid.models import adapter_for_model
 
-    adapter = adapter_for(model.config.model_type)
+    adapter = adapter_for_model(model)
     if not adapter.has_rope:
         raise UserError(
             f"ms-poe rescales rotary positions; model type {model.config.model_type!r} has "
@@ -230,9 +230,9 @@ def calibrated(
     ``state["mode"] == "record"``: ``state["prior"][layer]``, the part calibration reads,
     :func:`prior_block`) or calibrated against the recorded prior with
     :func:`calibrate_weights` (``"calibrate"``)."""
-    from lostmid.models import adapter_for
+    from lostmid.models import adapter_for_model
 
-    adapter = adapter_for(model.config.model_type)
+    adapter = adapter_for_model(model)
     blocks = adapter.blocks(model)
     modeling: Any = sys.modules[type(adapter.attention(blocks[0])).__module__]  # as in ms_poe
     if not hasattr(modeling, "eager_attention_forward"):

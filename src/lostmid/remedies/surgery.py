@@ -62,9 +62,9 @@ def prefix_attention_mask(valid: Bool[torch.Tensor, "B T"], prefix: int) -> torc
 
 
 def _decoder(model: PreTrainedModel) -> nn.Module:
-    from lostmid.models import adapter_for
+    from lostmid.models import adapter_for_model
 
-    return adapter_for(model.config.model_type).base(model)
+    return adapter_for_model(model).base(model)
 
 
 def _as_attention_mask(
@@ -128,9 +128,9 @@ def residual_variant(scales: Sequence[float], learned: bool = False) -> ModelVar
     ``learned``: the scales are parameters (``len(scales)`` more parameters)."""
 
     def apply(model: PreTrainedModel) -> PreTrainedModel:
-        from lostmid.models import adapter_for
+        from lostmid.models import adapter_for_model
 
-        adapter = adapter_for(model.config.model_type)
+        adapter = adapter_for_model(model)
         blocks = adapter.blocks(model)
         if len(scales) != len(blocks):
             raise UserError(f"residual routing needs {len(blocks)} scales, got {len(scales)}")
@@ -219,9 +219,9 @@ def channels_variant(context: int, count: int) -> ModelVariant:
     slots = memory_slots(context, count)
 
     def apply(model: PreTrainedModel) -> PreTrainedModel:
-        from lostmid.models import adapter_for
+        from lostmid.models import adapter_for_model
 
-        adapter = adapter_for(model.config.model_type)
+        adapter = adapter_for_model(model)
         decoder = adapter.base(model)
         table = adapter.token_embedding(model)
         weight = table.get_parameter("weight")  # (V, d)
