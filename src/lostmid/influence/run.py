@@ -200,7 +200,7 @@ def check_measure_size(
     seconds = passes * 6.0 * parameter_count(hf) * config.length / PASS_FLOPS_PER_S
     what = (
         f"measure --model {config.model} --length {config.length} --samples "
-        f"{config.samples} --probes {config.probes}"
+        f"{config.samples} --probes {config.probes} --gain-directions {config.gain_directions:,}"
     )
     # + what a measuring process holds besides (interpreter, torch, buffers): about 1 GiB
     check_budget(what, need_bytes=weights + acts + ids + 2**30, seconds=seconds, override=override)
