@@ -20,7 +20,10 @@ def evil_pickle(marker: Path, payload: object | None = None) -> bytes:
     return pickle.dumps({"step": 3, "model": Evil(), "payload": payload}, protocol=2)
 
 
-PLANTED = "open({marker!r}, 'w').write('code from the model directory ran')\n"
+PLANTED = (
+    "with open({marker!r}, 'w') as _marker:\n"
+    "    _marker.write('code from the model directory ran')\n"
+)
 
 
 def build_hostile(root: Path) -> dict[str, Path]:

@@ -346,10 +346,12 @@ def test_inference_remedies_on_a_needle_task_with_a_chat_template(
 
 
 def test_a_learnt_lead_in_reaches_every_arm(tmp_path: Path, chat_model_dir: Path) -> None:
-    """--lead-in learn: each arm's stage learns it from the unpatched model's pilot replies
-    and records it; the examples it scores end with it (the same text in every arm)."""
+    """--lead-in learn: the arms learn it from the unpatched model's pilot replies and
+    record it; the examples each scores end with it (the same text in every arm). The
+    pilot is read once for the arms whose prompts agree (baseline and Ms-PoE), once
+    more for query-aware's (the question stated twice)."""
     config = RemediesConfig(
-        remedies=("ms-poe",),
+        remedies=("ms-poe", "query-aware"),
         model=str(chat_model_dir),
         task="niah-multikey",
         length=600,
@@ -365,7 +367,9 @@ def test_a_learnt_lead_in_reaches_every_arm(tmp_path: Path, chat_model_dir: Path
         for n in ("baseline", "ms-poe")
     ]
     leads = [a["lead_in"] for a in arms]
-    assert leads[0]["text"] == leads[1]["text"] and leads[0]["pilot_items"] > 0
+    assert leads[0] == leads[1] and leads[0]["pilot_items"] > 0
+    pilots = sorted((tmp_path / "pilots" / "stages").glob("pilot-lead-in-*.json"))
+    assert len(pilots) == 2  # one for baseline and Ms-PoE, one for query-aware
     assert arms[0]["prompt_format"]["rendered_example"].endswith(leads[0]["text"])
     assert "lead_in" in config.record() and "lead_in" not in RemediesConfig().record()
 

@@ -15,6 +15,7 @@ import lostmid.reproduce.checkpoints as study
 from lostmid.behaviour.tokenizers import load_tokenizer
 from lostmid.errors import UserError
 from lostmid.models import CHECKPOINTS, RegistryCheckpoint
+from lostmid.models.spec import ModelSpec
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
 from gguf_files import write_tiny_llama_gguf  # noqa: E402
@@ -98,13 +99,13 @@ def test_the_study_resumes_and_reads_back(tmp_path: Path, monkeypatch) -> None:
     )  # fmt: skip
     out = tmp_path / "study"
     built = []
-    load = study.load_model
+    load = ModelSpec.load
 
-    def counted_load(*args, **kwargs):
+    def counted_load(self, **kwargs):
         built.append(kwargs.get("init"))
-        return load(*args, **kwargs)
+        return load(self, **kwargs)
 
-    monkeypatch.setattr(study, "load_model", counted_load)
+    monkeypatch.setattr(ModelSpec, "load", counted_load)
     first = study.run_study(config, out, progress=lambda m: None)
     assert set(first) == {"tiny-ckpt/L256/random", "tiny-ckpt/L256/text"}
     assert built == ["pretrained", "random", "random", "pretrained"]  # each once, both kinds
@@ -116,8 +117,8 @@ def test_the_study_resumes_and_reads_back(tmp_path: Path, monkeypatch) -> None:
     rows = np.load(out / "profiles/tiny-ckpt/L256/random/twin1.npz")["profiles"]
     assert rows.shape == (3, 256)
     # the rows are the cell measured on its own: a fresh twin, the design's inputs and seeds
-    twin = load("tiny-ckpt", init="random", seed=1)
-    tok = study.tokenizer_for_model("tiny-ckpt")
+    twin = load(ModelSpec("tiny-ckpt"), init="random", seed=1)
+    tok = study.tokenizer_for_spec(ModelSpec("tiny-ckpt"))
     ids = study.input_ids("text", tok, twin.vocab_size, 3, 256, config.seed)
     alone = study.influence_profile(twin, ids[2:3], probes=1, seed=config.seed + 2).influence
     text_rows = np.load(out / "profiles/tiny-ckpt/L256/text/twin1.npz")["profiles"]

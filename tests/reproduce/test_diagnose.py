@@ -124,6 +124,42 @@ def test_a_prompt_format_travels_to_every_stage_and_is_recorded(
     )
 
 
+def test_the_load_options_travel_to_every_stage_and_are_recorded(
+    chat_model_dir: Path, tmp_path: Path, small_scales
+) -> None:
+    """--tokenizer, --dtype and --trust-remote-code reach every trained-model section's
+    model (its command's config, the link's design, the checkpoint study's stage) and
+    each stage's key; the defaults add nothing to a key."""
+    from lostmid.reproduce import real_link, real_remedies, sections
+
+    options = {"tokenizer": str(chat_model_dir), "dtype": "float64", "trust_remote_code": True}
+    config = DiagnoseConfig(str(chat_model_dir), scale="quick", **options)
+    spec = config.model_spec
+    assert (spec.tokenizer, spec.dtype, spec.trust_remote_code) == tuple(options.values())
+    inner = config.reproduce_config()
+    assert {k: inner.record()[k] for k in options} == options
+    stages = [s for sec in sections.SECTIONS for s in sec.stages(inner, "cpu", tmp_path)]
+    per_model = [s for s in stages if s.name.startswith("real-")]
+    assert per_model and all(options.items() <= s.config.items() for s in per_model)
+    (checkpoints,) = [s for s in stages if s.name.startswith("checkpoints-")]
+    assert checkpoints.config["options"] == {str(chat_model_dir): options}
+    retrieve = rb.REAL_SCALES["quick"].retrieve_config(spec, 0)
+    remedies = real_remedies.REAL_REMEDY_SCALES["quick"].remedies_config(spec, 0)
+    for made in (retrieve.model_spec, remedies.model_spec):
+        assert (made.tokenizer, made.dtype, made.trust_remote_code) == tuple(options.values())
+    design = real_link.LINK_SCALES["quick"].design(spec, 0)
+    assert ModelSpec.from_record(design) == spec
+    plain = DiagnoseConfig(str(chat_model_dir), scale="quick").reproduce_config()
+    stages = [s for sec in sections.SECTIONS for s in sec.stages(plain, "cpu", tmp_path)]
+    assert not any(set(options) & set(s.config) or "options" in s.config for s in stages)
+    assert not set(options) & set(real_link.LINK_SCALES["quick"].design(str(chat_model_dir), 0))
+
+
+def test_diagnose_refuses_a_bad_dtype_in_one_line(run_cli, chat_model_dir: Path, tmp_path):
+    code, _, err = run_cli("diagnose", str(chat_model_dir), "--dtype", "int3", "--out", tmp_path)
+    assert code == 2 and "--dtype" in err and "Traceback" not in err
+
+
 def test_what_does_not_fit_is_refused_in_one_line_before_any_compute(
     tmp_path: Path, run_cli, small_scales, monkeypatch: pytest.MonkeyPatch, unknown_family_dir
 ) -> None:

@@ -9,6 +9,7 @@ from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP
 from lostmid.influence.profile import OUTPUTS
+from lostmid.models.spec import DTYPE_NAMES, ModelSpec
 
 RUNGS = ("uniform", "mlp", "logits", "real", "frozen-norm", "scaled-embeddings")
 """The ablation ladder of ``lostmid ablate``, from the theory's world to the real model
@@ -99,6 +100,7 @@ class AblationConfig:
         if not isinstance(self.seeds, int):
             object.__setattr__(self, "seeds", tuple(self.seeds))
         seed_set(self.seeds, self.seed)
+        check_choice("--dtype", self.dtype, DTYPE_NAMES)
         if self.layers is not None:
             check_positive("--layers", self.layers)
         if self.vocab_size == 0:
@@ -119,6 +121,17 @@ class AblationConfig:
             from lostmid.models.placement import parse_device_map
 
             parse_device_map(self.device_map)
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model and how it loads (:class:`~lostmid.models.spec.ModelSpec`)."""
+        return ModelSpec(
+            self.model,
+            dtype=self.dtype,
+            trust_remote_code=self.trust_remote_code,
+            device_map=self.device_map,
+            device=self.device,
+        )
 
     def seed_list(self) -> list[int]:
         """The seeds of every rung (:func:`lostmid.checks.seed_set`)."""

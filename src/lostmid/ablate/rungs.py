@@ -28,7 +28,6 @@ from lostmid.influence.record import MeasureRecord
 from lostmid.models import (
     LoadedModel,
     freeze_norm_scale,
-    load_model,
     remove_mlp,
     remove_positions,
     scale_embeddings,
@@ -99,15 +98,11 @@ def build_rung(
         overrides["num_hidden_layers"] = config.layers
     if config.vocab_size is not None:
         overrides["vocab_size"] = config.vocab_size
-    loaded = load_model(
-        config.model,
+    loaded = config.model_spec.load(
+        init="random",
         seed=seed,
-        dtype=config.dtype,
-        device=config.device,
         config_overrides=overrides or None,
-        attn_implementation=attention_for(config.length),
-        device_map=config.device_map,
-        trust_remote_code=config.trust_remote_code,
+        attention=attention_for(config.length),
         size_check=False,  # run_ablate checked weights and time for every rung and seed
     )
     loaded.check_length(config.length)

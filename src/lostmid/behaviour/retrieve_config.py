@@ -34,7 +34,7 @@ from lostmid.behaviour.registry import (
 from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
-from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES
+from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES, DTYPE_NAMES, ModelSpec
 
 PASSES = ("generate", "teacher", "both")
 NIAH_LENGTH = 1024
@@ -93,7 +93,7 @@ HELP: dict[str, str] = {
     "batch_size": "Examples per forward (--design shared: questions read in one forward).",
     "padding": "left | right: how prompts of a batch are padded (teacher forcing).",
     "device": "cpu | cuda[:N]",
-    "dtype": "float32 | bfloat16 | float16",
+    "dtype": "float32 | float64 | bfloat16 | float16",
     "device_map": MEASURE_HELP["device_map"],
     "export": "Also write the examples in their field's format (Liu's kv/QA, RULER's, "
     "LongBench's; .jsonl or .jsonl.gz).",
@@ -202,6 +202,22 @@ class RetrieveConfig:
     knob_values: tuple[int, ...] | None = None
     trust_remote_code: bool = False
 
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model, how it loads and how it is prompted
+        (:class:`~lostmid.models.spec.ModelSpec`)."""
+        assert self.model is not None
+        return ModelSpec(
+            self.model,
+            chat_template=self.chat_template,
+            answer_prefix=self.answer_prefix,
+            tokenizer=self.tokenizer,
+            dtype=self.dtype,
+            trust_remote_code=self.trust_remote_code,
+            device=self.device,
+            device_map=self.device_map,
+        )
+
     def __post_init__(self) -> None:
         check_seed(self.seed)
         check_choice("--task", self.task, task_names())
@@ -216,6 +232,7 @@ class RetrieveConfig:
         check_choice("--haystack", self.haystack, HAYSTACKS)
         check_choice("--padding", self.padding, ("left", "right"))
         check_choice("--chat-template", self.chat_template, CHAT_TEMPLATES)
+        check_choice("--dtype", self.dtype, DTYPE_NAMES)
         check_choice("--design", self.design, DESIGNS)
         check_choice("--needle-type", self.needle_type, NEEDLE_TYPES)
         check_choice("--needle-order", self.needle_order, NEEDLE_ORDERS)

@@ -295,8 +295,7 @@ def run_retrieve(
             model without a tokenizer; a prompt longer than the model takes (or than
             ``--max-length``), before any forward; token ids outside its vocabulary.
     """
-    from lostmid.behaviour.tokenizers import tokenizer_for_model
-    from lostmid.models import load_model
+    from lostmid.behaviour.tokenizers import tokenizer_for_spec
 
     out = Path(out)
     if size_check:
@@ -307,18 +306,9 @@ def run_retrieve(
         tokenizer = (
             None
             if not task_is_text(config.task) and config.tokenizer is None and config.data is None
-            else tokenizer_for_model(config.model, config.tokenizer, config.trust_remote_code)
+            else tokenizer_for_spec(config.model_spec)
         )
-        loaded = load_model(
-            config.model,
-            init=config.init,
-            seed=config.seed,
-            dtype=config.dtype,
-            device=config.device,
-            device_map=config.device_map,
-            trust_remote_code=config.trust_remote_code,
-            size_check=size_check,
-        )
+        loaded = config.model_spec.load(init=config.init, seed=config.seed, size_check=size_check)
     fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
     shared = config.design == "shared"
     calibration = None

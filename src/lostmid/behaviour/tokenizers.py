@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from lostmid.errors import UserError
 from lostmid.files import check_directory, load_auto_tokenizer, write_text
+from lostmid.models.spec import ModelSpec
 
 BYTES = "bytes"
 MARKER = "lostmid_tokenizer.json"
@@ -248,6 +249,12 @@ def load_tokenizer(spec: str, trust_remote_code: bool = False) -> Tokenizer:
     if path.exists():
         raise UserError(f"--tokenizer {spec}: a file; give a directory or a cached hub id")
     return _auto_tokenizer(spec, f"--tokenizer {spec}", trust_remote_code)
+
+
+def tokenizer_for_spec(spec: ModelSpec) -> Tokenizer:
+    """The tokenizer of a :class:`~lostmid.models.spec.ModelSpec`: its ``tokenizer`` when
+    given, else the model's own (:func:`tokenizer_for_model`)."""
+    return tokenizer_for_model(spec.name, spec.tokenizer, spec.trust_remote_code)
 
 
 def tokenizer_for_model(

@@ -56,7 +56,10 @@ FLAGS = {"models": Flag(parse=parse_models), "trained": Flag(parse=parse_models)
 
 OUTPUT = "Run and output"
 PANELS = {
-    "Models": ("models", "trained", "chat_template", "answer_prefix"),
+    "Models": (
+        "models", "trained", "chat_template", "answer_prefix", "tokenizer", "dtype",
+        "trust_remote_code",
+    ),
     "Sizes (override the scale's)": (
         "length", "seeds", "samples", "probes", "train_steps", "train_preset", "train_seeds",
         "behaviour_preset", "behaviour_steps", "behaviour_seeds",

@@ -20,6 +20,7 @@ from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for
 from lostmid.checks import check_choice, check_position, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.profile import OUTPUTS, STRATEGIES
+from lostmid.models.spec import DTYPE_NAMES, ModelSpec
 from lostmid.runs.budget import SIZE_CHECK_HELP
 
 ATTENTION_CHOICES = ("auto", "eager", "sdpa")
@@ -79,9 +80,6 @@ HELP = {  # the CLI's help for each option, and the meaning of each field below
 }
 
 
-DTYPES = ("float32", "bfloat16", "float16", "float64")
-
-
 PANELS = {
     "Model": ("model", "init", "no_rope", "no_pos_emb", "no_alibi", "trust_remote_code"),
     "What is measured": (
@@ -137,7 +135,7 @@ class MeasureConfig:
         for name in ("length", "samples", "probes", "batch_size", "gain_directions"):
             check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         check_choice("--output", self.output, OUTPUTS)
-        check_choice("--dtype", self.dtype, DTYPES)
+        check_choice("--dtype", self.dtype, DTYPE_NAMES)
         check_choice("--attention", self.attention, ATTENTION_CHOICES)
         check_choice("--strategy", self.strategy, STRATEGIES)
         check_choice("--strength", self.strength, STRENGTHS)
@@ -156,6 +154,17 @@ class MeasureConfig:
             raise UserError("--compile on and --checkpointing cannot be combined; choose one")
         if self.compile == "on" and self.device_map is not None:
             raise UserError("--compile on is not supported with --device-map; drop one of them")
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model and how it loads (:class:`~lostmid.models.spec.ModelSpec`)."""
+        return ModelSpec(
+            self.model,
+            dtype=self.dtype,
+            trust_remote_code=self.trust_remote_code,
+            device_map=self.device_map,
+            device=self.device,
+        )
 
     @property
     def target_position(self) -> int:

@@ -29,7 +29,7 @@ from lostmid.influence.plot import plot_influence
 from lostmid.influence.profile import InfluenceProfile
 from lostmid.influence.record import MeasureRecord, write_measure
 from lostmid.influence.residual import forward_ratio, gains_and_forward_ratio
-from lostmid.models import LoadedModel, load_model
+from lostmid.models import LoadedModel
 from lostmid.models.budget import activation_bytes, dtype_bytes, parameter_count
 from lostmid.models.load import resolve_config
 from lostmid.report.layout import fit_table
@@ -241,18 +241,13 @@ def run_measure(
     timer = Timer()
     with timer("total"):
         with timer("load"):
-            loaded = load_model(
-                config.model,
+            loaded = config.model_spec.load(
                 init=config.init,
                 seed=config.seed,
                 no_rope=config.no_rope,
                 no_pos_emb=config.no_pos_emb,
                 no_alibi=config.no_alibi,
-                dtype=config.dtype,
-                device=config.device,
-                attn_implementation=attention,
-                device_map=config.device_map,
-                trust_remote_code=config.trust_remote_code,
+                attention=attention,
                 size_check=not config.no_size_check,
             )
         loaded.check_length(config.length)  # before the inputs are drawn

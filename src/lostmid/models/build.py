@@ -73,7 +73,12 @@ def build_config(family: str, shape: ModelShape) -> PretrainedConfig:
 
 
 def build_causal_lm(
-    config: PretrainedConfig, *, seed: int, dtype: str = "float32", attention: str = "sdpa"
+    config: PretrainedConfig,
+    *,
+    seed: int,
+    dtype: str = "float32",
+    attention: str = "sdpa",
+    trust_remote_code: bool = False,
 ) -> PreTrainedModel:
     """A randomly initialised causal LM of ``config``: the library's own initialisation
     under ``torch.manual_seed(seed)`` (the global generator is left as it was), so
@@ -83,7 +88,8 @@ def build_causal_lm(
     the same weights in every dtype (rounded). Drawn in bfloat16 or float64 directly,
     they come from a different stream on some torch builds (on torch 2.11 with CUDA a
     bfloat16 build differed from the float32 one by up to 43% in the profile), so a
-    dtype comparison would compare two models.
+    dtype comparison would compare two models. ``trust_remote_code``: the config names
+    custom code (``auto_map``) and the user allowed it to run.
 
     >>> cfg = build_config("gpt2", ModelShape(layers=2, hidden=32, heads=4))
     >>> a, b = (build_causal_lm(cfg, seed=s) for s in (0, 0))
@@ -100,7 +106,10 @@ def build_causal_lm(
         torch.manual_seed(seed)
         try:
             model: Any = AutoModelForCausalLM.from_config(
-                config, dtype=torch.float32, attn_implementation=attention
+                config,
+                dtype=torch.float32,
+                attn_implementation=attention,
+                trust_remote_code=trust_remote_code,
             )
         except ValueError as err:
             first = str(err).strip().splitlines()[0]

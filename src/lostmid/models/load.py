@@ -264,13 +264,16 @@ def check_trained_model(
     layout: bool = False,
     dtype: str = "float32",
     option: str = "--model",
+    trust_remote_code: bool = False,
 ) -> dict[str, Any]:
     """Refuse in one line, before any compute, a model a trained-model study cannot use
     at ``length`` tokens: no weights (a preset, a folder with only config.json), a config
     no model of it can run, weights larger than the free memory (with the estimate), a
     context shorter than ``length``, or (``layout``: for a study that hooks attention or
     embeddings) an architecture no family adapter reads, checked on a one-layer model
-    built from its config (a fraction of a second). Returns the model's size facts.
+    built from its config (a fraction of a second). ``trust_remote_code``: a config
+    naming custom code may run it (``--trust-remote-code``). Returns the model's size
+    facts.
 
     >>> check_trained_model("tiny-gpt2", 64)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -278,7 +281,7 @@ def check_trained_model(
     """
     from lostmid.models.budget import parameter_count, shape_of
 
-    source, config, weights, _ = _resolve(spec)
+    source, config, weights, _ = _resolve(spec, trust_remote_code)
     if weights is None:
         what = "a preset holds only the architecture" if source == "preset" else "no weights"
         raise UserError(
@@ -298,7 +301,9 @@ def check_trained_model(
         from lostmid.models.adapters import FamilyAdapter
 
         one_layer = {"num_hidden_layers": 1, "vocab_size": 512}
-        adapter = load_model(spec, config_overrides=one_layer, size_check=False).adapter
+        adapter = load_model(
+            spec, config_overrides=one_layer, size_check=False, trust_remote_code=trust_remote_code
+        ).adapter
         if type(adapter) is FamilyAdapter:  # the generic fallback: no layout found
             raise UserError(
                 f"{option} {spec}: no family adapter reads its layout ({adapter.reason}); "
@@ -446,7 +451,13 @@ def load_model(
             weakref.finalize(model, shutil.rmtree, placement["offload_folder"], True)
     else:
         try:
-            model = build_causal_lm(config, seed=seed, dtype=dtype, attention=attn_implementation)
+            model = build_causal_lm(
+                config,
+                seed=seed,
+                dtype=dtype,
+                attention=attn_implementation,
+                trust_remote_code=trust_remote_code,
+            )
         except UserError as err:
             raise UserError(f"--model {spec}: {err}") from None
     if plan is None:

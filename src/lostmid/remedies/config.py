@@ -20,7 +20,7 @@ from lostmid.behaviour.retrieve_config import check_lead_in
 from lostmid.behaviour.training.names import RETRIEVAL_PRESET_NAMES
 from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
-from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES
+from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES, DTYPE_NAMES, ModelSpec
 
 TRAINING_DEFAULT = (
     "baseline",
@@ -172,6 +172,21 @@ class RemediesConfig:
     dtype: str = "float32"
     trust_remote_code: bool = False
 
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model, how it loads and how it is prompted
+        (:class:`~lostmid.models.spec.ModelSpec`)."""
+        assert self.model is not None
+        return ModelSpec(
+            self.model,
+            chat_template=self.chat_template,
+            answer_prefix=self.answer_prefix,
+            tokenizer=self.tokenizer,
+            dtype=self.dtype,
+            trust_remote_code=self.trust_remote_code,
+            device=self.device,
+        )
+
     def __post_init__(self) -> None:
         check_seed(self.seed)
         from lostmid.remedies.registry import get_remedy
@@ -196,7 +211,7 @@ class RemediesConfig:
         if self.distractors is not None and self.distractors < 0:
             raise UserError(f"--distractors must be >= 0, got {self.distractors}")
         check_choice("--chat-template", self.chat_template, CHAT_TEMPLATES)
-        check_choice("--dtype", self.dtype, ("float32", "float64", "bfloat16", "float16"))
+        check_choice("--dtype", self.dtype, DTYPE_NAMES)
         check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
         check_lead_in(self.lead_in)
         kinds = {get_remedy(spec).kind for spec in self.remedies}  # checks every name

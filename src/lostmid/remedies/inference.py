@@ -20,7 +20,10 @@ examples, so the summary pairs remedy and baseline by item (the same items under
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -62,48 +65,59 @@ def retrieve_config(config: RemediesConfig, remedy: Remedy, seed: int) -> Any:
 def inference_config(config: RemediesConfig, seed: int) -> dict[str, Any]:
     """What an inference stage depends on (its resumability key)."""
     needles = is_depth_task(config.task)
-    return {
-        "task": config.task,
-        "length": (config.length or NEEDLE_LENGTH) if needles else None,
-        "distractors": config.distractors if needles else None,
-        "model": config.model,
-        "tokenizer": config.tokenizer,
-        "key_chars": config.key_chars,
-        "seed": seed,
-        "pairs": config.pairs or INFERENCE_PAIRS,
-        "examples": config.examples or config.scale.eval_examples,
-        "chat_template": config.chat_template,
-        "answer_prefix": config.answer_prefix,
-    } | ({"lead_in": config.lead_in} if config.lead_in else {})
+    return (
+        {
+            "task": config.task,
+            "length": (config.length or NEEDLE_LENGTH) if needles else None,
+            "distractors": config.distractors if needles else None,
+            "model": config.model,
+            "tokenizer": config.tokenizer,
+            "key_chars": config.key_chars,
+            "seed": seed,
+            "pairs": config.pairs or INFERENCE_PAIRS,
+            "examples": config.examples or config.scale.eval_examples,
+            "chat_template": config.chat_template,
+            "answer_prefix": config.answer_prefix,
+        }
+        | ({"lead_in": config.lead_in} if config.lead_in else {})
+        | _load_options(config)
+    )
 
 
-def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str, Any]:
+def _load_options(config: RemediesConfig) -> dict[str, Any]:
+    """The model's load options that change its scores, in a stage's key when set."""
+    options = config.model_spec.options() if config.model is not None else {}
+    return {k: options[k] for k in ("dtype", "trust_remote_code") if k in options}
+
+
+def score_remedy(
+    remedy: Remedy, config: RemediesConfig, seed: int, pilots: Path | None = None
+) -> dict[str, Any]:
     """Teacher-forced accuracy by gold index of ``config.model`` under ``remedy`` (the
-    per-seed record, JSON-ready, with the same keys as a training run's where they apply)."""
+    per-seed record, JSON-ready, with the same keys as a training run's where they apply).
+
+    ``pilots``: a folder where the ``--lead-in learn`` pilot's replies are kept, one file
+    per pilot design (:class:`PilotStore`), so the arms whose prompts agree (every arm
+    but query-aware's) read one pilot instead of each running its own; None: the pilot
+    runs inside this arm."""
     from lostmid.behaviour.prompts import encode, prompt_format
     from lostmid.behaviour.retrieve_config import LEARN
     from lostmid.behaviour.run import learn_lead_in, retrieval_examples
     from lostmid.behaviour.score import score_positions, summarise_positions
-    from lostmid.behaviour.tokenizers import tokenizer_for_model
-    from lostmid.models import load_model
+    from lostmid.behaviour.tokenizers import tokenizer_for_spec
     from lostmid.train.model import parameter_count
 
     assert config.model is not None
     begin = time.perf_counter()
-    tokenizer = tokenizer_for_model(config.model, config.tokenizer, config.trust_remote_code)
-    loaded = load_model(
-        config.model,
-        init="auto",
-        seed=seed,
-        device=config.device,
-        dtype=config.dtype,
-        trust_remote_code=config.trust_remote_code,
-    )
+    spec = config.model_spec
+    tokenizer = tokenizer_for_spec(spec)
+    loaded = spec.load(init="auto", seed=seed)
     fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
     rconfig = retrieve_config(config, remedy, seed)
     lead_in = None
     if rconfig.lead_in == LEARN:  # from the unpatched model: the prompt format is the model's
-        lead_in = learn_lead_in(rconfig, loaded, tokenizer, fmt, ComputeOnly())
+        store = ComputeOnly() if pilots is None else PilotStore(pilots)
+        lead_in = learn_lead_in(rconfig, loaded, tokenizer, fmt, store)
         rconfig = rconfig.with_changes(lead_in=lead_in["text"])
     examples, _ = retrieval_examples(rconfig, tokenizer, fmt)
     encoded = encode(examples, tokenizer, fmt)
@@ -146,6 +160,24 @@ def score_remedy(remedy: Remedy, config: RemediesConfig, seed: int) -> dict[str,
         "forward_passes": 1 + remedy.extra_forward_passes,
         "wall_seconds": time.perf_counter() - begin,
     } | ({"lead_in": lead_in} if lead_in is not None else {})
+
+
+class PilotStore:
+    """A stage store under ``root`` that keeps each design of a stage in its own file
+    (``NAME-<digest of its configuration>``): arms whose pilots agree share one, and one
+    that differs (query-aware's prompts) keeps its own instead of replacing it."""
+
+    def __init__(self, root: Path) -> None:
+        from lostmid.runs.store import StageStore
+
+        self.store = StageStore(root)
+
+    def run(self, name: str, config: dict[str, Any], compute: Any) -> Any:
+        from lostmid.runinfo import to_jsonable
+
+        text = json.dumps(to_jsonable(config), sort_keys=True)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return self.store.run(f"{name}-{digest}", config, compute)
 
 
 class ComputeOnly:

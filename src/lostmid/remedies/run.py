@@ -31,6 +31,7 @@ Modules: :mod:`~lostmid.remedies.training` (one training run),
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass, replace
 from functools import partial
@@ -62,6 +63,9 @@ from lostmid.runs.jobs import Job, Resources
 RESULT = "remedies.json"
 FIGURE = "remedies.png"
 RUNS = "runs"
+PILOTS = "pilots"
+"""Where the inference arms keep the lead-in pilot's replies (``--lead-in learn``), one
+file per pilot design, read by every arm whose prompts agree."""
 
 
 # -- the stages: one per (remedy, seed) ------------------------------------------------------
@@ -79,11 +83,14 @@ def train_stage(
     return train_remedy(get_remedy(spec), rconfig, alpha, folder, law, validation_examples)
 
 
-def inference_stage(spec: str, config: RemediesConfig, seed: int) -> dict[str, Any]:
-    """An inference stage's work: a fresh remedy scoring one seed's examples."""
+def inference_stage(
+    spec: str, config: RemediesConfig, seed: int, pilots: Path | None = None
+) -> dict[str, Any]:
+    """An inference stage's work: a fresh remedy scoring one seed's examples (the lead-in
+    pilots kept in ``pilots``, shared by the arms whose prompts agree)."""
     from lostmid.remedies.inference import score_remedy
 
-    return score_remedy(get_remedy(spec), config, seed)
+    return score_remedy(get_remedy(spec), config, seed, pilots)
 
 
 @dataclass(frozen=True)
@@ -165,7 +172,7 @@ def plan_remedy_stages(
         for spec in ["baseline", *inference]:
             for seed in seeds:
                 stage_config = {"remedy": spec, **inference_config(config, seed)}
-                compute = partial(inference_stage, spec, config, seed)
+                compute = partial(inference_stage, spec, config, seed, out / PILOTS)
                 name = f"inference-{spec.replace(':', '_')}-seed{seed}"
                 plan.append(
                     RemedyStage(
@@ -239,6 +246,8 @@ def run_remedies(
     # another run's folder is refused before any of its files is touched
     folder = FOLDER.open(out, config.record(), overwrite=overwrite)
     store = folder.stages()
+    if overwrite and (out / PILOTS).is_dir():  # recomputed too, like every stage
+        shutil.rmtree(out / PILOTS)
     with timer("stages"):
         records = run_stages(
             [s.job for s in plan], store, backend, label="remedies", console=console

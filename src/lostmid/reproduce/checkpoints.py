@@ -39,15 +39,16 @@ import numpy as np
 import torch
 
 from lostmid.behaviour.kv import format_kv_records, kv_records
-from lostmid.behaviour.tokenizers import Tokenizer, tokenizer_for_model
+from lostmid.behaviour.tokenizers import Tokenizer, tokenizer_for_spec
 from lostmid.compare.pretraining import PretrainingComparison, compare_pretraining
 from lostmid.errors import UserError
 from lostmid.files import write_bytes, write_text
 from lostmid.influence import influence_profile
-from lostmid.models import CHECKPOINTS, load_model
+from lostmid.models import CHECKPOINTS
 from lostmid.models.ablations import global_attention_overrides
 from lostmid.models.load import check_trained_model, resolve_config
 from lostmid.models.quantise import requantise
+from lostmid.models.spec import ModelSpec
 from lostmid.reproduce.config import model_slug
 from lostmid.reproduce.plan import REAL_CHECKPOINT_PRIORITY, PlannedStage, StandardSection
 
@@ -215,17 +216,23 @@ class StudyProgress:
 
 
 def run_study(
-    config: StudyConfig, out: Path, *, progress: Callable[[str], None] | None = None
+    config: StudyConfig,
+    out: Path,
+    *,
+    progress: Callable[[str], None] | None = None,
+    specs: Mapping[str, ModelSpec] | None = None,
 ) -> dict[str, Any]:
     """Measure every cell of the design that is not on disk yet; return the comparisons.
 
     Resumable: each model's rows are written after every input, and rows already on
-    disk (for the same inputs: the file records the design) are kept.
+    disk (for the same inputs: the file records the design) are kept. ``specs``: how a
+    checkpoint loads when not with the defaults (its tokenizer, dtype, remote code).
     """
     out = Path(out)
     say = StudyProgress(progress or print)
     write_text(out / "study.json", json.dumps(asdict(config), indent=1) + "\n")
-    tokenizers = {name: tokenizer_for_model(name) for name in config.checkpoints}
+    spec_of = {name: (specs or {}).get(name, ModelSpec(name)) for name in config.checkpoints}
+    tokenizers = {name: tokenizer_for_spec(spec_of[name]) for name in config.checkpoints}
     # Each model is built once and measured on every input kind: a random twin of Gemma 3
     # took 6-10 s to build on one thread, 12 builds when the kinds were outermost.
     for name in config.checkpoints:
@@ -234,7 +241,9 @@ def run_study(
             (f"twin{s}", "random", s) for s in range(config.twins)
         ]
         models += [("requantised", "pretrained", 0)] if "requantised" in config.controls else []
-        globalise = global_attention_overrides(resolve_config(name))
+        globalise = global_attention_overrides(
+            resolve_config(name, trust_remote_code=spec_of[name].trust_remote_code)
+        )
         if "global-twins" in config.controls and globalise is not None:
             models += [(f"global{s}", "random", s) for s in range(config.twins)]
         for label, init, seed in models:
@@ -253,7 +262,7 @@ def run_study(
             if not left:
                 continue
             overrides = globalise if label.startswith("global") else None
-            loaded = load_model(name, init=init, seed=seed, config_overrides=overrides)
+            loaded = spec_of[name].load(init=init, seed=seed, config_overrides=overrides)
             changed = requantise(loaded.model) if label == "requantised" else None
             for kind, length, path, rows in left:
                 loaded.check_length(length)
@@ -477,10 +486,12 @@ def scale_study(scale: str, models: Sequence[str] = ()) -> StudyConfig:
     return replace(config, checkpoints=tuple(models)) if models else config
 
 
-def checkpoint_stage(scale: str, folder: Path, models: Sequence[str] = ()) -> dict[str, Any]:
-    """Run (or resume) the study of ``scale`` (on ``models`` when given) in ``folder``;
-    the comparisons' records."""
-    found = run_study(scale_study(scale, models), folder)
+def checkpoint_stage(
+    scale: str, folder: Path, models: Sequence[str] = (), specs: Sequence[ModelSpec] = ()
+) -> dict[str, Any]:
+    """Run (or resume) the study of ``scale`` (on ``models`` when given, loaded as their
+    ``specs`` say) in ``folder``; the comparisons' records."""
+    found = run_study(scale_study(scale, models), folder, specs={s.name: s for s in specs})
     return {"cells": {cell: c.record() for cell, c in found.items()}}
 
 
@@ -640,20 +651,30 @@ class CheckpointsPlugin(StandardSection):
         if value != "off" and value not in CHECKPOINT_SCALES:
             check_study_folder(Path(value))
         if value in CHECKPOINT_SCALES and config.trained:
-            for name in config.trained:
+            for spec in config.trained_specs(()):
                 for length in CHECKPOINT_SCALES[value].lengths:
-                    check_trained_model(name, length, option="--trained")
+                    check_trained_model(
+                        spec.name,
+                        length,
+                        option="--trained",
+                        dtype=spec.dtype,
+                        trust_remote_code=spec.trust_remote_code,
+                    )
 
     def stages(self, config: Any, device: str, out: Path) -> list[PlannedStage]:
         scale = config.scale.checkpoints
         if scale not in CHECKPOINT_SCALES:
             return []
-        models = {"models": list(config.trained)} if config.trained else {}  # only when set
+        # the models and how they load enter the stage's key only when set
+        models = {"models": list(config.trained)} if config.trained else {}
+        specs = config.trained_specs(())
+        loading = {s.name: s.options() for s in specs if s.options()}
+        options = {"options": loading} if loading else {}
         return [
             PlannedStage(
                 f"checkpoints-{scale}",
-                {"scale": scale, "seed": 0, "record": 2} | models,
-                partial(checkpoint_stage, scale, out / "checkpoints", config.trained),
+                {"scale": scale, "seed": 0, "record": 2} | models | options,
+                partial(checkpoint_stage, scale, out / "checkpoints", config.trained, specs),
                 dict,
                 priority=REAL_CHECKPOINT_PRIORITY,
             )

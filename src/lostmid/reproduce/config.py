@@ -142,6 +142,10 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "checkpoints), comma-separated.",
     "chat_template": "How the trained models are prompted: auto | on | off.",
     "answer_prefix": "on: the answer starts inside the prompt | off: the prompt asks and stops.",
+    "tokenizer": "Tokenizer of the trained models when not their own: a directory, a "
+    "cached hub id or bytes.",
+    "dtype": "dtype the trained models run in: float32 | float64 | bfloat16 | float16.",
+    "trust_remote_code": "Run the custom code a trained model's config names (auto_map).",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 } | {option.field: option.help for option in SECTION_OPTIONS}
@@ -326,13 +330,16 @@ class ReproduceConfig:
     trained: tuple[str, ...] = ()
     chat_template: str = "auto"
     answer_prefix: str = "on"
+    tokenizer: str | None = None
+    dtype: str = "float32"
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
         self.seeds(), self.train_seeds(), self.behaviour_seeds()  # the seeds from --seed
         object.__setattr__(self, "models", tuple(self.models))
         object.__setattr__(self, "trained", tuple(self.trained))
-        self.trained_specs(())  # the prompt options, checked now
+        self.trained_spec("-")  # the prompt and load options, checked now
         if not self.models and not self.trained:
             raise UserError("--models is empty; give at least one model spec")
         if self.remedies is not None and self.remedies not in REMEDIES_SCALES:
@@ -356,6 +363,9 @@ class ReproduceConfig:
         trained: tuple[str, ...] = (),
         chat_template: str = "auto",
         answer_prefix: str = "on",
+        tokenizer: str | None = None,
+        dtype: str = "float32",
+        trust_remote_code: bool = False,
         **overrides: Any,
     ) -> ReproduceConfig:
         """The named scale with the fields of :class:`Scale` in ``overrides`` that are
@@ -371,6 +381,9 @@ class ReproduceConfig:
             trained=tuple(trained),
             chat_template=chat_template,
             answer_prefix=answer_prefix,
+            tokenizer=tokenizer,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
         )
 
     def seeds(self) -> list[int]:
@@ -389,10 +402,18 @@ class ReproduceConfig:
     def trained_specs(self, default: tuple[str, ...]) -> tuple[ModelSpec, ...]:
         """The models of the trained-model sections: ``--trained`` when given, else the
         section's own ``default`` (its scale's registry checkpoints), each with the run's
-        prompt format (:class:`~lostmid.models.spec.ModelSpec`)."""
-        return tuple(
-            ModelSpec(name, self.chat_template, self.answer_prefix)
-            for name in (self.trained or default)
+        prompt format and load options (:class:`~lostmid.models.spec.ModelSpec`)."""
+        return tuple(self.trained_spec(name) for name in (self.trained or default))
+
+    def trained_spec(self, name: str) -> ModelSpec:
+        """``name`` with the run's prompt format and load options."""
+        return ModelSpec(
+            name,
+            self.chat_template,
+            self.answer_prefix,
+            tokenizer=self.tokenizer,
+            dtype=self.dtype,
+            trust_remote_code=self.trust_remote_code,
         )
 
     def record(self) -> dict[str, Any]:
@@ -405,7 +426,7 @@ class ReproduceConfig:
         }
         # only when set, so that a folder written before these options resumes
         trained = {"trained": list(self.trained)} if self.trained else {}
-        return record | trained | ModelSpec("-", self.chat_template, self.answer_prefix).options()
+        return record | trained | self.trained_spec("-").options()
 
 
 def parse_models(text: str) -> tuple[str, ...]:

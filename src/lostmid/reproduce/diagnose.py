@@ -70,6 +70,9 @@ HELP = {
     "hour) | full (hours).",
     "chat_template": "auto (the tokenizer's template when it has one) | on | off.",
     "answer_prefix": "on: the answer starts inside the prompt | off: the prompt asks and stops.",
+    "tokenizer": "Tokenizer when not the model's own: a directory, a cached hub id or bytes.",
+    "dtype": "float32 | float64 | bfloat16 | float16.",
+    "trust_remote_code": "Run the custom code the model's config names (auto_map).",
     "seed": "Seed of the inputs, the items and the twins.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
@@ -83,12 +86,20 @@ class DiagnoseConfig:
     scale: str = "default"
     chat_template: str = "auto"
     answer_prefix: str = "on"
+    tokenizer: str | None = None
+    dtype: str = "float32"
+    trust_remote_code: bool = False
     seed: int = 0
 
     def __post_init__(self) -> None:
         check_choice("--scale", self.scale, DIAGNOSE_SCALES)
         check_seed(self.seed)
-        ModelSpec(self.model, self.chat_template, self.answer_prefix)  # checks the options
+        self.reproduce_config()  # checks the model's options
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model, how it loads and how it is prompted."""
+        return self.reproduce_config().trained_spec(self.model)
 
     def reproduce_config(self) -> ReproduceConfig:
         """The ``reproduce`` run it is: no at-init model, no training, the trained-model
@@ -100,6 +111,9 @@ class DiagnoseConfig:
             trained=(self.model,),
             chat_template=self.chat_template,
             answer_prefix=self.answer_prefix,
+            tokenizer=self.tokenizer,
+            dtype=self.dtype,
+            trust_remote_code=self.trust_remote_code,
             train_steps=0,
             behaviour_steps=0,
             dose="off",
@@ -132,7 +146,14 @@ def run_diagnose(
     from lostmid.reproduce.run import check_run, run_opened
 
     inner = config.reproduce_config()
-    facts = check_trained_model(config.model, 1, option="diagnose")
+    spec = config.model_spec
+    facts = check_trained_model(
+        spec.name,
+        1,
+        option="diagnose",
+        dtype=spec.dtype,
+        trust_remote_code=spec.trust_remote_code,
+    )
     device = check_run(inner, out)  # each section checks the model at its own length
     if console is not None:
         minutes = estimate_minutes(config.scale, int(facts["parameters"]))

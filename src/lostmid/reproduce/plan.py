@@ -191,9 +191,14 @@ class PerModelSection(StandardSection):
         if scale is not None and config.trained:
             from lostmid.models.load import check_trained_model
 
-            for name in config.trained:
+            for spec in config.trained_specs(()):
                 check_trained_model(
-                    name, scale.length, layout=self.needs_layout, option="--trained"
+                    spec.name,
+                    scale.length,
+                    layout=self.needs_layout,
+                    option="--trained",
+                    dtype=spec.dtype,
+                    trust_remote_code=spec.trust_remote_code,
                 )
 
     def collect(self, config: ReproduceConfig, results: Mapping[str, Any], out: Path) -> Any:

@@ -100,6 +100,9 @@ class RealScale:
             passes="generate",
             chat_template=spec.chat_template,
             answer_prefix=spec.answer_prefix,
+            tokenizer=spec.tokenizer,
+            dtype=spec.dtype,
+            trust_remote_code=spec.trust_remote_code,
             seed=seed,
             **self.extra,
         )

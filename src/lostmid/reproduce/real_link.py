@@ -121,7 +121,7 @@ class LinkScale:
             "twin_seed": 0,
             "chat_template": spec.chat_template,
             "scoring": "substring",
-        } | ({"answer_prefix": spec.answer_prefix} if spec.answer_prefix != "on" else {})
+        } | spec.options()  # the answer prefix, tokenizer, dtype, ... only when set
 
 
 LINK_SCALES = {
@@ -230,8 +230,7 @@ def link_run(
     run's configuration, versions, checkpoint and timings) and ``link.png``. Returns
     the summary (:func:`summarise`)."""
     from lostmid.behaviour.prompts import prompt_format
-    from lostmid.behaviour.tokenizers import tokenizer_for_model
-    from lostmid.models import load_model
+    from lostmid.behaviour.tokenizers import tokenizer_for_spec
     from lostmid.runinfo import write_json
     from lostmid.runs.progress import progress
 
@@ -244,8 +243,9 @@ def link_run(
             path.unlink()
         records = _read_examples(path)
         seen = {(r["model"], r["depth"], r["index"]) for r in records}
-        model = str(design["model"])
-        tokenizer = tokenizer_for_model(model)
+        spec = ModelSpec.from_record(design)
+        model = spec.name
+        tokenizer = tokenizer_for_spec(spec)
         fmt = prompt_format(
             str(design["chat_template"]), tokenizer, str(design.get("answer_prefix", "on"))
         )
@@ -267,7 +267,7 @@ def link_run(
                 mine = [t for t in todo if t[0] == label]
                 if not mine:
                     continue
-                loaded = load_model(model, init=init, seed=int(design["twin_seed"]))
+                loaded = spec.load(init=init, seed=int(design["twin_seed"]))
                 checkpoint = checkpoint or loaded.checkpoint
                 for _, _, depth, index in mine:
                     t0 = time.perf_counter()

@@ -32,8 +32,9 @@ from lostmid.errors import UserError
 from lostmid.influence import gains_and_forward_ratio, influence_profile, random_token_ids
 from lostmid.influence.gains import BranchGains
 from lostmid.influence.profile import InfluenceProfile
-from lostmid.models import LoadedModel, load_model
+from lostmid.models import LoadedModel
 from lostmid.models.devices import resolve_device
+from lostmid.models.spec import ModelSpec
 from lostmid.recordable import fields_record
 from lostmid.reproduce.config import ReproduceConfig, Scale
 from lostmid.typing import Float
@@ -261,7 +262,7 @@ def check_models(config: ReproduceConfig, device: str) -> None:
         "eos_token_id": None,
     }
     for model in config.models:
-        loaded = load_model(model, config_overrides=one_layer, device=device)
+        loaded = ModelSpec(model, device=device).load(init="random", config_overrides=one_layer)
         loaded.check_length(config.scale.length)
         if not (loaded.adapter.has_rope or loaded.adapter.has_position_embedding):
             switch_off_positions(loaded)  # raises its one-line message
@@ -291,12 +292,8 @@ def measure_stage(
     profile with the encoding, so the two share their sampling noise."""
     start = time.perf_counter()
     attention = attention_for(scale.length)
-    loaded = load_model(
-        model,
-        seed=seed,
-        config_overrides=model_overrides(scale),
-        attn_implementation=attention,
-        device=device,
+    loaded = ModelSpec(model, device=device).load(
+        init="random", seed=seed, config_overrides=model_overrides(scale), attention=attention
     )
     ids = random_token_ids(loaded.vocab_size, scale.samples, scale.length, seed)
     first = scale.first_part  # inputs of the first part, measured without positions too
