@@ -36,7 +36,7 @@ from pathlib import Path
 LOAD = """
 import time, json
 t0 = time.perf_counter()
-from lostmid.behaviour.tokenizers import tokenizer_for_model
+from lostmid.behaviour.decoding.tokenizers import tokenizer_for_model
 from lostmid.models import load_model
 t1 = time.perf_counter()
 load_model({name!r}, init="pretrained")

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lostmid.behaviour.learning import structural_primacy, structural_span
 from lostmid.behaviour.training.config import resolve_retrieval_config, retrieval_preset
 from lostmid.behaviour.training.data import MaskedTrainer, RetrievalBatches
 from lostmid.behaviour.training.evaluate import HeldOut, evaluate_checkpoint
+from lostmid.behaviour.training.learning import structural_primacy, structural_span
 from lostmid.behaviour.training.run import RetrievalHooks, run_retrieval_training
 from lostmid.behaviour.training.task import RetrievalTask, sequence_length
 

@@ -76,10 +76,10 @@ def shared_prefill(scale: LinkScale, model: str, seed: int, examples: int) -> No
     import numpy as np
     import torch
 
-    from lostmid.behaviour.answers import answer_correct
-    from lostmid.behaviour.decoding import greedy_decode
-    from lostmid.behaviour.prompts import prompt_format
-    from lostmid.behaviour.tokenizers import tokenizer_for_model
+    from lostmid.behaviour.decoding.answers import answer_correct
+    from lostmid.behaviour.decoding.generate import greedy_decode
+    from lostmid.behaviour.decoding.prompts import prompt_format
+    from lostmid.behaviour.decoding.tokenizers import tokenizer_for_model
     from lostmid.influence.gold import gold_span_influence
     from lostmid.models import load_model
     from lostmid.reproduce.real_link import link_example, link_prompt

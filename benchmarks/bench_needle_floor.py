@@ -32,8 +32,8 @@ from pathlib import Path
 
 import torch
 
-from lostmid.behaviour.retrieve_config import RetrieveConfig
-from lostmid.behaviour.run import run_retrieve
+from lostmid.behaviour.retrieve.config import RetrieveConfig
+from lostmid.behaviour.retrieve.run import run_retrieve
 from lostmid.models import load_model
 
 

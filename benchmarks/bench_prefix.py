@@ -5,7 +5,7 @@ The prompts are the real-checkpoint behaviour section's at its default scale: RU
 multi-key needle (``--distractors`` distractor needles), ``--length`` tokens, five
 depths (0, 25, 50, 75, 100), ``--items`` items, the model's chat template and answer
 prefix, greedy decoding plus the teacher-forced score of the answer. Both ways run the
-same function (:func:`lostmid.behaviour.shared.shared_scores`, the path ``retrieve``
+same function (:func:`lostmid.behaviour.decoding.shared.shared_scores`, the path ``retrieve``
 takes on a CPU), once with ``share_prefixes=False`` (one prefill a prompt) and once with
 it on (the prompts in sorted order, each continuing from the previous one's cache cut
 back to what the two share). Printed per checkpoint: the prompt tokens and those read,
@@ -24,11 +24,11 @@ import time
 import numpy as np
 import torch
 
-from lostmid.behaviour.prompts import encode, prompt_format
-from lostmid.behaviour.retrieve_config import RetrieveConfig
-from lostmid.behaviour.run import answer_budget, retrieval_examples
-from lostmid.behaviour.shared import shared_scores
-from lostmid.behaviour.tokenizers import tokenizer_for_model
+from lostmid.behaviour.decoding.prompts import encode, prompt_format
+from lostmid.behaviour.decoding.shared import shared_scores
+from lostmid.behaviour.decoding.tokenizers import tokenizer_for_model
+from lostmid.behaviour.retrieve.config import RetrieveConfig
+from lostmid.behaviour.retrieve.examples import answer_budget, retrieval_examples
 from lostmid.models import load_model
 
 

@@ -29,10 +29,10 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from lostmid.behaviour.decoding import teacher_forced
-    from lostmid.behaviour.prompts import encode, prompt_format
-    from lostmid.behaviour.run import retrieval_examples
-    from lostmid.behaviour.tokenizers import tokenizer_for_model
+    from lostmid.behaviour.decoding.generate import teacher_forced
+    from lostmid.behaviour.decoding.prompts import encode, prompt_format
+    from lostmid.behaviour.decoding.tokenizers import tokenizer_for_model
+    from lostmid.behaviour.retrieve.examples import retrieval_examples
     from lostmid.models import load_model
     from lostmid.remedies.inference import retrieve_config
     from lostmid.remedies.registry import get_remedy

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from lostmid.behaviour.decoding import greedy_decode, teacher_forced
-from lostmid.behaviour.kv import kv_example
+from lostmid.behaviour.decoding.generate import greedy_decode, teacher_forced
+from lostmid.behaviour.decoding.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer
 from lostmid.behaviour.score import encode_examples
 from lostmid.behaviour.tasks import make_examples
-from lostmid.behaviour.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer
+from lostmid.behaviour.tasks.kv import kv_example
 from lostmid.models import load_model
 
 

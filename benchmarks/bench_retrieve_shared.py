@@ -40,10 +40,10 @@ import numpy as np
 import torch
 from bench_retrieve import train_bpe
 
-from lostmid.behaviour.decoding import greedy_decode, teacher_forced
-from lostmid.behaviour.kv import kv_example, kv_query, kv_records
-from lostmid.behaviour.prompts import encode, prompt_format
-from lostmid.behaviour.shared import shared_scores
+from lostmid.behaviour.decoding.generate import greedy_decode, teacher_forced
+from lostmid.behaviour.decoding.prompts import encode, prompt_format
+from lostmid.behaviour.decoding.shared import shared_scores
+from lostmid.behaviour.tasks.kv import kv_example, kv_query, kv_records
 from lostmid.models import load_model
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from lostmid.behaviour.kv import kv_example
-from lostmid.behaviour.niah import REPEAT_SENTENCES
+from lostmid.behaviour.tasks.kv import kv_example
+from lostmid.behaviour.tasks.niah import REPEAT_SENTENCES
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -94,10 +94,10 @@ def unknown_family_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def made_dose_run() -> Any:
     """``made_dose_run(layers, seed, S, B, final=1.0, variant="base")``: a hand-made
-    :class:`lostmid.behaviour.dose.DoseRun` whose readouts are known by construction."""
+    :class:`lostmid.behaviour.dose.summary.DoseRun` whose readouts are known by construction."""
     import numpy as np
 
-    from lostmid.behaviour.dose import BASE, DoseRun
+    from lostmid.behaviour.dose.summary import BASE, DoseRun
 
     records = 4
     tokens = tuple(float(t) for t in range(0, 10001, 100))

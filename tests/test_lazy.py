@@ -1,10 +1,14 @@
-"""lostmid.lazy: every lazily exported package namespace tells type checkers the same
-names, from the same modules, as it imports at run time."""
+"""The lazy package faces: each package whose names load torch on first use declares them
+once, in its ``__init__.pyi`` (``lazy_loader.attach_stub``); type checkers read the same
+file. Every name resolves to the object its module defines, no name shadows a submodule,
+and importing a face loads nothing heavy."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,66 +16,54 @@ import pytest
 import lostmid
 
 ROOT = Path(lostmid.__file__).parent
-LAZY_PACKAGES = sorted(
-    p for p in ROOT.rglob("__init__.py") if "attach(" in p.read_text(encoding="utf-8")
-)
+STUBBED = sorted(p.with_suffix(".py") for p in ROOT.rglob("__init__.pyi"))
 
 
 def package_name(init: Path) -> str:
     return ".".join(init.parent.relative_to(ROOT.parent).parts)
 
 
-def run_time_exports(init: Path) -> dict[str, str]:
-    """name -> the module ``attach`` imports it from (the map in the ``attach`` call)."""
-    tree = ast.parse(init.read_text(encoding="utf-8"))
-    call = next(
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "attach"
-    )
-    exports = ast.literal_eval(call.args[1])
-    package = package_name(init)
-    return {name: f"{package}.{module}" for module, names in exports.items() for name in names}
-
-
-def typed_exports(init: Path) -> dict[str, str]:
-    """name -> module, from the ``from M import N as N`` lines under ``if TYPE_CHECKING:``;
-    an import without ``as N`` (not a re-export for a typed package) is reported as such."""
+def stub_exports(init: Path) -> dict[str, str]:
+    """name -> the module the stub imports it from (``from .sub import n as n``)."""
     found: dict[str, str] = {}
-    for node in ast.parse(init.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            for statement in node.body:
-                assert isinstance(statement, ast.ImportFrom) and statement.module
-                for alias in statement.names:
-                    exported = alias.asname == alias.name
-                    found[alias.name] = statement.module if exported else "(not re-exported)"
+    package = package_name(init)
+    for node in ast.parse(init.with_suffix(".pyi").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 1 and node.module, ast.unparse(node)
+            for alias in node.names:
+                assert alias.asname == alias.name, f"{alias.name}: not re-exported"
+                found[alias.name] = f"{package}.{node.module}"
     return found
 
 
 def test_the_packages_are_found() -> None:
-    names = {package_name(p) for p in LAZY_PACKAGES}
+    names = {package_name(p) for p in STUBBED}
     assert {"lostmid.influence", "lostmid.train", "lostmid.behaviour.training"} <= names
+    for init in STUBBED:
+        assert "attach_stub(__name__, __file__)" in init.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("init", LAZY_PACKAGES, ids=package_name)
-def test_type_checkers_see_the_run_time_names(init: Path) -> None:
-    assert typed_exports(init) == run_time_exports(init)
-
-
-@pytest.mark.parametrize("init", LAZY_PACKAGES, ids=package_name)
+@pytest.mark.parametrize("init", STUBBED, ids=package_name)
 def test_each_name_comes_from_the_module_named(init: Path) -> None:
-    """The map is right: each name is defined in (or imported into) its module."""
     package = importlib.import_module(package_name(init))
-    for name, module in run_time_exports(init).items():
+    exports = stub_exports(init)
+    assert sorted(package.__all__) == sorted(exports)
+    for name, module in exports.items():
         assert getattr(package, name) is getattr(importlib.import_module(module), name)
 
 
-def test_a_missing_typed_name_is_caught(tmp_path: Path) -> None:
-    init = tmp_path / "__init__.py"
-    init.write_text(
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n"
-        "    from pkg.a import f as f, g\n"
-        "__getattr__, __dir__, __all__ = attach(__name__, {'a': ['f', 'g', 'h']})\n"
-    )
-    assert typed_exports(init) == {"f": "pkg.a", "g": "(not re-exported)"}
+@pytest.mark.parametrize("init", STUBBED, ids=package_name)
+def test_no_name_shadows_a_submodule(init: Path) -> None:
+    """A name equal to a submodule's would be replaced by the submodule once imported."""
+    submodules = {p.stem for p in init.parent.glob("*.py")} | {
+        p.parent.name for p in init.parent.glob("*/__init__.py")
+    }
+    assert not set(stub_exports(init)) & submodules
+
+
+def test_a_face_loads_no_torch() -> None:
+    """Importing every face (what ``lostmid --help`` does) leaves torch unloaded."""
+    names = ", ".join(package_name(p) for p in STUBBED)
+    code = f"import {names}, sys; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

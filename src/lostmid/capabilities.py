@@ -237,8 +237,8 @@ CAPABILITIES: tuple[Capability, ...] = (
         "retrieve",
         "Retrieval accuracy by gold position (Liu's kv, RULER's needle, MQAR, your data), "
         "over one length or a length x depth grid.",
-        "lostmid.behaviour.retrieve_config:RetrieveConfig",
-        "lostmid.behaviour.run:run_retrieve",
+        "lostmid.behaviour.retrieve.config:RetrieveConfig",
+        "lostmid.behaviour.retrieve.run:run_retrieve",
         "retrieval",
         "retrieve.json",
         _retrieve,
@@ -247,8 +247,8 @@ CAPABILITIES: tuple[Capability, ...] = (
         "score",
         "Accuracy by position from another tool's per-sample results (lm-eval's logged "
         "samples of an exported task): intervals and the U's verdict.",
-        "lostmid.behaviour.samples:ScoreConfig",
-        "lostmid.behaviour.samples:run_score",
+        "lostmid.behaviour.formats.samples:ScoreConfig",
+        "lostmid.behaviour.formats.samples:run_score",
         "score",
         "score.json",
         sweepable=False,

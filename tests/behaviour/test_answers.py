@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from lostmid.behaviour.answers import (
+from lostmid.behaviour.decoding.answers import (
     answer_correct,
     cut_at_eos,
     found,

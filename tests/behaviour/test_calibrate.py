@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lostmid.behaviour.calibrate import PILOT_FIRST_ITEM, calibrate_knob
-from lostmid.behaviour.grid import grid_examples
-from lostmid.behaviour.retrieve_config import RetrieveConfig
+from lostmid.behaviour.retrieve.calibrate import PILOT_FIRST_ITEM, calibrate_knob
+from lostmid.behaviour.retrieve.config import RetrieveConfig
+from lostmid.behaviour.retrieve.grid import grid_examples
 from lostmid.errors import UserError
 
 Cli = Callable[..., tuple[int, str, str]]

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lostmid.behaviour.data import data_examples, detect_format, move_gold, write_records
-from lostmid.behaviour.grid import grid_examples
+from lostmid.behaviour.formats.files import write_records
+from lostmid.behaviour.formats.records import data_examples, detect_format, move_gold
+from lostmid.behaviour.retrieve.grid import grid_examples
 from lostmid.errors import UserError
 
 
@@ -203,7 +204,7 @@ def test_unreadable_files_are_one_line(tmp_path: Path) -> None:
 def test_a_gzip_bomb_is_refused_before_it_fills_the_memory(tmp_path: Path) -> None:
     """A small .jsonl.gz that inflates far past the limit stops with one line once the
     limit is passed; a file within it (two gzip members) reads whole."""
-    from lostmid.behaviour.data import gunzip_within
+    from lostmid.behaviour.formats.files import gunzip_within
 
     bomb = gzip.compress(b" " * (64 << 20))  # 64 MiB of spaces in about 64 KiB
     with pytest.raises(UserError, match="decompresses to more than"):
@@ -221,9 +222,9 @@ def test_a_data_file_is_counted_and_sized_before_it_is_read(
     silence: its records are counted without parsing (blank lines, a last line without
     its newline and lines across the reader's blocks counted right), the count enters
     retrieve's size check, and a text past the memory rule is one line."""
-    import lostmid.behaviour.data as data
-    from lostmid.behaviour.retrieve_config import RetrieveConfig
-    from lostmid.behaviour.run import check_retrieve_size
+    import lostmid.behaviour.formats.files as data
+    from lostmid.behaviour.retrieve.config import RetrieveConfig
+    from lostmid.behaviour.retrieve.run import check_retrieve_size
 
     lines = [json.dumps({"n": i, "pad": "x" * (i % 7)}) for i in range(2500)]
     path = tmp_path / "r.jsonl"

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from lostmid.behaviour import registry
-from lostmid.behaviour.example import RetrievalExample
-from lostmid.behaviour.needles import needles_example
-from lostmid.behaviour.plugin import DepthTask, TokenCounter
-from lostmid.behaviour.retrieve_config import RetrieveConfig
+from lostmid.behaviour.retrieve.config import RetrieveConfig
+from lostmid.behaviour.tasks import registry
+from lostmid.behaviour.tasks.example import RetrievalExample
+from lostmid.behaviour.tasks.needles import needles_example
+from lostmid.behaviour.tasks.plugin import DepthTask, TokenCounter
 from lostmid.errors import UserError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lostmid.behaviour.dose import MIN_SLOPE, dose_verdict
+from lostmid.behaviour.dose.verdict import MIN_SLOPE, dose_verdict
 from lostmid.errors import UserError
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lostmid.behaviour.dose import DoseRun, DoseSummary, rho_over_records
+from lostmid.behaviour.dose.summary import DoseRun, DoseSummary, rho_over_records
 from lostmid.errors import UserError
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
@@ -104,8 +104,8 @@ def test_bad_designs_are_one_line(made_dose_run) -> None:
 def test_the_figure_says_why_a_panel_is_empty_instead_of_showing_an_empty_axis(
     made_dose_run,
 ) -> None:
-    from lostmid.behaviour.dose import DoseSummary
-    from lostmid.behaviour.dose_run import plot_dose
+    from lostmid.behaviour.dose.run import plot_dose
+    from lostmid.behaviour.dose.summary import DoseSummary
 
     learnt = [made_dose_run(h, s, 1.0 + h / 4, 0.2) for h in (2, 4) for s in range(2)]
     axes = plot_dose(DoseSummary(tuple(learnt)).record()).axes

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lostmid.behaviour.grid import gold_grid, grid_examples
-from lostmid.behaviour.kv import kv_example, kv_pairs_for_length
-from lostmid.behaviour.plot import plot_heatmap
-from lostmid.behaviour.tokenizers import load_tokenizer
+from lostmid.behaviour.decoding.tokenizers import load_tokenizer
+from lostmid.behaviour.retrieve.grid import gold_grid, grid_examples
+from lostmid.behaviour.retrieve.plot import plot_heatmap
+from lostmid.behaviour.tasks.kv import kv_example, kv_pairs_for_length
 from lostmid.stats import wilson_interval
 
 Cli = Callable[..., tuple[int, str, str]]
@@ -104,7 +104,7 @@ def test_shared_design_run_scores_each_question_as_its_full_prompt(
 ) -> None:
     """Every record's key asked of one prefill per context; each example's log-probability
     is teacher forcing on context + question, computed here without the cache."""
-    from lostmid.behaviour.decoding import teacher_forced
+    from lostmid.behaviour.decoding.generate import teacher_forced
     from lostmid.models import load_model
 
     out = tmp_path / "s"
@@ -119,7 +119,7 @@ def test_shared_design_run_scores_each_question_as_its_full_prompt(
     ]
     rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == 10 and {r["item"] for r in rows} == {0, 1}
-    from lostmid.behaviour.kv import kv_query, kv_records
+    from lostmid.behaviour.tasks.kv import kv_query, kv_records
 
     tok = load_tokenizer(str(bpe_model_dir))
     model = load_model(str(bpe_model_dir), init="auto").model

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from lostmid.behaviour.learning import (
+from lostmid.behaviour.training.learning import (
     half_time,
     half_times,
     learning_order,

@@ -112,12 +112,12 @@ def test_lm_eval_round_trip(
 
 def test_the_exported_rule_agrees_with_lostmids_on_every_rule(tmp_path: Path) -> None:
     """utils.py carries its own copy of the rules (standard library only); on answers
-    that each rule accepts or refuses, it says what lostmid.behaviour.answers says."""
+    that each rule accepts or refuses, it says what lostmid.behaviour.decoding.answers says."""
     import importlib.util
 
-    from lostmid.behaviour.answers import RULES, answer_correct
-    from lostmid.behaviour.kv import kv_query
-    from lostmid.behaviour.lmeval_export import export_lm_eval
+    from lostmid.behaviour.decoding.answers import RULES, answer_correct
+    from lostmid.behaviour.formats.lmeval import export_lm_eval
+    from lostmid.behaviour.tasks.kv import kv_query
 
     export_lm_eval([kv_query([("a", "b"), ("c", "d")], 0)], tmp_path, rule="substring",
                    new_tokens=3)  # fmt: skip

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from lostmid.behaviour.grid import grid_examples
-from lostmid.behaviour.needles import NEEDLE, needles_example
-from lostmid.behaviour.registry import DEPTH_TASKS, task_names
-from lostmid.behaviour.retrieve_config import RetrieveConfig
+from lostmid.behaviour.retrieve.config import RetrieveConfig
+from lostmid.behaviour.retrieve.grid import grid_examples
+from lostmid.behaviour.tasks.needles import NEEDLE, needles_example
+from lostmid.behaviour.tasks.registry import DEPTH_TASKS, task_names
 from lostmid.errors import UserError
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lostmid.behaviour.samples import read_lm_eval_samples, score_rows
+from lostmid.behaviour.formats.samples import read_lm_eval_samples, score_rows
 from lostmid.behaviour.score import (
     Difference,
     paired_outcomes,
@@ -130,7 +130,7 @@ def test_retrieve_pairs_by_length_and_item() -> None:
     """retrieve's score sets: within a length and pooled over lengths by depth row, the
     contrasts pair by (length, item) (the same item number at two lengths is two
     haystacks)."""
-    from lostmid.behaviour.run import _score_set
+    from lostmid.behaviour.retrieve.result import score_set
 
     rows = []
     for length in (512, 1024):
@@ -139,14 +139,14 @@ def test_retrieve_pairs_by_length_and_item() -> None:
                 right = not (depth == 50 and item < 4) and item < 8
                 rows.append({"length": length, "item": item, "row": depth, "position": depth,
                              "generate_correct": right})  # fmt: skip
-    pooled = _score_set("generate", rows, "row", "depth", 0.05)
-    one = _score_set("generate", [r for r in rows if r["length"] == 512], "position", "depth", 0.05)
+    pooled = score_set("generate", rows, "row", "depth", 0.05)
+    one = score_set("generate", [r for r in rows if r["length"] == 512], "position", "depth", 0.05)
     for s in (pooled, one):
         assert s.summary.primacy.interval == "paired" and s.summary.recency.interval == "paired"
     assert pooled.summary.primacy.estimate == pytest.approx(0.4)
     # a row missing at one length: no pairing for that contrast
     partial = [r for r in rows if not (r["length"] == 1024 and r["row"] == 0)]
-    s = _score_set("generate", partial, "row", "depth", 0.05)
+    s = score_set("generate", partial, "row", "depth", 0.05)
     assert s.summary.primacy.interval == "independent" and s.summary.recency.interval == "paired"
 
 

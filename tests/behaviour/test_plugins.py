@@ -1,5 +1,5 @@
 """A retrieval task is one plug-in: a task placed by gold index, written here in one
-place (:class:`~lostmid.behaviour.plugin.IndexTask`) and registered with one entry, is
+place (:class:`~lostmid.behaviour.tasks.plugin.IndexTask`) and registered with one entry, is
 generated, gridded by length, asked under ``--design shared``, accepted by retrieve's
 options and trained on (its rows and loss mask), with no other edit. And the two
 built-in ones reproduce what their generators give directly."""
@@ -13,14 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lostmid.behaviour import registry
-from lostmid.behaviour.example import RetrievalExample, example_seed
-from lostmid.behaviour.grid import grid_examples
-from lostmid.behaviour.kv import kv_example
-from lostmid.behaviour.mqar import mqar_example
-from lostmid.behaviour.plugin import IndexTask
-from lostmid.behaviour.retrieve_config import RetrieveConfig
-from lostmid.behaviour.tasks import make_examples
+from lostmid.behaviour.retrieve.config import RetrieveConfig
+from lostmid.behaviour.retrieve.grid import grid_examples
+from lostmid.behaviour.tasks import make_examples, registry
+from lostmid.behaviour.tasks.example import RetrievalExample, example_seed
+from lostmid.behaviour.tasks.kv import kv_example
+from lostmid.behaviour.tasks.mqar import mqar_example
+from lostmid.behaviour.tasks.plugin import IndexTask
 from lostmid.behaviour.training.data import RetrievalBatches
 from lostmid.behaviour.training.task import RetrievalTask, sequence_length
 from lostmid.errors import UserError

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from lostmid.behaviour.kv import kv_example
-from lostmid.behaviour.niah import niah_example
-from lostmid.behaviour.prompts import encode, prompt_format
-from lostmid.behaviour.tokenizers import ByteTokenizer, load_tokenizer
+from lostmid.behaviour.decoding.prompts import encode, prompt_format
+from lostmid.behaviour.decoding.tokenizers import ByteTokenizer, load_tokenizer
+from lostmid.behaviour.tasks.kv import kv_example
+from lostmid.behaviour.tasks.niah import niah_example
 from lostmid.errors import UserError
 
 Cli = Callable[..., tuple[int, str, str]]

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lostmid.behaviour.record_signal import record_learning_signal
+from lostmid.behaviour.training.signal import record_learning_signal
 from lostmid.errors import UserError
 from lostmid.train.config import ModelSpec
 from lostmid.train.model import build_model
@@ -117,3 +117,21 @@ def test_bad_input_is_one_line(prompts, targets, spans, golds, message: str) -> 
     )
     with pytest.raises(UserError, match=message):
         record_learning_signal(model, prompts, targets, spans, golds)
+
+
+def test_only_the_answer_columns_reach_the_vocabulary_projection() -> None:
+    """The signal reads the logits of the answer's A columns: the vocabulary projection
+    runs on those alone (the brute force above, on every column, gives the same eta)."""
+    model = build_model(
+        ModelSpec(layers=1, hidden=16, heads=2, kv_heads=1, intermediate=32, context=16), seed=0
+    )
+    prompts, targets, golds = _examples()
+    seen: list[tuple[int, ...]] = []
+    hook = model.get_output_embeddings().register_forward_hook(
+        lambda module, args, out: seen.append(tuple(args[0].shape))
+    )
+    try:
+        record_learning_signal(model, prompts, targets, SPANS, golds)
+    finally:
+        hook.remove()
+    assert seen == [(5, 2, 16)]  # (examples, answer tokens, width), not the 9 columns read

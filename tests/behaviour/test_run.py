@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lostmid.behaviour.retrieve_config import RetrieveConfig
+from lostmid.behaviour.retrieve.config import RetrieveConfig
 from lostmid.behaviour.tasks import make_examples
 from lostmid.errors import UserError
 
@@ -105,11 +105,11 @@ def test_a_half_done_grid_resumes_the_missing_cells(
 ) -> None:
     """A run stopped after two cells: the rerun computes only the other three, and the
     result equals an uninterrupted run's."""
-    from lostmid.behaviour import run as retrieve_run
+    from lostmid.behaviour.retrieve import run as retrieve_run
 
     config = RetrieveConfig(model=str(bpe_model_dir), pairs=4, key_chars=2, examples=2,
                             positions=4, passes="teacher")  # fmt: skip
-    real = retrieve_run._score_members
+    real = retrieve_run.score_members
     calls: list[int] = []
 
     def stop_after_two(*args: object, **kwargs: object) -> object:
@@ -118,11 +118,11 @@ def test_a_half_done_grid_resumes_the_missing_cells(
         calls.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(retrieve_run, "_score_members", stop_after_two)
+    monkeypatch.setattr(retrieve_run, "score_members", stop_after_two)
     with pytest.raises(KeyboardInterrupt):
         retrieve_run.run_retrieve(config, out=tmp_path / "r")
     assert len(list((tmp_path / "r" / "stages").glob("cell-*.json"))) == 2
-    monkeypatch.setattr(retrieve_run, "_score_members", real)
+    monkeypatch.setattr(retrieve_run, "score_members", real)
     resumed = retrieve_run.run_retrieve(config, out=tmp_path / "r")
     whole = retrieve_run.run_retrieve(config, out=tmp_path / "w")
     assert resumed.cells == whole.cells
@@ -198,7 +198,7 @@ def test_a_teacher_readout_below_greedy_is_named_yes_no_and_undecided() -> None:
     """The note fires only when the two readouts' intervals are apart, teacher below."""
     from types import SimpleNamespace as NS
 
-    from lostmid.behaviour.run import readout_disagreement
+    from lostmid.behaviour.retrieve.result import readout_disagreement
     from lostmid.stats import wilson_interval
 
     def scores(metric: str, correct: int, n: int = 20) -> NS:
@@ -226,8 +226,8 @@ def test_progress_moves_inside_a_stage_and_counts_each_example_once(
 
     from rich.console import Console
 
-    from lostmid.behaviour import run as retrieve_run
-    from lostmid.behaviour import shared
+    from lostmid.behaviour.decoding import shared
+    from lostmid.behaviour.retrieve import run as retrieve_run
     from lostmid.runs.progress import progress
 
     monkeypatch.setattr(shared, "STEP_ROWS", 1)
@@ -248,7 +248,7 @@ def test_progress_moves_inside_a_stage_and_counts_each_example_once(
 
 
 def test_the_lead_in_most_replies_share_yes_no_and_undecided() -> None:
-    from lostmid.behaviour.prompts import shared_lead_in
+    from lostmid.behaviour.decoding.prompts import shared_lead_in
 
     values = ["11", "22", "33", "44"]
     targets = [" " + v for v in values]
@@ -265,7 +265,8 @@ def test_the_lead_in_most_replies_share_yes_no_and_undecided() -> None:
 def test_a_lead_in_extends_the_prompt_and_is_learnt_from_a_pilot(
     bpe_model_dir: Path, tmp_path: Path
 ) -> None:
-    from lostmid.behaviour import run as retrieve_run
+    from lostmid.behaviour.retrieve import run as retrieve_run
+    from lostmid.behaviour.retrieve.calibrate import PILOT_FIRST_ITEM
 
     base = dict(model=str(bpe_model_dir), pairs=4, key_chars=2, examples=2, positions=2)
     plain = retrieve_run.run_retrieve(RetrieveConfig(**base), out=tmp_path / "a")
@@ -283,7 +284,7 @@ def test_a_lead_in_extends_the_prompt_and_is_learnt_from_a_pilot(
     assert (tmp_path / "c" / "stages" / "pilot-lead-in.json").is_file()
     # pilot items (PILOT_FIRST_ITEM + i) are never measured
     rows = [json.loads(x) for x in (tmp_path / "c" / "predictions.jsonl").read_text().splitlines()]
-    assert all(r["item"] < retrieve_run.PILOT_FIRST_ITEM for r in rows)
+    assert all(r["item"] < PILOT_FIRST_ITEM for r in rows)
 
 
 @pytest.mark.parametrize(

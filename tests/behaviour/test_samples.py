@@ -1,4 +1,4 @@
-"""``lostmid score`` (lostmid.behaviour.samples): logged samples of another tool read
+"""``lostmid score`` (lostmid.behaviour.formats.samples): logged samples of another tool read
 back into accuracy by position, on constructed logs whose answer is known (a U, a flat
 curve, an undecided one; per length cell), and every malformed log one line."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lostmid.behaviour.samples import ScoreConfig, read_lm_eval_samples, score_rows
+from lostmid.behaviour.formats.samples import ScoreConfig, read_lm_eval_samples, score_rows
 from lostmid.errors import UserError
 
 
@@ -116,7 +116,7 @@ def _ruler(path: Path, accuracy: dict[int, tuple[int, int]], length: int = 1024)
     ],
 )
 def test_ruler_predictions_score_each_way(tmp_path: Path, accuracy, shape) -> None:
-    from lostmid.behaviour.samples import read_samples
+    from lostmid.behaviour.formats.samples import read_samples
 
     path = _ruler(tmp_path / "niah.jsonl", accuracy)
     config = ScoreConfig(samples=path)
@@ -141,7 +141,7 @@ def test_ruler_predictions_score_each_way(tmp_path: Path, accuracy, shape) -> No
     ],
 )
 def test_a_malformed_ruler_file_is_one_line(tmp_path: Path, line: str, message: str) -> None:
-    from lostmid.behaviour.samples import read_ruler_predictions
+    from lostmid.behaviour.formats.samples import read_ruler_predictions
 
     path = tmp_path / "niah.jsonl"
     path.write_text(line + "\n")
@@ -209,7 +209,7 @@ def _tester(folder: Path, scores: dict[int, list[int]], lengths: list[int]) -> P
 
 
 def test_needle_tester_results_score_each_way(tmp_path: Path) -> None:
-    from lostmid.behaviour.samples import read_samples
+    from lostmid.behaviour.formats.samples import read_samples
 
     lengths = list(range(1000, 41000, 1000))  # 40 lengths: 40 items a depth
     u = {0: [10] * 38 + [1] * 2, 50: [10] * 8 + [3] * 32, 100: [10] * 36 + [7] * 4}
@@ -237,7 +237,7 @@ def test_needle_tester_results_score_each_way(tmp_path: Path) -> None:
 def test_a_malformed_needle_tester_result_is_one_line(
     tmp_path: Path, change: dict, message: str
 ) -> None:
-    from lostmid.behaviour.samples import read_needle_tester
+    from lostmid.behaviour.formats.samples import read_needle_tester
 
     folder = _tester(tmp_path / "r", {0: [10]}, [1000])
     (file,) = folder.glob("*.json")

@@ -10,8 +10,8 @@ import pytest
 import torch
 from scipy import stats
 
-from lostmid.behaviour.answers import found
-from lostmid.behaviour.decoding import greedy_decode, teacher_forced
+from lostmid.behaviour.decoding.answers import found
+from lostmid.behaviour.decoding.generate import greedy_decode, teacher_forced
 from lostmid.behaviour.score import score_positions, summarise_positions
 from lostmid.errors import UserError
 from lostmid.models import load_model

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from lostmid.behaviour.decoding import greedy_decode, teacher_forced
-from lostmid.behaviour.shared import shared_scores
+from lostmid.behaviour.decoding.generate import greedy_decode, teacher_forced
+from lostmid.behaviour.decoding.shared import shared_scores
 from lostmid.models import load_model
 
 FAMILIES = [
@@ -82,7 +82,7 @@ def test_stacked_contexts_decode_in_place_and_in_groups(monkeypatch: pytest.Monk
     """The stacked cache writes each step's columns into its buffer (no copy of the
     contexts a step), and a group closes at STEP_ROWS questions: one row a step then
     gives the same tokens as every row in one step."""
-    import lostmid.behaviour.shared as shared
+    import lostmid.behaviour.decoding.shared as shared
 
     loaded = load_model("tiny-llama", init="random", seed=0)
     adapter, model = loaded.adapter, loaded.model
@@ -131,7 +131,7 @@ def test_stacked_contexts_decode_in_place_and_in_groups(monkeypatch: pytest.Monk
 def test_a_group_holds_at_most_stack_bytes_of_contexts(monkeypatch: pytest.MonkeyPatch) -> None:
     """The stacked copy is bounded: contexts (a row each) are split over groups when
     their caches pass STACK_BYTES, with the same tokens."""
-    import lostmid.behaviour.shared as shared
+    import lostmid.behaviour.decoding.shared as shared
     from lostmid.models.adapters.cache import cache_bytes
 
     loaded = load_model("tiny-qwen2", init="random", seed=0)
@@ -163,7 +163,7 @@ def test_a_context_decodes_in_one_row_its_questions_read_batch_size_at_a_time(
     """Greedy decoding reads all of a context's questions in one row whatever
     --batch-size (its cache read once a step), the first forward in chunks of
     --batch-size questions; the tokens are the same for every chunk size."""
-    import lostmid.behaviour.shared as shared
+    import lostmid.behaviour.decoding.shared as shared
 
     loaded = load_model("tiny-llama", init="random", seed=0)
     adapter, model = loaded.adapter, loaded.model
@@ -234,15 +234,15 @@ def test_both_passes_from_one_prefill_equal_two_separate_passes(preset: str) -> 
     read from the cache); it gives what greedy decoding and teacher forcing give apart."""
     from types import SimpleNamespace
 
-    from lostmid.behaviour.prompts import Encoded
-    from lostmid.behaviour.run import _score_members
+    from lostmid.behaviour.decoding.prompts import Encoded
+    from lostmid.behaviour.retrieve.scoring import score_members
 
     loaded = load_model(preset, init="random", seed=0)
     g = torch.Generator().manual_seed(2)
     prompts = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (30, 41, 35)]
     targets = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (3, 1, 4)]
     config = SimpleNamespace(batch_size=2, padding="left", device_map=None)
-    both = _score_members(loaded, Encoded(prompts, targets), [0, 1, 2], ["generate", "teacher"],
+    both = score_members(loaded, Encoded(prompts, targets), [0, 1, 2], ["generate", "teacher"],
                           5, config, False)  # fmt: skip
     apart = teacher_forced(loaded.model, prompts, targets, batch_size=2)
     greedy = greedy_decode(loaded.model, prompts, 5, batch_size=2)

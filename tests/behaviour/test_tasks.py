@@ -10,13 +10,13 @@ import mpmath
 import numpy as np
 import pytest
 
-from lostmid.behaviour.data import write_records
-from lostmid.behaviour.example import default_depths, default_gold_indices
-from lostmid.behaviour.gold import gold_distribution
-from lostmid.behaviour.kv import format_kv_records, kv_example
-from lostmid.behaviour.mqar import mqar_example
-from lostmid.behaviour.niah import REPEAT_SENTENCES, byte_count, insertion_point, niah_example
+from lostmid.behaviour.formats.files import write_records
 from lostmid.behaviour.tasks import make_examples
+from lostmid.behaviour.tasks.example import default_depths, default_gold_indices
+from lostmid.behaviour.tasks.gold import gold_distribution
+from lostmid.behaviour.tasks.kv import format_kv_records, kv_example
+from lostmid.behaviour.tasks.mqar import mqar_example
+from lostmid.behaviour.tasks.niah import REPEAT_SENTENCES, byte_count, insertion_point, niah_example
 from lostmid.errors import UserError
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lostmid.behaviour.tokenizers import (
+from lostmid.behaviour.decoding.tokenizers import (
     ByteTokenizer,
     HFTokenizer,
     load_tokenizer,

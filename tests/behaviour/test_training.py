@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from lostmid.behaviour.gold import gold_distribution
+from lostmid.behaviour.tasks.gold import gold_distribution
 from lostmid.behaviour.training import (
     HeldOut,
     RetrievalBatches,

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lostmid.behaviour.learning import half_times
 from lostmid.behaviour.training.config import resolve_retrieval_config
+from lostmid.behaviour.training.learning import half_times
 from lostmid.behaviour.training.run import (
     RESULT,
     RESUME,

@@ -14,8 +14,8 @@ import pytest
 import typer
 
 from lostmid.ablate.config import ABLATE_HELP, AblationConfig
-from lostmid.behaviour.retrieve_config import HELP as RETRIEVE_HELP
-from lostmid.behaviour.retrieve_config import RetrieveConfig
+from lostmid.behaviour.retrieve.config import HELP as RETRIEVE_HELP
+from lostmid.behaviour.retrieve.config import RetrieveConfig
 from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP
 from lostmid.cli import app
 from lostmid.compare.config import HELP as COMPARE_HELP

@@ -246,7 +246,7 @@ PRELOAD = (
     "lostmid.theory.run",
     "lostmid.influence.run",
     "lostmid.train.run",
-    "lostmid.behaviour.run",
+    "lostmid.behaviour.retrieve.run",
     "lostmid.behaviour.training.run",
     "lostmid.remedies.run",
     "lostmid.reproduce.run",

@@ -163,7 +163,7 @@ RULER = {"index": 0, "input": "hay 42 hay", "outputs": ["42"], "length": 10, "de
 
 @pytest.mark.parametrize(("name", "record"), [("kv", KV), ("qa", QA), ("ruler", RULER)])
 def test_data_records_with_any_field_changed(name: str, record: dict, tmp_path: Path) -> None:
-    from lostmid.behaviour.data import data_examples
+    from lostmid.behaviour.formats.records import data_examples
 
     def read(path: Path) -> Any:
         task = "niah" if name == "ruler" else "kv"
@@ -194,7 +194,7 @@ NEEDLE_TESTER = {"model": "m", "context_length": 1000, "depth_percent": 50.0, "v
 
 @pytest.mark.parametrize(("fmt", "record"), [("lm-eval", LM_EVAL), ("ruler", RULER_PRED)])
 def test_score_samples_with_any_field_changed(fmt: str, record: dict, tmp_path: Path) -> None:
-    from lostmid.behaviour.samples import ScoreConfig, read_samples, score_rows
+    from lostmid.behaviour.formats.samples import ScoreConfig, read_samples, score_rows
 
     def read(path: Path) -> Any:
         rows = read_samples(ScoreConfig(samples=path, format=fmt))
@@ -209,7 +209,7 @@ def test_score_samples_with_any_field_changed(fmt: str, record: dict, tmp_path: 
 
 
 def test_needle_tester_results_with_any_field_changed(tmp_path: Path) -> None:
-    from lostmid.behaviour.samples import ScoreConfig, read_samples, score_rows
+    from lostmid.behaviour.formats.samples import ScoreConfig, read_samples, score_rows
 
     def read(path: Path) -> Any:
         rows = read_samples(ScoreConfig(samples=path.parent))
@@ -306,8 +306,8 @@ def test_a_study_json_of_any_content(tmp_path: Path) -> None:
 
 
 def _readers() -> dict[str, Callable[[Path], Any]]:
-    from lostmid.behaviour.data import data_examples
-    from lostmid.behaviour.samples import (
+    from lostmid.behaviour.formats.records import data_examples
+    from lostmid.behaviour.formats.samples import (
         read_lm_eval_samples,
         read_needle_tester,
         read_ruler_predictions,
@@ -349,7 +349,7 @@ def test_any_bytes(name: str, tmp_path: Path) -> None:
 
 
 def test_the_cases_the_fuzzing_found_are_one_line(tmp_path: Path) -> None:
-    from lostmid.behaviour.samples import read_lm_eval_samples
+    from lostmid.behaviour.formats.samples import read_lm_eval_samples
     from lostmid.checks import parse_seeds
     from lostmid.reproduce.checkpoints import read_study_config
     from lostmid.train.config import load_config_file

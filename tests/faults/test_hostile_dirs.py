@@ -58,7 +58,7 @@ def test_custom_code_runs_only_with_trust_remote_code(
 def test_a_tokenizer_naming_custom_code_is_refused_before_its_code_runs(
     hostile: dict[str, Path], marker: Path
 ) -> None:
-    from lostmid.behaviour.tokenizers import load_tokenizer
+    from lostmid.behaviour.decoding.tokenizers import load_tokenizer
     from lostmid.errors import UserError
 
     with pytest.raises(UserError, match="tokenization_evil.EvilTokenizer"):

@@ -89,7 +89,7 @@ def test_the_override_skips_the_check(run_cli: RunCli, tmp_path: Path) -> None:
 
 # The first step of each command after its size check, and a small request of it.
 AFTER_CHECK = {
-    "retrieve": ("lostmid.behaviour.run", "_check_out"),
+    "retrieve": ("lostmid.behaviour.retrieve.run", "_check_out"),
     "ablate": ("lostmid.ablate.run", "build_rung"),
     "remedies": ("lostmid.remedies.run", "plan_remedy_stages"),
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lostmid.behaviour.decoding import greedy_decode, greedy_from_cache
+from lostmid.behaviour.decoding.generate import greedy_decode, greedy_from_cache
 from lostmid.errors import UserError
 from lostmid.influence.gold import gold_span_influence
 from lostmid.models import MODEL_PRESETS, load_model

@@ -12,7 +12,7 @@ from gguf_files import CHAT_TEMPLATE, write_tiny_llama_gguf  # tests/models on s
 
 import lostmid.models.checkpoints as checkpoints
 import lostmid.models.gguf as gguf_module
-from lostmid.behaviour.tokenizers import tokenizer_for_model
+from lostmid.behaviour.decoding.tokenizers import tokenizer_for_model
 from lostmid.errors import UserError
 from lostmid.models import CHECKPOINTS, inspect_gguf, load_model, local_model_dir
 from lostmid.models.checkpoints import RegistryCheckpoint
@@ -90,7 +90,7 @@ def test_dequantising_is_paid_once(cache: Path, tiny_gguf, monkeypatch, capsys) 
     monkeypatch.setattr(gguf_module, "_dequantise_into", refuse)
     assert load_model(str(path), init="pretrained").source == "gguf"
     # the check of the file itself is remembered too (by path, inode, size, mtime)
-    monkeypatch.setattr(gguf_module, "file_sha256", refuse)
+    monkeypatch.setattr(gguf_module, "file_digest", refuse)
     assert inspect_gguf(path).sha256 == json.loads((folder / FACTS).read_text())["sha256"]
 
 
@@ -295,7 +295,7 @@ def test_the_registry_checkpoints_are_installed_and_intact() -> None:
     smol = CHECKPOINTS["smollm2-135m"]
     path = smol.locate()
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert gguf_module.file_sha256(path) == smol.sha256
+    assert gguf_module.file_digest(path) == smol.sha256
     gemma = CHECKPOINTS["gemma3-270m"]
     from importlib import metadata
 

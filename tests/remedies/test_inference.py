@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from lostmid.behaviour.kv import kv_example
+from lostmid.behaviour.tasks.kv import kv_example
 from lostmid.errors import UserError
 from lostmid.remedies import RemediesConfig, run_remedies
 
@@ -169,7 +169,7 @@ def test_the_calibrated_eager_path_is_the_model_when_no_layer_is_calibrated() ->
 def test_calibrate_reads_its_prior_without_the_output_head(preset: str) -> None:
     """The filler pass records the attention only: the output head runs in the scoring
     pass alone, and the scores equal those of a filler pass through the whole model."""
-    from lostmid.behaviour.decoding import teacher_forced
+    from lostmid.behaviour.decoding.generate import teacher_forced
     from lostmid.models import load_model
     from lostmid.remedies.base import InferenceBatch
     from lostmid.remedies.catalogue import Calibrate
@@ -203,7 +203,7 @@ def test_calibrate_reads_its_prior_without_the_output_head(preset: str) -> None:
 def test_on_a_cpu_a_remedy_reads_one_prompt_a_forward() -> None:
     """Prompts of different lengths, not padded into a batch on a CPU (where padding
     costs more than it saves): one forward a prompt, the batch's scores."""
-    from lostmid.behaviour.decoding import teacher_forced
+    from lostmid.behaviour.decoding.generate import teacher_forced
     from lostmid.models import load_model
     from lostmid.remedies.base import InferenceBatch
     from lostmid.remedies.registry import get_remedy
@@ -304,9 +304,9 @@ def test_inference_remedies_on_a_needle_task_with_a_chat_template(
     prompts), the answer prefix starts the assistant's turn, query-aware asks before the
     haystack too (within the same --length: less haystack), and every arm scores the same
     items at every depth (the pairing the summary's bootstrap needs)."""
-    from lostmid.behaviour.prompts import encode, prompt_format
-    from lostmid.behaviour.run import retrieval_examples
-    from lostmid.behaviour.tokenizers import load_tokenizer
+    from lostmid.behaviour.decoding.prompts import encode, prompt_format
+    from lostmid.behaviour.decoding.tokenizers import load_tokenizer
+    from lostmid.behaviour.retrieve.examples import retrieval_examples
     from lostmid.remedies.inference import retrieve_config
     from lostmid.remedies.registry import get_remedy
 

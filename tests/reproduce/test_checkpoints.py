@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import lostmid.reproduce.checkpoints as study
-from lostmid.behaviour.tokenizers import load_tokenizer
+from lostmid.behaviour.decoding.tokenizers import load_tokenizer
 from lostmid.errors import UserError
 from lostmid.models import CHECKPOINTS, RegistryCheckpoint
 from lostmid.models.spec import ModelSpec

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import lostmid.reproduce.dose as dose_module
-from lostmid.behaviour.dose import DoseSummary
+from lostmid.behaviour.dose.summary import DoseSummary
 from lostmid.reproduce.config import DOSE_CHOICES
 from lostmid.reproduce.dose import DOSE_CLAIM, DOSE_SCALES, DoseScale, DoseSection
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED

@@ -79,9 +79,9 @@ def test_a_torn_last_record_is_dropped_and_recomputed(tmp_path: Path) -> None:
 
 
 def test_the_needle_span_covers_the_needle(bpe_model_dir: Path) -> None:
-    from lostmid.behaviour.needles import needles_example
-    from lostmid.behaviour.prompts import prompt_format
-    from lostmid.behaviour.tokenizers import ByteTokenizer, tokenizer_for_model
+    from lostmid.behaviour.decoding.prompts import prompt_format
+    from lostmid.behaviour.decoding.tokenizers import ByteTokenizer, tokenizer_for_model
+    from lostmid.behaviour.tasks.needles import needles_example
 
     for tok in (tokenizer_for_model(str(bpe_model_dir)), ByteTokenizer()):
         ex = needles_example(

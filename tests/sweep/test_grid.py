@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from lostmid.checks import parse_seeds
 from lostmid.errors import UserError
 from lostmid.runs.jobs import Resources
-from lostmid.sweep import Unit, expand, grid_from_flags, load_sweep_file, parse_seeds
+from lostmid.sweep import Unit, expand, grid_from_flags, load_sweep_file
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lostmid.behaviour.learning import structural_primacy
+from lostmid.behaviour.training.learning import structural_primacy
 from lostmid.errors import UserError
 from lostmid.stats import seed_interval
 from lostmid.sweep import grid_from_flags

@@ -13,36 +13,8 @@ It sits above :mod:`lostmid.compare` (it scores with it) and :mod:`lostmid.influ
 * :mod:`~lostmid.ablate.run`: :func:`run_ablate`, resumable.
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader as lazy
 
-from lostmid.lazy import attach
-
-# Type checkers cannot see through attach: they read the same names here, in the map's
-# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
-if TYPE_CHECKING:
-    # isort: off
-    from lostmid.ablate.config import RUNGS as RUNGS, AblationConfig as AblationConfig
-    from lostmid.ablate.results import (
-        AblationResult as AblationResult,
-        CandidateScore as CandidateScore,
-        RungResult as RungResult,
-    )
-    from lostmid.ablate.rungs import (
-        RUNG_SPECS as RUNG_SPECS,
-        RungMeasurement as RungMeasurement,
-        RungSpec as RungSpec,
-        build_rung as build_rung,
-        measure_rung as measure_rung,
-    )
-    from lostmid.ablate.run import run_ablate as run_ablate
-    # isort: on
-
-__getattr__, __dir__, __all__ = attach(
-    __name__,
-    {
-        "config": ["RUNGS", "AblationConfig"],
-        "results": ["AblationResult", "CandidateScore", "RungResult"],
-        "rungs": ["RUNG_SPECS", "RungMeasurement", "RungSpec", "build_rung", "measure_rung"],
-        "run": ["run_ablate"],
-    },
-)
+# The names of __init__.pyi are imported from their modules on first use, not on import,
+# so that ``lostmid --help`` answers without loading torch; type checkers read the stub.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

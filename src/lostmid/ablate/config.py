@@ -125,13 +125,7 @@ class AblationConfig:
     @property
     def model_spec(self) -> ModelSpec:
         """The model and how it loads (:class:`~lostmid.models.spec.ModelSpec`)."""
-        return ModelSpec(
-            self.model,
-            dtype=self.dtype,
-            trust_remote_code=self.trust_remote_code,
-            device_map=self.device_map,
-            device=self.device,
-        )
+        return ModelSpec.from_fields(self)
 
     def seed_list(self) -> list[int]:
         """The seeds of every rung (:func:`lostmid.checks.seed_set`)."""

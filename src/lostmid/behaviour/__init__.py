@@ -1,15 +1,22 @@
 """Behaviour: retrieval accuracy by position (the behavioural U) and its link to influence.
 
-Tasks (:mod:`~lostmid.behaviour.tasks`; one module each: ``kv``, ``niah``, ``mqar``, with
-the example record in ``example`` and the training gold laws in ``gold``): Liu et al.'s
-key-value retrieval, RULER's needle in a haystack and its variants (``needles``, served
-by the registry of tasks placed by depth, ``registry``), MQAR; the ``--calibrate`` pilot
-(:func:`calibrate_knob`); scoring
-(:mod:`~lostmid.behaviour.score`): Liu's substring rule, accuracy by position with
-Wilson intervals (:mod:`lostmid.stats`); model calls (:mod:`~lostmid.behaviour.decoding`):
-greedy generation and teacher forcing; the ``lostmid retrieve`` job
-(:func:`run_retrieve`); small models trained on retrieval (the subpackage
-:mod:`~lostmid.behaviour.training`, :func:`run_retrieval_training`).
+One folder a concept:
+
+* :mod:`~lostmid.behaviour.tasks`: the retrieval tasks, one module each (Liu et al.'s
+  key-value retrieval ``kv``, RULER's needle ``niah`` and its variants ``needles``,
+  ``mqar``), the example record, the gold laws, the plug-in shapes and their registry;
+* :mod:`~lostmid.behaviour.decoding`: how a model reads a prompt and answers: prompt
+  formats and tokenizers, greedy decoding and teacher forcing, one prefill shared by
+  several questions, the answer rules;
+* :mod:`~lostmid.behaviour.retrieve`: the ``lostmid retrieve`` job (its config, grids,
+  the ``--calibrate`` and ``--lead-in learn`` pilots, results, figures);
+* :mod:`~lostmid.behaviour.formats`: the field's files in and out (Liu, RULER, LongBench,
+  lm-eval; ``lostmid score`` on another tool's samples);
+* :mod:`~lostmid.behaviour.training`: small models trained on retrieval, when each record
+  is learnt and the learning signal it receives;
+* :mod:`~lostmid.behaviour.dose`: the depth dose-response analysis;
+* :mod:`~lostmid.behaviour.score`: accuracy by position with intervals
+  (:mod:`lostmid.stats`).
 
 >>> from lostmid.behaviour import kv_example
 >>> from lostmid.stats import wilson_interval
@@ -18,99 +25,8 @@ greedy generation and teacher forcing; the ``lostmid retrieve`` job
 (True, [0.596, 0.982])
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader as lazy
 
-from lostmid.lazy import attach
-
-# Type checkers cannot see through attach: they read the same names here, in the map's
-# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
-if TYPE_CHECKING:
-    # isort: off
-    from lostmid.behaviour.run import (
-        RetrieveResult as RetrieveResult,
-        ScoreSet as ScoreSet,
-        run_retrieve as run_retrieve,
-    )
-    from lostmid.behaviour.retrieve_config import RetrieveConfig as RetrieveConfig
-    from lostmid.behaviour.score import (
-        Difference as Difference,
-        PositionScore as PositionScore,
-        RetrievalSummary as RetrievalSummary,
-        score_positions as score_positions,
-        summarise_positions as summarise_positions,
-    )
-    from lostmid.behaviour.decoding import (
-        TeacherScores as TeacherScores,
-        greedy_decode as greedy_decode,
-        teacher_forced as teacher_forced,
-    )
-    from lostmid.behaviour.answers import answer_correct as answer_correct
-    from lostmid.behaviour.shared import shared_scores as shared_scores
-    from lostmid.behaviour.example import RetrievalExample as RetrievalExample
-    from lostmid.behaviour.gold import gold_distribution as gold_distribution
-    from lostmid.behaviour.kv import kv_example as kv_example
-    from lostmid.behaviour.mqar import mqar_example as mqar_example
-    from lostmid.behaviour.niah import niah_example as niah_example
-    from lostmid.behaviour.needles import needles_example as needles_example
-    from lostmid.behaviour.calibrate import (
-        Calibration as Calibration,
-        calibrate_knob as calibrate_knob,
-    )
-    from lostmid.behaviour.tasks import make_examples as make_examples
-    from lostmid.behaviour.data import (
-        data_examples as data_examples,
-        read_records as read_records,
-        write_records as write_records,
-    )
-    from lostmid.behaviour.tokenizers import (
-        ByteTokenizer as ByteTokenizer,
-        load_tokenizer as load_tokenizer,
-        tokenizer_for_model as tokenizer_for_model,
-    )
-    from lostmid.behaviour.training import (
-        RETRIEVAL_PRESETS as RETRIEVAL_PRESETS,
-        RetrievalCheckpoint as RetrievalCheckpoint,
-        RetrievalTask as RetrievalTask,
-        RetrievalTrainConfig as RetrievalTrainConfig,
-        retrieval_preset as retrieval_preset,
-        run_retrieval_training as run_retrieval_training,
-    )
-    # isort: on
-
-# Names are imported from their modules on first use (lostmid.lazy): lostmid.cli registers
-# ``retrieve`` without loading torch.
-__getattr__, __dir__, __all__ = attach(
-    __name__,
-    {
-        "run": ["RetrieveResult", "ScoreSet", "run_retrieve"],
-        "retrieve_config": ["RetrieveConfig"],
-        "score": [
-            "Difference",
-            "PositionScore",
-            "RetrievalSummary",
-            "score_positions",
-            "summarise_positions",
-        ],
-        "decoding": ["TeacherScores", "greedy_decode", "teacher_forced"],
-        "answers": ["answer_correct"],
-        "shared": ["shared_scores"],
-        "example": ["RetrievalExample"],
-        "gold": ["gold_distribution"],
-        "kv": ["kv_example"],
-        "mqar": ["mqar_example"],
-        "niah": ["niah_example"],
-        "needles": ["needles_example"],
-        "calibrate": ["Calibration", "calibrate_knob"],
-        "tasks": ["make_examples"],
-        "data": ["data_examples", "read_records", "write_records"],
-        "tokenizers": ["ByteTokenizer", "load_tokenizer", "tokenizer_for_model"],
-        "training": [
-            "RETRIEVAL_PRESETS",
-            "RetrievalCheckpoint",
-            "RetrievalTask",
-            "RetrievalTrainConfig",
-            "retrieval_preset",
-            "run_retrieval_training",
-        ],
-    },
-)
+# The names of __init__.pyi are imported from their modules on first use, not on import,
+# so that ``lostmid --help`` answers without loading torch; type checkers read the stub.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

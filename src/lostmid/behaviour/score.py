@@ -1,11 +1,11 @@
 """Scoring retrieval: correct answers, and accuracy by position with intervals.
 
-Generation. Greedy decoding (:func:`~lostmid.behaviour.decoding.greedy_decode`) of the
+Generation. Greedy decoding (:func:`~lostmid.behaviour.decoding.generate.greedy_decode`) of the
 longest target's tokens + ``extra`` new tokens; a text answer is correct by the run's
-rule (:mod:`lostmid.behaviour.answers`: Liu's substring rule by default). Token-level
+rule (:mod:`lostmid.behaviour.decoding.answers`: Liu's substring rule by default). Token-level
 tasks (mqar) compare ids: correct when the value's ids appear contiguously in the
 generated ids. Teacher forcing
-(:func:`~lostmid.behaviour.decoding.teacher_forced`) scores without generating.
+(:func:`~lostmid.behaviour.decoding.generate.teacher_forced`) scores without generating.
 
 Intervals (:mod:`lostmid.stats.intervals`). Accuracy at a position: the Wilson score
 interval (95 %). A difference of two accuracies (primacy = first - middle, recency =
@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.behaviour.example import RetrievalExample
-from lostmid.behaviour.prompts import encode, prompt_format
-from lostmid.behaviour.tokenizers import Tokenizer
+from lostmid.behaviour.decoding.prompts import encode, prompt_format
+from lostmid.behaviour.decoding.tokenizers import Tokenizer
+from lostmid.behaviour.tasks.example import RetrievalExample
 from lostmid.checks import check_choice
 from lostmid.recordable import fields_record
 from lostmid.stats import (
@@ -301,7 +301,7 @@ def shape_of(scores: Sequence[PositionScore], summary: RetrievalSummary, margin:
 
 
 # -- answers ------------------------------------------------------------------------------------
-# The rules for a generated text answer live in :mod:`lostmid.behaviour.answers`.
+# The rules for a generated text answer live in :mod:`lostmid.behaviour.decoding.answers`.
 
 
 def contains_ids(needle: Sequence[int], haystack: Sequence[int]) -> bool:
@@ -318,7 +318,7 @@ def encode_examples(
     examples: Sequence[RetrievalExample], tokenizer: Tokenizer | None
 ) -> tuple[list[list[int]], list[list[int]]]:
     """(prompt ids, target ids) per example, raw prompts with the tokenizer's special
-    tokens (:func:`lostmid.behaviour.prompts.encode` with ``--chat-template off``); the
+    tokens (:func:`lostmid.behaviour.decoding.prompts.encode` with ``--chat-template off``); the
     task's own ids for mqar."""
     encoded = encode(list(examples), tokenizer, prompt_format("off", tokenizer))
     return encoded.prompts, encoded.targets

@@ -1,11 +1,11 @@
 """``lostmid retrieve``: the options are
-:class:`~lostmid.behaviour.retrieve_config.RetrieveConfig`'s fields."""
+:class:`~lostmid.behaviour.retrieve.config.RetrieveConfig`'s fields."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lostmid.behaviour.retrieve_config import HELP, OUTPUT_PANEL, PANELS, RetrieveConfig
+from lostmid.behaviour.retrieve.config import HELP, OUTPUT_PANEL, PANELS, RetrieveConfig
 from lostmid.capabilities import capability
 from lostmid.cli.options import (
     Flag,
@@ -44,7 +44,7 @@ FLAGS = {
 
 
 def _run(*, out: Any, overwrite: bool, no_size_check: bool, **fields: Any) -> None:
-    from lostmid.behaviour.run import run_retrieve
+    from lostmid.behaviour.retrieve.run import run_retrieve
 
     config = RetrieveConfig(**parsed(fields, FLAGS))
     run_retrieve(

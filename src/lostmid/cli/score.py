@@ -1,12 +1,12 @@
 """``lostmid score SAMPLES``: the options are
-:class:`~lostmid.behaviour.samples.ScoreConfig`'s fields."""
+:class:`~lostmid.behaviour.formats.samples.ScoreConfig`'s fields."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from lostmid.behaviour.samples import HELP, ScoreConfig
+from lostmid.behaviour.formats.samples import HELP, ScoreConfig
 from lostmid.capabilities import capability
 from lostmid.cli.options import (
     argument,
@@ -19,7 +19,7 @@ from lostmid.cli.options import (
 
 
 def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
-    from lostmid.behaviour.samples import run_score
+    from lostmid.behaviour.formats.samples import run_score
 
     run_score(ScoreConfig(**fields), out=out, overwrite=overwrite, console=console)
 

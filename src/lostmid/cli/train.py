@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lostmid.behaviour.registry import trainable_task
+from lostmid.behaviour.tasks.registry import trainable_task
 from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP
 from lostmid.behaviour.training.config import RetrievalTrainConfig
 from lostmid.behaviour.training.task import RetrievalTask

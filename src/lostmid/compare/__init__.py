@@ -30,60 +30,8 @@ Everything else lives in the submodules: :mod:`~lostmid.compare.metrics`,
 0.0
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader as lazy
 
-from lostmid.lazy import attach
-
-# Type checkers cannot see through attach: they read the same names here, in the map's
-# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
-if TYPE_CHECKING:
-    # isort: off
-    from lostmid.compare.candidates import (
-        Candidate as Candidate,
-        compare_measurement as compare_measurement,
-        compare_measurements as compare_measurements,
-    )
-    from lostmid.compare.claims import (
-        Claim as Claim,
-        format_interval as format_interval,
-        verdict_at_least as verdict_at_least,
-        verdict_at_most as verdict_at_most,
-        verdict_no_worse as verdict_no_worse,
-        verdict_order_of_magnitude as verdict_order_of_magnitude,
-    )
-    from lostmid.compare.config import CompareConfig as CompareConfig
-    from lostmid.compare.fit import predict_theory as predict_theory
-    from lostmid.compare.metrics import (
-        ProfileComparison as ProfileComparison,
-        compare_profiles as compare_profiles,
-        log_bin as log_bin,
-        wasserstein1 as wasserstein1,
-    )
-    from lostmid.compare.run import CompareResult as CompareResult, run_compare as run_compare
-    from lostmid.compare.scoring import (
-        noise_floor as noise_floor,
-        score_out_of_sample as score_out_of_sample,
-    )
-    # isort: on
-
-# Names are imported from their modules on first use (lostmid.lazy): the CLI reads the
-# light config module at start-up without pulling in scipy and matplotlib.
-__getattr__, __dir__, __all__ = attach(
-    __name__,
-    {
-        "candidates": ["Candidate", "compare_measurement", "compare_measurements"],
-        "claims": [
-            "Claim",
-            "format_interval",
-            "verdict_at_least",
-            "verdict_at_most",
-            "verdict_no_worse",
-            "verdict_order_of_magnitude",
-        ],
-        "config": ["CompareConfig"],
-        "fit": ["predict_theory"],
-        "metrics": ["ProfileComparison", "compare_profiles", "log_bin", "wasserstein1"],
-        "run": ["CompareResult", "run_compare"],
-        "scoring": ["noise_floor", "score_out_of_sample"],
-    },
-)
+# The names of __init__.pyi are imported from their modules on first use, not on import,
+# so that ``lostmid --help`` answers without loading torch; type checkers read the stub.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

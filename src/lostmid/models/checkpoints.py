@@ -25,7 +25,8 @@ from pathlib import Path
 
 from lostmid.errors import UserError
 from lostmid.files import atomic_write, cache_root, remove_leftovers
-from lostmid.models.gguf import cache_lock, checked_sha256
+from lostmid.models.gguf import checked_sha256
+from lostmid.runs.lock import file_lock
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class RegistryCheckpoint:
         if len(paths) == 1:
             return paths[0]  # hashed with every load by inspect_gguf, checked by load
         target = (root or cache_root()) / "checkpoints" / self.filename
-        with cache_lock(target.parent / f".{self.filename}.lock"):
+        with file_lock(target.parent / f".{self.filename}.lock"):
             if not (target.is_file() and checked_sha256(target) == self.sha256):
                 remove_leftovers(target)  # an assembly killed before it could clean up
 

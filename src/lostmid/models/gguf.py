@@ -21,17 +21,13 @@ incomplete and rebuilt).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
-import os
 import re
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +42,8 @@ from lostmid.files import (
     remove_leftovers,
     write_text,
 )
+from lostmid.runs.lock import file_lock
+from lostmid.runs.store import file_digest
 
 GGUF_MAGIC = b"GGUF"
 FACTS = "lostmid_gguf.json"
@@ -53,15 +51,6 @@ FACTS = "lostmid_gguf.json"
 
 # GGUF architectures whose transformers model has a lostmid adapter (llama-style, Gemma).
 ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt2", "phi3")
-
-
-def file_sha256(path: Path, *, chunk: int = 1 << 22) -> str:
-    """The hex sha256 of a file, read in 4 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _stat_key(path: Path) -> str:
@@ -100,7 +89,7 @@ def checked_sha256(path: Path) -> str:
     memo = _recall(path)
     if memo is not None:
         return str(memo["sha256"])
-    digest = file_sha256(path)
+    digest = file_digest(path)
     _remember(path, {"sha256": digest})
     return digest
 
@@ -337,19 +326,6 @@ def find_gguf(folder: Path, *, option: str = "--model") -> Path | None:
     return found[0] if found else None
 
 
-@contextmanager
-def cache_lock(path: Path) -> Iterator[None]:
-    """One process at a time builds a cache entry (a kernel lock: dies with its holder)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
 def _complete(folder: Path, gguf: GGUFFile) -> bool:
     facts_path = folder / FACTS
     if not facts_path.is_file() or not (folder / "config.json").is_file():
@@ -378,7 +354,7 @@ def dequantised_dir(gguf: GGUFFile, *, root: Path | None = None, option: str = "
     if _complete(folder, gguf):
         return folder
     try:
-        with cache_lock(base / f".{gguf.sha256[:16]}.lock"):
+        with file_lock(base / f".{gguf.sha256[:16]}.lock"):
             if _complete(folder, gguf):  # built by another process while we waited
                 return folder
             remove_leftovers(folder)  # a build killed before it could clean up

@@ -91,6 +91,20 @@ class ModelSpec:
         return value if isinstance(value, ModelSpec) else cls(str(value))
 
     @classmethod
+    def from_fields(cls, config: Any) -> ModelSpec:
+        """The spec of a command's config: its ``model`` and whichever of this class's
+        fields the config has of the same name (the others at their defaults).
+
+        >>> from types import SimpleNamespace
+        >>> ModelSpec.from_fields(SimpleNamespace(model="m", dtype="float64", seed=3)).dtype
+        'float64'
+        """
+        names = {f.name for f in fields(cls)} - {"name"}
+        return cls(
+            str(config.model), **{k: getattr(config, k) for k in names if hasattr(config, k)}
+        )
+
+    @classmethod
     def from_record(cls, record: Mapping[str, Any], device: str = "cpu") -> ModelSpec:
         """The spec a stage's record names: ``model`` and the fields of :meth:`options`
         it holds (other keys ignored), on ``device``."""

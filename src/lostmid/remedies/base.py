@@ -171,7 +171,7 @@ class Remedy:
     def score(self, model: Any, batch: InferenceBatch) -> Any:
         """Teacher-forced scores (:class:`~lostmid.behaviour.score.TeacherScores`): in
         batches of 8 prompts, one a forward where padded batches do not pay (a CPU)."""
-        from lostmid.behaviour.decoding import padded_batches_pay, teacher_forced
+        from lostmid.behaviour.decoding.generate import padded_batches_pay, teacher_forced
 
         device = next(model.parameters()).device
         with self.patch(model, batch) as patched:

@@ -266,7 +266,7 @@ class Calibrate(Remedy):
     def score(self, model: Any, batch: InferenceBatch) -> Any:
         import torch
 
-        from lostmid.behaviour.decoding import TeacherScores, teacher_forced
+        from lostmid.behaviour.decoding.generate import TeacherScores, teacher_forced
         from lostmid.models import adapter_for_model
         from lostmid.remedies.patches import calibrated
 

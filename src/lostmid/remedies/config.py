@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lostmid.behaviour.registry import inference_tasks
-from lostmid.behaviour.retrieve_config import check_lead_in
+from lostmid.behaviour.retrieve.config import check_lead_in
+from lostmid.behaviour.tasks.registry import inference_tasks
 from lostmid.behaviour.training.names import RETRIEVAL_PRESET_NAMES
 from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
@@ -177,15 +177,7 @@ class RemediesConfig:
         """The model, how it loads and how it is prompted
         (:class:`~lostmid.models.spec.ModelSpec`)."""
         assert self.model is not None
-        return ModelSpec(
-            self.model,
-            chat_template=self.chat_template,
-            answer_prefix=self.answer_prefix,
-            tokenizer=self.tokenizer,
-            dtype=self.dtype,
-            trust_remote_code=self.trust_remote_code,
-            device=self.device,
-        )
+        return ModelSpec.from_fields(self)
 
     def __post_init__(self) -> None:
         check_seed(self.seed)

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.behaviour.registry import is_depth_task
+from lostmid.behaviour.tasks.registry import is_depth_task
 from lostmid.remedies.base import InferenceBatch, Remedy
 from lostmid.remedies.config import RemediesConfig
 
@@ -38,10 +38,10 @@ FILLER = "x"  # the neutral token of calibrate's prior (not a hex digit: no key 
 
 
 def retrieve_config(config: RemediesConfig, remedy: Remedy, seed: int) -> Any:
-    """The :class:`~lostmid.behaviour.retrieve_config.RetrieveConfig` whose examples the
+    """The :class:`~lostmid.behaviour.retrieve.config.RetrieveConfig` whose examples the
     inference stage scores: ``lostmid retrieve``'s grid for the task, so a remedy is
     judged on the very examples a retrieve run of the same options reads."""
-    from lostmid.behaviour.retrieve_config import RetrieveConfig
+    from lostmid.behaviour.retrieve.config import RetrieveConfig
 
     assert config.model is not None
     needles = is_depth_task(config.task)
@@ -100,11 +100,12 @@ def score_remedy(
     per pilot design (:class:`PilotStore`), so the arms whose prompts agree (every arm
     but query-aware's) read one pilot instead of each running its own; None: the pilot
     runs inside this arm."""
-    from lostmid.behaviour.prompts import encode, prompt_format
-    from lostmid.behaviour.retrieve_config import LEARN
-    from lostmid.behaviour.run import learn_lead_in, retrieval_examples
+    from lostmid.behaviour.decoding.prompts import encode, prompt_format
+    from lostmid.behaviour.decoding.tokenizers import tokenizer_for_spec
+    from lostmid.behaviour.retrieve.config import LEARN
+    from lostmid.behaviour.retrieve.examples import retrieval_examples
+    from lostmid.behaviour.retrieve.pilot import learn_lead_in
     from lostmid.behaviour.score import score_positions, summarise_positions
-    from lostmid.behaviour.tokenizers import tokenizer_for_spec
     from lostmid.train.model import parameter_count
 
     assert config.model is not None

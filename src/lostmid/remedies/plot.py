@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from lostmid.behaviour.registry import is_depth_task
+from lostmid.behaviour.tasks.registry import is_depth_task
 from lostmid.report.plots import new_figure
 
 

@@ -191,8 +191,8 @@ def check_remedies_size(config: RemediesConfig) -> None:
     (:data:`~lostmid.runs.budget.STAGE_FLOOR_S`) and, for a training remedy, its
     ``steps`` optimiser steps (:data:`~lostmid.runs.budget.STEP_FLOOR_S` each); and its
     held-out examples (``--examples`` a gold position, each position of ``--pairs``), held
-    in memory at :data:`lostmid.behaviour.run.EXAMPLE_BYTES` each at least."""
-    from lostmid.behaviour.run import EXAMPLE_BYTES
+    in memory at :data:`lostmid.behaviour.retrieve.run.EXAMPLE_BYTES` each at least."""
+    from lostmid.behaviour.retrieve.run import EXAMPLE_BYTES
     from lostmid.runs.budget import STAGE_FLOOR_S, STEP_FLOOR_S, check_work
 
     steps = config.steps or config.scale.steps

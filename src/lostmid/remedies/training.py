@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def train_config(config: RemediesConfig, seed: int) -> Any:
     """The :class:`~lostmid.behaviour.training.RetrievalTrainConfig` of one seed: the
     preset at the run's scale (``--pairs``, ``--steps``, ``--examples`` override it)."""
-    from lostmid.behaviour.registry import task_is_text
+    from lostmid.behaviour.tasks.registry import task_is_text
     from lostmid.behaviour.training import RETRIEVAL_PRESETS, resolve_retrieval_config
 
     scale = config.scale

@@ -65,7 +65,7 @@ class ValidationSplit:
     def accuracy(self, model: torch.nn.Module) -> np.ndarray:
         """Teacher-forced argmax accuracy (pairs,) by gold index (0-indexed) of ``model``
         (a causal LM; measured in eval mode without gradients, its state restored)."""
-        from lostmid.behaviour.decoding import teacher_forced
+        from lostmid.behaviour.decoding.generate import teacher_forced
         from lostmid.train.model import frozen
 
         with frozen(model):

@@ -31,32 +31,8 @@ stage computes), :mod:`~.analysis` (what the numbers say per model),
 128
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader as lazy
 
-from lostmid.lazy import attach
-
-# Type checkers cannot see through attach: they read the same names here, in the map's
-# order, one statement per module (isort off; tests/test_lazy.py keeps the two in step).
-if TYPE_CHECKING:
-    # isort: off
-    from lostmid.reproduce.config import (
-        DEFAULT_MODELS as DEFAULT_MODELS,
-        SCALES as SCALES,
-        ReproduceConfig as ReproduceConfig,
-        Scale as Scale,
-    )
-    from lostmid.reproduce.analysis import (
-        ModelAnalysis as ModelAnalysis,
-        ReproduceResult as ReproduceResult,
-    )
-    from lostmid.reproduce.run import run_reproduce as run_reproduce
-    # isort: on
-
-__getattr__, __dir__, __all__ = attach(
-    __name__,
-    {
-        "config": ["DEFAULT_MODELS", "SCALES", "ReproduceConfig", "Scale"],
-        "analysis": ["ModelAnalysis", "ReproduceResult"],
-        "run": ["run_reproduce"],
-    },
-)
+# The names of __init__.pyi are imported from their modules on first use, not on import,
+# so that ``lostmid --help`` answers without loading torch; type checkers read the stub.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

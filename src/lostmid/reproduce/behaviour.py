@@ -369,7 +369,7 @@ def gold_note(gold: str) -> str:
         return "every record equally often: any valley comes from the model"
     return (
         "not uniform: records the data asks about less often may be learnt less, so a "
-        "valley can come from the data (lostmid.behaviour.gold)"
+        "valley can come from the data (lostmid.behaviour.tasks.gold)"
     )
 
 
@@ -401,7 +401,7 @@ def behaviour_stage(preset: str, steps: int | None, seed: int, folder: Path) -> 
 
 def behaviour_figure(behaviour: Behaviour, folder: Path) -> Path:
     """``behaviour.png``: the U at each checkpoint (pooled) and the link at the end."""
-    from lostmid.behaviour.plot import plot_training
+    from lostmid.behaviour.retrieve.plot import plot_training
     from lostmid.report.plots import save_figure
 
     k_all = range(len(behaviour.steps))

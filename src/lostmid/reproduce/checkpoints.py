@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from lostmid.behaviour.kv import format_kv_records, kv_records
-from lostmid.behaviour.tokenizers import Tokenizer, tokenizer_for_spec
+from lostmid.behaviour.decoding.tokenizers import Tokenizer, tokenizer_for_spec
+from lostmid.behaviour.tasks.kv import format_kv_records, kv_records
 from lostmid.compare.pretraining import PretrainingComparison, compare_pretraining
 from lostmid.errors import UserError
 from lostmid.files import write_bytes, write_text

@@ -3,7 +3,8 @@
 The claim "structural primacy at birth predicts behavioural primacy during learning":
 retrieval models trained from scratch at several depths (the dose), gold record drawn
 uniformly, the same task, width, steps and tokens at every depth; its verdict is the
-pre-stated rule of :mod:`lostmid.behaviour.dose` (:func:`~lostmid.behaviour.dose.dose_verdict`),
+pre-stated rule of :mod:`lostmid.behaviour.dose.verdict`
+(:func:`~lostmid.behaviour.dose.verdict.dose_verdict`),
 whose three answers map onto the claims table's words: ``supported`` -> reproduced,
 ``not supported`` -> not reproduced, ``inconclusive`` -> inconclusive (the rule's own
 word is in the claim's numbers too).
@@ -35,7 +36,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lostmid.behaviour.dose import BASE, DOSE_RULE, DoseRun, DoseSummary
+from lostmid.behaviour.dose.summary import BASE, DoseRun, DoseSummary
+from lostmid.behaviour.dose.verdict import DOSE_RULE
 from lostmid.compare.claims import Claim
 from lostmid.reproduce.plan import PlannedStage, StandardSection, preset_threads
 from lostmid.stats.verdicts import (
@@ -235,12 +237,12 @@ class DoseSection:
             "in [0, 1], T(r) the tokens until record r first reaches half its final "
             "argmax accuracy (> 0: the first records are learnt first).",
             "The verdict is the rule stated before the full design ran "
-            "(lostmid.behaviour.dose): " + DOSE_RULE + ". Intervals: 95% t over seeds.",
+            "(lostmid.behaviour.dose.verdict): " + DOSE_RULE + ". Intervals: 95% t over seeds.",
         )
 
     def figure(self, folder: Path) -> Path:
-        """``dose.png`` (:func:`lostmid.behaviour.dose_run.plot_dose`)."""
-        from lostmid.behaviour.dose_run import plot_dose
+        """``dose.png`` (:func:`lostmid.behaviour.dose.run.plot_dose`)."""
+        from lostmid.behaviour.dose.run import plot_dose
         from lostmid.report.plots import save_figure
 
         return save_figure(plot_dose(self.summary.record()), folder / "dose.png")

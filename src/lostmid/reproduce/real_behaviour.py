@@ -1,7 +1,7 @@
 """The behavioural section for real checkpoints: does a real LLM lose the
 middle of what it read?
 
-One stage per checkpoint runs ``lostmid retrieve`` on it (:func:`lostmid.behaviour.run.
+One stage per checkpoint runs ``lostmid retrieve`` on it (:func:`lostmid.behaviour.retrieve.run.
 run_retrieve`): RULER's multi-key needle (a needle among distractor needles, placed at
 evenly spaced depths of a haystack), prompted as the model expects (``--chat-template
 auto``: an instruct model's template with an answer prefix inside the assistant turn, a
@@ -81,9 +81,9 @@ class RealScale:
     the section's claim) and ``fixed`` (the needle-order control, :data:`FIXED_ORDER_CLAIM`)."""
 
     def retrieve_config(self, model: ModelSpec | str, seed: int, order: str = "scattered") -> Any:
-        """The :class:`~lostmid.behaviour.retrieve_config.RetrieveConfig` of ``model``
+        """The :class:`~lostmid.behaviour.retrieve.config.RetrieveConfig` of ``model``
         (prompted in its spec's format) with the needles in ``order``."""
-        from lostmid.behaviour.retrieve_config import RetrieveConfig
+        from lostmid.behaviour.retrieve.config import RetrieveConfig
 
         spec = ModelSpec.of(model)
         return RetrieveConfig(
@@ -167,7 +167,7 @@ def real_stage(
 ) -> dict[str, Any]:
     """Run (or resume: retrieve keeps its cells as stages) ``retrieve`` on ``model`` with
     the needles in ``order``."""
-    from lostmid.behaviour.run import run_retrieve
+    from lostmid.behaviour.retrieve.run import run_retrieve
 
     config = REAL_SCALES[scale].retrieve_config(model, seed, order)
     run_replacing(run_retrieve, config, folder)

@@ -9,7 +9,7 @@ the answer (:func:`lostmid.influence.gold.gold_span_influence`): its share of th
 gradient of the answer's log p w.r.t. the input embeddings, and its share of measure's
 Jacobian norm ``||d h_L / d e_j||^2`` (``probes`` Rademacher probes). The prompt is read
 once for both: the greedy reply goes on from the gradient pass's keys and values
-(:func:`lostmid.behaviour.decoding.greedy_from_cache`). The same prompts through the
+(:func:`lostmid.behaviour.decoding.generate.greedy_from_cache`). The same prompts through the
 random-init twin (seed 0) are the control: what the topology alone gives the needle at
 each depth (``twin_per_depth`` examples: its effect spans decades, a few resolve it).
 
@@ -144,7 +144,7 @@ def link_prompt(
 ) -> tuple[Any, list[int], tuple[int, int]]:
     """An example of the design at ``depth``, drawn by its seed and ``index``: the needle
     example, its prompt's token ids and the needle's token span in them."""
-    from lostmid.behaviour.needles import needles_example
+    from lostmid.behaviour.tasks.needles import needles_example
 
     ex = needles_example(
         seed=int(design["seed"]),
@@ -165,8 +165,8 @@ def link_example(
     """One example's record: its design keys, the needle's token span, the greedy reply
     and its correctness (pretrained only: the twin's answers are noise) and the gold
     span's reach (:meth:`lostmid.influence.gold.GoldSpanInfluence.record`)."""
-    from lostmid.behaviour.answers import answer_correct
-    from lostmid.behaviour.decoding import greedy_from_cache
+    from lostmid.behaviour.decoding.answers import answer_correct
+    from lostmid.behaviour.decoding.generate import greedy_from_cache
     from lostmid.influence.gold import gold_span_influence
 
     ex, ids, span = link_prompt(tokenizer, fmt, design, depth, index)
@@ -229,8 +229,8 @@ def link_run(
     of the pretrained model and its twin, then ``link.json`` (the summary, with the
     run's configuration, versions, checkpoint and timings) and ``link.png``. Returns
     the summary (:func:`summarise`)."""
-    from lostmid.behaviour.prompts import prompt_format
-    from lostmid.behaviour.tokenizers import tokenizer_for_spec
+    from lostmid.behaviour.decoding.prompts import prompt_format
+    from lostmid.behaviour.decoding.tokenizers import tokenizer_for_spec
     from lostmid.runinfo import write_json
     from lostmid.runs.progress import progress
 

@@ -112,6 +112,27 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """One process at a time past this point (a cache entry being built): the kernel's
+    ``flock`` on ``path``, waited for, released with the block or its process.
+
+    >>> import tempfile
+    >>> with file_lock(Path(tempfile.mkdtemp()) / "x.lock"):
+    ...     pass
+    """
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def _try_flock(fd: int) -> bool:
     """Take the kernel lock on ``fd`` without blocking; False when someone holds it."""
     import fcntl

@@ -9,43 +9,8 @@ is done; ``sweep.json`` records every unit with its status, time and result file
 ['theory', 'theory']
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader as lazy
 
-from lostmid.checks import parse_seeds
-from lostmid.lazy import attach
-from lostmid.sweep.grid import (
-    Grid,
-    Unit,
-    expand,
-    grid_from_flags,
-    load_sweep_file,
-)
-from lostmid.sweep.units import PENDING, TASKS, TaskSpec, task_spec
-
-# The command (lostmid sweep) as a function, imported on first use (lostmid.lazy): it
-# brings the run machinery and every unit's command. Type checkers read the same names
-# here (tests/test_lazy.py keeps the two in step).
-if TYPE_CHECKING:
-    # isort: off
-    from lostmid.sweep.run import (
-        SweepConfig as SweepConfig,
-        SweepResult as SweepResult,
-        run_sweep as run_sweep,
-    )
-    # isort: on
-
-__getattr__, _, _lazy = attach(__name__, {"run": ["SweepConfig", "SweepResult", "run_sweep"]})
-
-__all__ = [
-    "PENDING",
-    "TASKS",
-    "Grid",
-    "TaskSpec",
-    "Unit",
-    "expand",
-    "grid_from_flags",
-    "load_sweep_file",
-    "parse_seeds",
-    "task_spec",
-    *_lazy,
-]
+# The names of __init__.pyi are imported from their modules on first use, not on import,
+# so that ``lostmid --help`` answers without loading torch; type checkers read the stub.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

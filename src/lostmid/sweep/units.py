@@ -10,7 +10,7 @@ on the return type of ``run_X``. Units of ``theory``, ``measure``, ``train`` and
 ``retrieve`` recompute; ``remedies`` and ``reproduce`` resume their own stages inside the
 unit's folder; ``train-retrieval`` (``lostmid train --task``) resumes an interrupted
 unit and summarises the finished units as the depth dose-response
-(:mod:`lostmid.behaviour.dose`).
+(:mod:`lostmid.behaviour.dose.verdict`).
 
 >>> sorted(TASKS)
 ['measure', 'remedies', 'reproduce', 'retrieve', 'theory', 'train', 'train-retrieval']
@@ -212,7 +212,7 @@ def _run_train_retrieval(config: Any, folder: Path) -> dict[str, Any]:
 
 
 def _summarise_train_retrieval(units: Sequence[tuple[Params, Path]], out: Path) -> dict[str, Any]:
-    from lostmid.behaviour.dose_run import write_dose_summary
+    from lostmid.behaviour.dose.run import write_dose_summary
 
     return write_dose_summary([folder for _, folder in units], out)
 
@@ -222,13 +222,13 @@ def _summarise_train_retrieval(units: Sequence[tuple[Params, Path]], out: Path) 
 
 @functools.cache
 def _retrieve_defaults() -> dict[str, Any]:
-    from lostmid.behaviour.retrieve_config import RetrieveConfig
+    from lostmid.behaviour.retrieve.config import RetrieveConfig
 
     return {"model": "tiny-qwen2", **_fields(RetrieveConfig)}
 
 
 def _build_retrieve(params: Params) -> Any:
-    from lostmid.behaviour.retrieve_config import RetrieveConfig
+    from lostmid.behaviour.retrieve.config import RetrieveConfig
 
     return RetrieveConfig(**{"model": "tiny-qwen2", **params})  # validates on construction
 

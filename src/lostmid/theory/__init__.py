@@ -11,67 +11,8 @@ gain per layer and source position, N_l = I + A_l diag(s_l), see
 1.0
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader as lazy
 
-from lostmid.lazy import attach
-from lostmid.theory.exact import (
-    KERNELS,
-    PathDecomposition,
-    influence_matrix,
-    influence_row,
-    jacobian_path_weights,
-    log_influence_row,
-    path_decomposition,
-    path_weights,
-)
-from lostmid.theory.masks import (
-    Bidirectional,
-    Causal,
-    Mask,
-    PrefixLM,
-    SlidingWindow,
-    layer_masks,
-    parse_mask,
-)
-from lostmid.theory.positional import positional_influence_row
-from lostmid.theory.schedules import parse_schedule, power_schedule, resolve_alphas
-from lostmid.theory.summary import ProfileSummary, summarise_profile
-
-# The command (lostmid theory) as a function, imported on first use (lostmid.lazy): it
-# brings rich and the run machinery, which the pure maths above does not need. Type
-# checkers read the same names here (tests/test_lazy.py keeps the two in step).
-if TYPE_CHECKING:
-    # isort: off
-    from lostmid.theory.run import (
-        TheoryConfig as TheoryConfig,
-        TheoryResult as TheoryResult,
-        run_theory as run_theory,
-    )
-    # isort: on
-
-__getattr__, _, _lazy = attach(__name__, {"run": ["TheoryConfig", "TheoryResult", "run_theory"]})
-
-__all__ = [
-    "KERNELS",
-    "Bidirectional",
-    "Causal",
-    "Mask",
-    "PathDecomposition",
-    "PrefixLM",
-    "ProfileSummary",
-    "SlidingWindow",
-    "influence_matrix",
-    "influence_row",
-    "jacobian_path_weights",
-    "layer_masks",
-    "log_influence_row",
-    "parse_mask",
-    "parse_schedule",
-    "path_decomposition",
-    "path_weights",
-    "positional_influence_row",
-    "power_schedule",
-    "resolve_alphas",
-    "summarise_profile",
-    *_lazy,
-]
+# The names of __init__.pyi are imported from their modules on first use, not on import,
+# so that ``lostmid --help`` answers without loading torch; type checkers read the stub.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

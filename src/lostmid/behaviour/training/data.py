@@ -2,7 +2,7 @@
 
 Each training row is one retrieval example, byte-level kv (Liu's format or the compact
 ``{kv,kv,...}k`` one) or token-level MQAR, with its gold index drawn from
-:func:`~lostmid.behaviour.gold.gold_distribution` (uniform by default). A fraction
+:func:`~lostmid.behaviour.tasks.gold.gold_distribution` (uniform by default). A fraction
 ``mix`` of the rows of every batch can be windows of the embedded stdlib corpus
 instead. The loss is the next-token cross-entropy on the answer tokens of retrieval
 rows and on every token of corpus rows, each row normalised by its own weight:
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lostmid.behaviour.gold import gold_distribution
+from lostmid.behaviour.tasks.gold import gold_distribution
 from lostmid.behaviour.training.task import TRAIN_INDEX, RetrievalTask
 from lostmid.train.loop import Trainer
 

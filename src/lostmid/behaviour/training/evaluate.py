@@ -3,7 +3,7 @@ under teacher forcing, and the teacher-forced probability of the answer), the in
 profile of every prompt position on the last one
 (:func:`lostmid.influence.influence_profile`), the influence of each record (mean over
 its tokens), the learning signal each record receives
-(:func:`lostmid.behaviour.record_signal.record_learning_signal`), and the link: Spearman
+(:func:`lostmid.behaviour.training.signal.record_learning_signal`), and the link: Spearman
 between accuracy (and log-prob) by gold index and the influence of those records."""
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from lostmid.behaviour.decoding import teacher_forced
-from lostmid.behaviour.example import RetrievalExample
-from lostmid.behaviour.record_signal import RecordSignal, record_learning_signal
+from lostmid.behaviour.decoding.generate import teacher_forced
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,
     score_positions,
     summarise_positions,
 )
+from lostmid.behaviour.tasks.example import RetrievalExample
 from lostmid.behaviour.training.config import RetrievalTrainConfig
+from lostmid.behaviour.training.signal import RecordSignal, record_learning_signal
 from lostmid.behaviour.training.task import example_ids
 from lostmid.checks import check_positive, check_unit_interval
 from lostmid.stats import finite_or_none, spearman

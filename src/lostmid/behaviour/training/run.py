@@ -7,7 +7,7 @@ The run (:func:`run_retrieval_training`) lives here; the task in
 :mod:`~lostmid.behaviour.training.evaluate`.
 
 Each training row is one retrieval example (kv or MQAR) with its gold index drawn from a
-gold law (:mod:`~lostmid.behaviour.gold`, uniform by default), optionally mixed with
+gold law (:mod:`~lostmid.behaviour.tasks.gold`, uniform by default), optionally mixed with
 stdlib text; the loss covers the answer tokens.
 
 Evaluation at each checkpoint (log-spaced, :func:`lostmid.train.config.checkpoint_steps`,
@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from lostmid.behaviour.learning import LearningReadouts
 from lostmid.behaviour.training.config import RetrievalTrainConfig
 from lostmid.behaviour.training.data import MaskedTrainer, RetrievalBatches
 from lostmid.behaviour.training.evaluate import HeldOut, RetrievalCheckpoint, evaluate_checkpoint
+from lostmid.behaviour.training.learning import LearningReadouts
 from lostmid.behaviour.training.task import sequence_length
 from lostmid.errors import UserError
 from lostmid.files import read_json_object, schema_of
@@ -95,8 +95,9 @@ class RetrievalTrainResult:
         return self.checkpoints[-1]
 
     def learning(self) -> LearningReadouts | None:
-        """When each record was learnt (:class:`~lostmid.behaviour.learning.LearningReadouts`);
-        None before a second checkpoint exists."""
+        """When each record was learnt
+        (:class:`~lostmid.behaviour.training.learning.LearningReadouts`); None before a
+        second checkpoint exists."""
         return learning_readouts(self.checkpoints)
 
     def record(self) -> dict[str, Any]:
@@ -260,8 +261,8 @@ def run_retrieval_training(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
-    from lostmid.behaviour.plot import plot_training
-    from lostmid.behaviour.tokenizers import write_byte_marker
+    from lostmid.behaviour.decoding.tokenizers import write_byte_marker
+    from lostmid.behaviour.retrieve.plot import plot_training
     from lostmid.report.plots import save_figure
     from lostmid.runs.progress import progress as logged_progress
     from lostmid.train.model import (

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lostmid.behaviour.example import RetrievalExample
-from lostmid.behaviour.gold import gold_distribution
-from lostmid.behaviour.kv import KV_STYLES
-from lostmid.behaviour.plugin import IndexTask
-from lostmid.behaviour.registry import INDEX_TASKS, trainable_task
+from lostmid.behaviour.tasks.example import RetrievalExample
+from lostmid.behaviour.tasks.gold import gold_distribution
+from lostmid.behaviour.tasks.kv import KV_STYLES
+from lostmid.behaviour.tasks.plugin import IndexTask
+from lostmid.behaviour.tasks.registry import INDEX_TASKS, trainable_task
 from lostmid.checks import check_choice, check_positive, check_unit_interval
 from lostmid.errors import UserError
 
@@ -56,7 +56,7 @@ class RetrievalTask:
 
     @property
     def plugin(self) -> IndexTask:
-        """The registered task (:mod:`~lostmid.behaviour.registry`)."""
+        """The registered task (:mod:`~lostmid.behaviour.tasks.registry`)."""
         return trainable_task(self.task)
 
     def example(self, seed: int, index: int, gold_index: int) -> RetrievalExample:

@@ -60,6 +60,19 @@ def _accepts(model: torch.nn.Module, name: str) -> bool:
         return False
 
 
+def cache_argument_name(model: torch.nn.Module) -> str:
+    """The forward's name for a key-value cache: ``cache`` (transformers >= 5) or
+    ``past_key_values`` (earlier versions)."""
+    return "cache" if _accepts(model, "cache") else "past_key_values"
+
+
+def logits_to_keep_name(model: torch.nn.Module) -> str | None:
+    """The forward's argument that computes logits at the last N columns only
+    (``logits_to_keep``; ``num_logits_to_keep`` before transformers 4.50), None when
+    it has none (every column's logits are computed)."""
+    return next((n for n in ("logits_to_keep", "num_logits_to_keep") if _accepts(model, n)), None)
+
+
 def cache_length(cache: Any) -> int:
     """The columns a batch-1 cache holds."""
     return int(cache.get_seq_length())
@@ -135,7 +148,7 @@ class CacheContinuation:
     def cache_argument(self, model: torch.nn.Module) -> str:
         """The forward's cache argument (a causal LM's or its base model's): ``cache``
         (Transformers >= 5) or ``past_key_values``."""
-        return "cache" if _accepts(model, "cache") else "past_key_values"
+        return cache_argument_name(model)
 
     def takes_position_ids(self, model: PreTrainedModel) -> bool:
         """Whether the forward takes ``position_ids`` (else positions follow the mask)."""
@@ -151,10 +164,9 @@ class CacheContinuation:
             "attention_mask": torch.ones_like(ids),
             "use_cache": True,
         }
-        for name in ("logits_to_keep", "num_logits_to_keep"):
-            if _accepts(model, name):
-                kwargs[name] = 1
-                break
+        keep = logits_to_keep_name(model)
+        if keep is not None:
+            kwargs[keep] = 1
         if self.takes_position_ids(model):
             kwargs["position_ids"] = torch.arange(ids.shape[1], device=ids.device)[None]
         windows = self.layer_windows(model.config) or []
@@ -342,9 +354,7 @@ class CacheContinuation:
             "use_cache": True,
             self.cache_argument(model): cache,
         }
-        keep_name = next(
-            (n for n in ("logits_to_keep", "num_logits_to_keep") if _accepts(model, n)), None
-        )
+        keep_name = logits_to_keep_name(model)
         if keep is not None and keep_name is not None:
             kwargs[keep_name] = keep.to(ids.device)
         kernel = getattr(model.config, "_attn_implementation", None)
@@ -397,9 +407,7 @@ class CacheContinuation:
         if self.takes_position_ids(model):
             seen = past.sum(dim=1, keepdim=True)  # (B, 1) real tokens before
             kwargs["position_ids"] = seen + (mask.cumsum(dim=1) - 1).clamp(min=0)
-        keep_name = next(
-            (n for n in ("logits_to_keep", "num_logits_to_keep") if _accepts(model, n)), None
-        )
+        keep_name = logits_to_keep_name(model)
         if keep is not None and keep_name is not None:
             kwargs[keep_name] = keep
         out = model(**kwargs)
