@@ -243,3 +243,62 @@ def test_every_section_runs_in_worker_processes_at_the_real_quick_scale(
     assert code == 0, err
     record = json.loads((out / "reproduce.json").read_text())
     assert all(record[k] for k in ("checkpoints", "real_behaviour", "real_link", "real_remedies"))
+
+
+def _with_own_code(source: Path, folder: Path) -> Path:
+    """``source`` (a Qwen2 folder with weights and a tokenizer) whose config names its own
+    classes (``auto_map``): a Qwen2 under another name, as a hub model with custom code."""
+    import shutil
+
+    shutil.copytree(source, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {
+        "AutoConfig": "own_config.OwnConfig",
+        "AutoModelForCausalLM": "own_model.OwnModel",
+    }
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "own_config.py").write_text(
+        "from transformers import Qwen2Config\n\n\nclass OwnConfig(Qwen2Config):\n    pass\n"
+    )
+    (folder / "own_model.py").write_text(
+        "from transformers import Qwen2ForCausalLM\n\nfrom .own_config import OwnConfig\n\n\n"
+        "class OwnModel(Qwen2ForCausalLM):\n    config_class = OwnConfig\n"
+    )
+    return folder
+
+
+def test_a_model_with_its_own_code_runs_with_trust_remote_code_only(
+    bpe_model_dir: Path, tmp_path: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's model whose config names its own code: refused in one line before any
+    compute without --trust-remote-code (diagnose, retrieve); with it, its own classes
+    load and score exactly what the same weights score without custom code."""
+    import transformers.dynamic_module_utils as dynamic
+
+    monkeypatch.setattr(dynamic, "HF_MODULES_CACHE", str(tmp_path / "modules"))
+    monkeypatch.syspath_prepend(str(tmp_path / "modules"))
+    own = _with_own_code(bpe_model_dir, tmp_path / "own")
+    code, _, err = run_cli("diagnose", str(own), "--scale", "quick", "--out", tmp_path / "d")
+    assert code == 2 and "--trust-remote-code" in err and "Traceback" not in err
+    assert not (tmp_path / "d").exists()
+    args = ["--task", "kv", "--pairs", "4", "--key-chars", "2", "--examples", "2"]
+    args += ["--positions", "2", "--passes", "teacher"]
+    code, _, err = run_cli("retrieve", "--model", str(own), *args, "--out", tmp_path / "r0")
+    assert code == 2 and "--trust-remote-code" in err
+    code, _, err = run_cli(
+        "retrieve", "--model", str(own), *args, "--trust-remote-code", "--out", tmp_path / "r1"
+    )
+    assert code == 0, err
+    code, _, err = run_cli(
+        "retrieve", "--model", str(bpe_model_dir), *args, "--out", tmp_path / "r2"
+    )
+    assert code == 0, err
+    ours, plain = (json.loads((tmp_path / r / "retrieve.json").read_text()) for r in ("r1", "r2"))
+    assert ours["positions"] == plain["positions"]
+    spec = ModelSpec(str(own), trust_remote_code=True)
+    assert type(spec.load(init="pretrained").model).__name__ == "OwnModel"
+    # diagnose's check before any compute takes it with the option (layout: hooks found)
+    from lostmid.models.load import check_trained_model
+
+    facts = check_trained_model(str(own), 64, layout=True, trust_remote_code=True)
+    assert facts["layers"] == 2
