@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -143,3 +145,55 @@ def test_one_seed_pools_to_its_own_claims() -> None:
 
     one = SeedEvidence.of(0, seed_run(u_profile(30.0, 0.1, 100.0)))
     assert pooled_training_claims([one]) == list(one.claims)
+
+
+def test_a_later_profile_that_is_only_noisier_reads_no_deeper_by_the_bins() -> None:
+    """The null the valley readout must pass: the last checkpoint's profile is the first
+    one again, measured with 4x its relative error. The single smallest position reads
+    it deeper on nearly every draw (the extreme of a noisy estimate is biased); the
+    binned readout the claim uses reads about no change, and never 'reproduced'."""
+    from lostmid.compare.pretraining import readouts
+    from lostmid.train.claims import SeedEvidence
+
+    rng = np.random.default_rng(0)
+    t = 128
+    x = np.arange(1, t + 1) / t
+    base = 1.0 / x + 50.0 * x**8 + 1.0  # a U: a primacy tail, a recency anchor, a floor
+    single, binned, seeds = [], [], []
+    for seed in range(20):
+        start = base * np.exp(rng.normal(0.0, 0.05, t))
+        later = base * np.exp(rng.normal(0.0, 0.2, t))  # only noisier
+        single.append(
+            readouts(later, "single")["log10_ptv"] - readouts(start, "single")["log10_ptv"]
+        )
+        run = [
+            dataclasses.replace(checkpoint(0, start, 5.5), measurement=_at(t, start, 5.5)),
+            dataclasses.replace(checkpoint(100, later, 2.0), measurement=_at(t, later, 2.0)),
+        ]
+        evidence = SeedEvidence.of(seed, run)
+        binned.append(evidence.log10_growth)
+        seeds.append(evidence)
+        assert evidence.claims[0].verdict != "reproduced"
+    assert np.mean(np.array(single) > 0) > 0.9 and np.mean(single) > 0.1
+    assert abs(np.mean(binned)) < 0.05
+    pooled = training_claims_pooled(seeds[:3])
+    assert pooled.verdict in ("inconclusive", "not reproduced")
+
+
+def _at(t: int, influence: np.ndarray, loss: float) -> CheckpointMeasurement:
+    """A measurement of ``t`` positions (the module's helper builds T = 16)."""
+    rho = rho_cell_masses(t, ALPHAS.size, float(ALPHAS.mean()))
+    return CheckpointMeasurement(
+        train_loss=loss,
+        heldout_loss_per_position=np.full(t, loss),
+        influence=influence,
+        influence_stderr=np.zeros(t),
+        residual_strength=ALPHAS,
+        learning_signal=rho,
+    )
+
+
+def training_claims_pooled(seeds):
+    from lostmid.train.claims import pooled_training_claims
+
+    return pooled_training_claims(seeds)[0]

@@ -5,8 +5,9 @@ pools the seeds for the report and the claims
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from lostmid.reproduce.plan import PlannedStage, StandardSection, preset_threads
 from lostmid.train.claims import SeedEvidence, pooled_training_claims
 from lostmid.train.config import preset, resolve_cli_config
 from lostmid.train.dynamics import Checkpoint
-from lostmid.train.run import RESUME, TrainResult, run_training
+from lostmid.train.run import RESUME, TrainResult, run_training, saved_checkpoints
 
 if TYPE_CHECKING:
     pass
@@ -198,6 +199,16 @@ def summarise_training(trained: TrainResult, seed: int, folder: Path) -> Trainin
     )
 
 
+def rejudged(summary: TrainingSummary, folder: Path) -> TrainingSummary:
+    """``summary`` with its evidence judged again, by today's rules, on the checkpoints its
+    run saved (``folder/dynamics.json``): a stage kept from an earlier run is read by the
+    same rules as a new one. Without the file (a summary read from elsewhere) it is kept."""
+    checkpoints = saved_checkpoints(folder, until=sys.maxsize)
+    if not checkpoints:
+        return summary
+    return replace(summary, evidence=SeedEvidence.of(summary.seed, checkpoints))
+
+
 class TrainingPlugin(StandardSection):
     """The training section (:class:`lostmid.reproduce.plan.Section`): a small model
     trained per seed with ``lostmid train``, its dynamics and the training claims."""
@@ -226,9 +237,12 @@ class TrainingPlugin(StandardSection):
     def collect(
         self, config: ReproduceConfig, results: Mapping[str, Any], out: Path
     ) -> Training | None:
-        names = [f"train-seed{s}" for s in config.train_seeds()]
-        trained = [results[n] for n in names if n in results]
-        return Training(tuple(trained)) if trained else None
+        found = [
+            rejudged(results[f"train-seed{s}"], out / "train" / f"seed-{s}")
+            for s in config.train_seeds()
+            if f"train-seed{s}" in results
+        ]
+        return Training(tuple(found)) if found else None
 
     def figures(self, value: Training, folder: Path) -> dict[str, Path]:
         return {f"train-{name}": path for name, path in value.figures.items()}
