@@ -254,6 +254,17 @@ def test_training_section_and_its_claims(run_cli, tmp_path) -> None:
         dynamics = json.loads((tmp_path / "train" / f"seed-{seed}" / "dynamics.json").read_text())
         assert dynamics["complete"] is True and dynamics["config"]["seed"] == seed
     assert "Training dynamics" in (tmp_path / "report.html").read_text()
+    # the claims are judged from the saved dynamics, not from what a stage concluded: a
+    # stage's evidence written by other rules (here: made up) is judged again on resume
+    stage = tmp_path / "stages" / "train-seed0.json"
+    saved = json.loads(stage.read_text())
+    saved["result"]["evidence"]["log10_growth"] = 99.0
+    stage.write_text(json.dumps(saved))
+    code, _, err = run_cli("reproduce", *args, "--out", tmp_path)
+    assert code == 0, err
+    again = json.loads((tmp_path / "reproduce.json").read_text())
+    assert again["metadata"]["stages"]["computed"] == []
+    assert again["claims"][-2:] == claims
 
 
 @pytest.mark.parametrize(
