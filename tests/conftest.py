@@ -38,6 +38,25 @@ def one_job_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def model_code_apart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where transformers copies a model folder's own code when a test lets it run
+    (``--trust-remote-code``): one folder of the session's, not the user's cache, and the
+    same one for every test of a process (the package it imports the code as,
+    ``transformers_modules``, is imported once and keeps its first folder)."""
+    import os
+
+    import transformers.dynamic_module_utils as dynamic
+
+    folder = tmp_path_factory.mktemp("hf-modules")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_MODULES_CACHE", str(folder))
+        patch.setattr(dynamic, "HF_MODULES_CACHE", str(folder))
+        patch.syspath_prepend(str(folder))
+        assert os.environ["HF_MODULES_CACHE"] == str(folder)
+        yield folder
+
+
+@pytest.fixture(scope="session", autouse=True)
 def stage_costs_apart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Stage costs that tests' runs remember go to a file of the session's, not to the
     user's cache (lostmid.runs.eta)."""

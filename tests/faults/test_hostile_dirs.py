@@ -39,13 +39,8 @@ def test_custom_code_runs_only_with_trust_remote_code(
     marker: Path,
     run_cli: RunCli,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import transformers.dynamic_module_utils as dynamic
-
-    cache = tmp_path / "modules"  # where transformers copies trusted code; not $HOME
-    monkeypatch.setattr(dynamic, "HF_MODULES_CACHE", str(cache))
-    monkeypatch.syspath_prepend(str(cache))
+    # trusted code is copied to the session's folder, not $HOME (conftest.model_code_apart)
     args = ["measure", "--model", hostile["custom_code"], "--length", "8", "--samples", "1"]
     code, out, err = run_cli(*args, "--probes", "1", "--out", tmp_path / "refused")
     assert_one_line(code, out, err, "custom code", "--trust-remote-code")

@@ -268,15 +268,11 @@ def _with_own_code(source: Path, folder: Path) -> Path:
 
 
 def test_a_model_with_its_own_code_runs_with_trust_remote_code_only(
-    bpe_model_dir: Path, tmp_path: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+    bpe_model_dir: Path, tmp_path: Path, run_cli
 ) -> None:
     """A user's model whose config names its own code: refused in one line before any
     compute without --trust-remote-code (diagnose, retrieve); with it, its own classes
     load and score exactly what the same weights score without custom code."""
-    import transformers.dynamic_module_utils as dynamic
-
-    monkeypatch.setattr(dynamic, "HF_MODULES_CACHE", str(tmp_path / "modules"))
-    monkeypatch.syspath_prepend(str(tmp_path / "modules"))
     own = _with_own_code(bpe_model_dir, tmp_path / "own")
     code, _, err = run_cli("diagnose", str(own), "--scale", "quick", "--out", tmp_path / "d")
     assert code == 2 and "--trust-remote-code" in err and "Traceback" not in err

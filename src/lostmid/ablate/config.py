@@ -9,7 +9,7 @@ from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP
 from lostmid.influence.profile import OUTPUTS
-from lostmid.models.spec import DTYPE_NAMES, ModelSpec
+from lostmid.models.spec import DTYPE_NAMES, LoadsModel
 
 RUNGS = ("uniform", "mlp", "logits", "real", "frozen-norm", "scaled-embeddings")
 """The ablation ladder of ``lostmid ablate``, from the theory's world to the real model
@@ -60,7 +60,7 @@ def parse_rungs(text: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class AblationConfig:
+class AblationConfig(LoadsModel):
     """What ``lostmid ablate`` measures; every field is described in :data:`ABLATE_HELP`.
 
     ``rungs`` may be given as a comma-separated string; they are kept in ladder order
@@ -121,11 +121,6 @@ class AblationConfig:
             from lostmid.models.placement import parse_device_map
 
             parse_device_map(self.device_map)
-
-    @property
-    def model_spec(self) -> ModelSpec:
-        """The model and how it loads (:class:`~lostmid.models.spec.ModelSpec`)."""
-        return ModelSpec.from_fields(self)
 
     def seed_list(self) -> list[int]:
         """The seeds of every rung (:func:`lostmid.checks.seed_set`)."""

@@ -20,7 +20,7 @@ from lostmid.attention_choice import EAGER_MAX_LENGTH, attention_for
 from lostmid.checks import check_choice, check_position, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.profile import OUTPUTS, STRATEGIES
-from lostmid.models.spec import DTYPE_NAMES, ModelSpec
+from lostmid.models.spec import DTYPE_NAMES, LoadsModel
 from lostmid.runs.budget import SIZE_CHECK_HELP
 
 ATTENTION_CHOICES = ("auto", "eager", "sdpa")
@@ -96,7 +96,7 @@ PANELS = {
 
 
 @dataclass(frozen=True)
-class MeasureConfig:
+class MeasureConfig(LoadsModel):
     """What to measure; every field is described in :data:`HELP` (the CLI's help).
 
     Checked on construction with the messages of :mod:`lostmid.checks`.
@@ -154,11 +154,6 @@ class MeasureConfig:
             raise UserError("--compile on and --checkpointing cannot be combined; choose one")
         if self.compile == "on" and self.device_map is not None:
             raise UserError("--compile on is not supported with --device-map; drop one of them")
-
-    @property
-    def model_spec(self) -> ModelSpec:
-        """The model and how it loads (:class:`~lostmid.models.spec.ModelSpec`)."""
-        return ModelSpec.from_fields(self)
 
     @property
     def target_position(self) -> int:

@@ -160,3 +160,15 @@ class ModelSpec:
             trust_remote_code=self.trust_remote_code,
             size_check=size_check,
         )
+
+
+class LoadsModel:
+    """A command's config that loads a model: its :attr:`model_spec` is made from its
+    fields of the names of :class:`ModelSpec`'s (``model``, ``dtype``, ``device``, ...)."""
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model, how it loads and how it is prompted (:meth:`ModelSpec.from_fields`)."""
+        if getattr(self, "model", None) is None:
+            raise ValueError(f"{type(self).__name__} names no model")
+        return ModelSpec.from_fields(self)

@@ -20,7 +20,7 @@ from lostmid.behaviour.tasks.registry import inference_tasks
 from lostmid.behaviour.training.names import RETRIEVAL_PRESET_NAMES
 from lostmid.checks import check_choice, check_positive, check_seed, seed_set
 from lostmid.errors import UserError
-from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES, DTYPE_NAMES, ModelSpec
+from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES, DTYPE_NAMES, LoadsModel
 
 TRAINING_DEFAULT = (
     "baseline",
@@ -146,7 +146,7 @@ PANELS = {
 
 
 @dataclass(frozen=True)
-class RemediesConfig:
+class RemediesConfig(LoadsModel):
     """What to compare; every field is described in :data:`HELP` (the CLI's help)."""
 
     remedies: tuple[str, ...] = TRAINING_DEFAULT
@@ -171,13 +171,6 @@ class RemediesConfig:
     device: str = "cpu"
     dtype: str = "float32"
     trust_remote_code: bool = False
-
-    @property
-    def model_spec(self) -> ModelSpec:
-        """The model, how it loads and how it is prompted
-        (:class:`~lostmid.models.spec.ModelSpec`)."""
-        assert self.model is not None
-        return ModelSpec.from_fields(self)
 
     def __post_init__(self) -> None:
         check_seed(self.seed)

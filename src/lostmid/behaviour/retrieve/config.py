@@ -34,7 +34,7 @@ from lostmid.behaviour.tasks.registry import (
 from lostmid.checks import check_choice, check_positive, check_seed
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
-from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES, DTYPE_NAMES, ModelSpec
+from lostmid.models.spec import ANSWER_PREFIXES, CHAT_TEMPLATES, DTYPE_NAMES, LoadsModel
 
 PASSES = ("generate", "teacher", "both")
 NIAH_LENGTH = 1024
@@ -143,7 +143,7 @@ PANELS = {
 
 
 @dataclass(frozen=True)
-class RetrieveConfig:
+class RetrieveConfig(LoadsModel):
     """What ``lostmid retrieve`` runs; validated on construction (one-line errors). Each
     field's meaning is its :data:`HELP` entry.
 
@@ -201,13 +201,6 @@ class RetrieveConfig:
     pilot_examples: int = 12
     knob_values: tuple[int, ...] | None = None
     trust_remote_code: bool = False
-
-    @property
-    def model_spec(self) -> ModelSpec:
-        """The model, how it loads and how it is prompted
-        (:class:`~lostmid.models.spec.ModelSpec`)."""
-        assert self.model is not None
-        return ModelSpec.from_fields(self)
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
