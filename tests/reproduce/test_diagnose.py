@@ -298,3 +298,16 @@ def test_a_model_with_its_own_code_runs_with_trust_remote_code_only(
 
     facts = check_trained_model(str(own), 64, layout=True, trust_remote_code=True)
     assert facts["layers"] == 2
+
+
+def test_a_tokenizer_that_is_not_there_is_refused_before_any_stage(
+    run_cli, chat_model_dir: Path, tmp_path: Path
+) -> None:
+    """--tokenizer names a folder that does not exist: one line before any compute and
+    nothing written (it used to start every stage and fail in each)."""
+    out = tmp_path / "d"
+    code, _, err = run_cli(
+        "diagnose", str(chat_model_dir), "--tokenizer", str(tmp_path / "none"), "--out", out
+    )
+    assert code == 2 and "no such directory" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

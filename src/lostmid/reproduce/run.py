@@ -205,6 +205,10 @@ def check_run(config: ReproduceConfig, out: Path) -> str:
     device."""
     device = run_device(config)
     check_models(config, device)  # fail in seconds, not after a stage
+    if config.tokenizer is not None:  # the trained models' tokenizer, read once now
+        from lostmid.behaviour.decoding.tokenizers import load_tokenizer
+
+        load_tokenizer(config.tokenizer, config.trust_remote_code)
     for section in registry.SECTIONS:
         section.check(config)  # a folder a section would read, read now
     for stage in plan_stages(config, device, out):

@@ -248,6 +248,11 @@ def load_tokenizer(spec: str, trust_remote_code: bool = False) -> Tokenizer:
         )
     if path.exists():
         raise UserError(f"--tokenizer {spec}: a file; give a directory or a cached hub id")
+    if spec.startswith(("/", ".", "~")) or os.sep in spec.strip("/").replace("/", "", 1):
+        raise UserError(
+            f"--tokenizer {spec}: no such directory; give a folder with tokenizer files, a "
+            "cached hub id (owner/name) or bytes"
+        )
     return _auto_tokenizer(spec, f"--tokenizer {spec}", trust_remote_code)
 
 
