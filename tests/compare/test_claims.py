@@ -22,6 +22,7 @@ from lostmid.compare.claims import (
 )
 from lostmid.compare.scoring import MeanSpread
 from lostmid.errors import UserError
+from lostmid.stats import seed_interval as stats_seed_interval
 from lostmid.stats.verdicts import (
     BELOW_RESOLUTION,
     INCONCLUSIVE,
@@ -163,8 +164,28 @@ def test_mean_spread_interval_is_scipys_t_interval() -> None:
     ms = MeanSpread.of(values)
     ref = stats.ttest_1samp(values, 0.0).confidence_interval(0.95)
     assert ms.interval() == pytest.approx((ref.low, ref.high))
-    assert MeanSpread.of([0.5]).interval() == (0.5, 0.5)
+    # one value says nothing of the spread: unbounded, as stats.seed_interval says
+    assert MeanSpread.of([0.5]).interval() == (-np.inf, np.inf)
+    assert MeanSpread.of([0.5]).interval() == (
+        stats_seed_interval([0.5]).ci_low,
+        stats_seed_interval([0.5]).ci_high,
+    )
     assert all(np.isnan(MeanSpread.of([]).interval()))
+    # a verdict on it: undecided, where the point interval decided from one value
+    assert verdict_at_most(MeanSpread.of([0.01]).interval(), 0.02, 0.005).verdict == (
+        "inconclusive"
+    )
+    assert verdict_at_most((0.01, 0.012), 0.02, 0.005, floor=(0.0, np.inf)).verdict == (
+        "reproduced"
+    )  # an unbounded floor (one pair) never makes a verdict "below resolution"
+    # one pair's W1 floor, unbounded and clipped at 0, cannot say the design is below
+    # resolution (as the point floor (0.045, 0.045) of that pair did)
+    one_pair = MeanSpread.of([0.045], (0.0, np.inf)).interval()
+    assert one_pair == (0.0, np.inf)
+    assert verdict_at_most((0.04, 0.05), 0.02, 0.005, floor=one_pair).verdict == "not reproduced"
+    assert verdict_at_most((0.04, 0.05), 0.02, 0.005, floor=(0.045, 0.045)).verdict == (
+        "below resolution"
+    )
 
 
 def test_floor_relation_and_format() -> None:
@@ -199,7 +220,7 @@ def test_bad_rule_parameters() -> None:
         verdict_at_least((0.95, 0.9), 0.99, 0.005)
     with pytest.raises(UserError, match="partial >= tolerance"):
         verdict_at_most((0.9, 0.9), 0.99, 0.01, partial=0.005)
-    with pytest.raises(UserError, match="noise floor must be a finite interval"):
+    with pytest.raises(UserError, match="noise floor must be an interval"):
         verdict_at_least((0.9, 0.9), 0.99, 0.01, floor=(float("nan"), 0.9))
     with pytest.raises(UserError, match="paper's value must be a positive number"):
         verdict_order_of_magnitude((1.0, 1.0), 0.0)

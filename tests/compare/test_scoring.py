@@ -164,8 +164,8 @@ def test_a_w1_interval_is_clipped_at_zero_and_an_inner_one_is_left_alone() -> No
     difference = MeanSpread.of([-0.01, 0.02])  # a difference of W1 has no bound
     assert difference.interval()[0] < -0.1 and not difference.clipped
     assert not MeanSpread.of([], METRIC_RANGES["spearman"]).clipped  # nothing defined
-    one = MeanSpread.of([0.999], METRIC_RANGES["spearman"])
-    assert one.interval() == (0.999, 0.999) and not one.clipped
+    one = MeanSpread.of([0.999], METRIC_RANGES["spearman"])  # unbounded, clipped to the range
+    assert one.interval() == METRIC_RANGES["spearman"] and not one.clipped
 
 
 def test_every_agreement_metric_has_a_range_the_floor_respects() -> None:

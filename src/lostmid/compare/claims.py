@@ -235,7 +235,7 @@ def _bounded(
         + f"partly if wholly in {near}; not reproduced if wholly {beyond}; inconclusive if it "
         f"spans these zones; ours {_interval_text((low, high))}"
     )
-    if not (np.isfinite(low) and np.isfinite(high)):
+    if np.isnan(low) or np.isnan(high):  # undefined; an unbounded end (one seed) is not
         return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
     edges = (threshold, margin)
     weak, strong = (low, high) if higher_is_better else (high, low)  # the weaker end decides
@@ -260,8 +260,8 @@ def _floor_clause(floor: Span | None, fails: str, reach: str, tolerance: float) 
     """The below-resolution clause of a rule with its numbers ('' without a noise floor)."""
     if floor is None:
         return ""
-    if not (np.isfinite(floor[0]) and np.isfinite(floor[1]) and floor[0] <= floor[1]):
-        raise UserError(f"the noise floor must be a finite interval, got {floor}")
+    if np.isnan(floor[0]) or np.isnan(floor[1]) or floor[0] > floor[1]:
+        raise UserError(f"the noise floor must be an interval, got {floor}")
     edge = floor[1] + tolerance if tolerance > 0 else floor[0] + tolerance
     return (
         f"below resolution if the noise floor {_interval_text(floor)} lies wholly {fails} "
@@ -284,7 +284,7 @@ def verdict_no_worse(difference: Span, what: str = "ours - theirs") -> Verdict:
         f"95% interval of {what}, paired by seed: reproduced if it lies wholly <= 0, not "
         f"reproduced if wholly > 0, else inconclusive; it is {_interval_text(difference)}"
     )
-    if not (np.isfinite(low) and np.isfinite(high)):
+    if np.isnan(low) or np.isnan(high):  # undefined; an unbounded end (one seed) is not
         return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
     if high <= _SLACK:
         return Verdict(REPRODUCED, rule)
@@ -327,7 +327,7 @@ def verdict_order_of_magnitude(
         f"partly if in ({tolerance_decades:g}, {partial_decades:g}] throughout, not "
         f"reproduced if > {partial_decades:g} throughout, else inconclusive"
     )
-    if not (np.isfinite(low) and np.isfinite(high)):
+    if np.isnan(low) or np.isnan(high):  # undefined; an unbounded end (one seed) is not
         return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
     d_low = 0.0 if low <= target <= high else min(abs(low - target), abs(high - target))
     d_high = max(abs(low - target), abs(high - target))

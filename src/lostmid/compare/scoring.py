@@ -69,16 +69,19 @@ class MeanSpread:
 
     def t_interval(self) -> tuple[float, float]:
         """mean -+ t_{0.975, n-1} * spread / sqrt(n), unclipped (seeds or folds are the
-        unit); one value is its own interval (nothing is known of the spread), none is
-        (nan, nan).
+        unit): :func:`lostmid.stats.seed_interval`'s, its decision for one value included
+        (nothing is known of the spread: unbounded, so a verdict on one value is
+        inconclusive); none is (nan, nan).
 
         >>> [round(x, 4) for x in MeanSpread(2.0, 1.0, 3).t_interval()]
         [-0.4841, 4.4841]
+        >>> MeanSpread(2.0, 0.0, 1).t_interval()
+        (-inf, inf)
         """
         if self.n == 0:
             return float("nan"), float("nan")
         if self.n == 1:
-            return self.mean, self.mean
+            return UNBOUNDED
         from scipy.stats import t as student_t
 
         half = float(student_t.ppf(0.975, self.n - 1) * self.spread / np.sqrt(self.n))
