@@ -203,6 +203,15 @@ class RetrieveConfig(LoadsModel):
     trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
+        self._check_choices()
+        self._check_counts()
+        self._check_positions()
+        self._check_calibration()
+        if self.data is None:  # a file's task: positions are checked against its records
+            self._check_task()
+
+    def _check_choices(self) -> None:
+        """The seed and every option that names one of a list (task, rule, format, ...)."""
         check_seed(self.seed)
         check_choice("--task", self.task, task_names())
         if self.scoring in PASSES:
@@ -231,6 +240,9 @@ class RetrieveConfig(LoadsModel):
         indexed = index_task(self.task)
         if self.lead_in and self.data is None and indexed is not None and not indexed.text:
             raise UserError(f"--lead-in is for text prompts; {self.task}'s are token ids")
+
+    def _check_counts(self) -> None:
+        """Counts that must be positive, the needles a context must hold, the margin."""
         for name in (
             "pairs",
             "key_chars",
@@ -251,6 +263,10 @@ class RetrieveConfig(LoadsModel):
             check_needles_fit(count, min(self.lengths or (self.length or NIAH_LENGTH,)))
         if not self.margin >= 0:
             raise UserError(f"--margin must be >= 0, got {self.margin}")
+
+    def _check_positions(self) -> None:
+        """Where the answers go (gold indices, depths, positions, lengths) and the
+        options that exclude each other."""
         for name, given in (("--gold-index", self.gold_index), ("--depth", self.depth)):
             repeated = sorted(v for v, n in Counter(given or ()).items() if n > 1)
             if repeated:
@@ -279,9 +295,9 @@ class RetrieveConfig(LoadsModel):
             parse_device_map(self.device_map)
         if self.distractors is not None and self.distractors < 0:
             raise UserError(f"--distractors must be >= 0, got {self.distractors}")
-        self._check_calibration()
-        if self.data is not None:
-            return  # the file's task: positions are checked against its records
+
+    def _check_task(self) -> None:
+        """What the task's own plug-in accepts (a depth task, an index task)."""
         plugin = depth_task(self.task)
         if plugin is not None:
             plugin.check(self)
