@@ -88,7 +88,8 @@ def _run(*, quick: bool, full: bool, out: Any, overwrite: bool, **values: Any) -
         raise UserError("choose at most one of --quick and --full")
     fields, backend = split_backend(values)
     fields = parsed(fields, FLAGS)
-    config = ReproduceConfig.at_scale("quick" if quick else "full" if full else "default", **fields)
+    scale = "quick" if quick else "full" if full else ReproduceConfig.scale.name
+    config = ReproduceConfig.at_scale(scale, **fields)
     run_reproduce(config, out=out, overwrite=overwrite, console=console, backend=backend)
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lostmid.behaviour.tasks.registry import trainable_task
 from lostmid.behaviour.training.config import HELP as RETRIEVAL_HELP
-from lostmid.behaviour.training.config import RetrievalTrainConfig
+from lostmid.behaviour.training.config import TASK_OVERRIDES, RetrievalTrainConfig
 from lostmid.behaviour.training.task import RetrievalTask
 from lostmid.capabilities import capability
 from lostmid.cli.options import (
@@ -25,9 +24,8 @@ from lostmid.errors import UserError
 from lostmid.train.config import HELP, TrainConfig
 
 TRAIN_FLAGS = {name: Flag(override="the preset's") for name in ("steps", "seed", "corpus")}
-RETRIEVAL_FIELDS = ("task", "pairs", "key_chars", "style", "vocab", "queries", "gold", "mix")
 RUN_FIELDS = ("eval_every", "signal_examples")  # RetrievalTrainConfig's own overrides
-RETRIEVAL_FLAGS = {name: Flag(override="the preset's") for name in (*RETRIEVAL_FIELDS, *RUN_FIELDS)}
+RETRIEVAL_FLAGS = {name: Flag(override="the preset's") for name in (*TASK_OVERRIDES, *RUN_FIELDS)}
 
 
 def _run(
@@ -77,10 +75,8 @@ def _run(
         raise UserError(
             "--corpus and --config are for language-model training; drop them with --task"
         )
-    if preset == TrainConfig.preset:  # the LM default: take the task's own preset instead
-        preset = trainable_task(task).preset
     resolved_retrieval = resolve_retrieval_config(
-        preset,
+        None if preset == TrainConfig.preset else preset,  # the LM default: the task's own
         steps=steps,
         seed=seed,
         eval_every=eval_every,
@@ -106,7 +102,7 @@ COMMAND = command(
         *options(TrainConfig, HELP, flags=TRAIN_FLAGS, only=("preset", "steps", "corpus")),
         extra("config", Path | None, None, help=HELP["config"]),
         extra("resume", bool, False, help=RETRIEVAL_HELP["resume"]),
-        *options(RetrievalTask, RETRIEVAL_HELP, flags=RETRIEVAL_FLAGS, only=RETRIEVAL_FIELDS),
+        *options(RetrievalTask, RETRIEVAL_HELP, flags=RETRIEVAL_FLAGS, only=TASK_OVERRIDES),
         *options(RetrievalTrainConfig, RETRIEVAL_HELP, flags=RETRIEVAL_FLAGS, only=RUN_FIELDS),
         *options(RetrievalTrainConfig, RETRIEVAL_HELP, only=("no_rope",)),
         extra("layers", int | None, None, help=RETRIEVAL_HELP["layers"]),

@@ -177,30 +177,22 @@ def _build_train(params: Params) -> Any:
 
 # -- train-retrieval -------------------------------------------------------------------
 # Axis flags: --models are retrieval presets (retrieval-depth-2/4/8, ...), --seeds the
-# seed. The other parameters are lostmid train --task's options (None: the preset's).
+# seed. The other parameters are lostmid train --task's options (None: the preset's; no
+# preset: the task's own, as lostmid train --task picks it).
 
 
 @functools.cache
 def _train_retrieval_defaults() -> dict[str, Any]:
-    overrides = ("task", "pairs", "key_chars", "style", "vocab", "queries", "gold", "steps")
-    return {
-        "preset": "retrieval-depth-8",
-        "seed": 0,
-        **{name: None for name in overrides},
-        "mix": None,
-        "eval_every": None,
-        "no_rope": False,
-        "signal_examples": None,
-        "layers": None,
-        "save_checkpoints": False,
-    }
+    from lostmid.behaviour.training.config import RUN_OVERRIDES, TASK_OVERRIDES
+
+    return {"preset": None, **{name: None for name in (*TASK_OVERRIDES, *RUN_OVERRIDES)}}
 
 
 def _build_train_retrieval(params: Params) -> Any:
     from lostmid.behaviour.training.config import resolve_retrieval_config
 
     p = {**_train_retrieval_defaults(), **params}
-    return resolve_retrieval_config(str(p.pop("preset")), **p)  # validated on construction
+    return resolve_retrieval_config(p.pop("preset"), **p)  # validated on construction
 
 
 def _run_train_retrieval(config: Any, folder: Path) -> dict[str, Any]:
@@ -224,13 +216,18 @@ def _summarise_train_retrieval(units: Sequence[tuple[Params, Path]], out: Path) 
 def _retrieve_defaults() -> dict[str, Any]:
     from lostmid.behaviour.retrieve.config import RetrieveConfig
 
-    return {"model": "tiny-qwen2", **_fields(RetrieveConfig)}
+    return {"model": None, **_fields(RetrieveConfig)}  # no default model, as the command
 
 
 def _build_retrieve(params: Params) -> Any:
     from lostmid.behaviour.retrieve.config import RetrieveConfig
 
-    return RetrieveConfig(**{"model": "tiny-qwen2", **params})  # validates on construction
+    if params.get("model") is None:
+        raise UserError(
+            "a retrieve unit needs a model, as lostmid retrieve needs --model: "
+            "give sweep --models (or --param model=...)"
+        )
+    return RetrieveConfig(**params)  # validates on construction
 
 
 # -- remedies --------------------------------------------------------------------------
@@ -264,11 +261,13 @@ def _build_remedies(params: Params) -> Any:
 
 @functools.cache
 def _reproduce_defaults() -> dict[str, Any]:
-    from lostmid.reproduce.config import Scale
+    from lostmid.reproduce.config import ReproduceConfig, Scale
 
+    fields = _fields(ReproduceConfig)  # the command's defaults: its scale and models
     scale = {f.name: None for f in dataclasses.fields(Scale) if f.name != "name"}
-    run = {"scale": "quick", "models": "tiny-gpt2", "seed": 0, "device": "auto"}
-    return {**run, "remedies": None, **scale}
+    run = {"scale": fields["scale"].name, "models": ",".join(fields["models"])}
+    run |= {name: fields[name] for name in ("seed", "device", "remedies")}
+    return {**run, **scale}
 
 
 def _build_reproduce(params: Params) -> Any:

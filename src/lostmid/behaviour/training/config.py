@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from lostmid.behaviour.tasks.registry import trainable_task
 from lostmid.behaviour.training.task import RetrievalTask, sequence_length
 from lostmid.checks import check_choice, check_positive
 from lostmid.errors import UserError
@@ -224,8 +225,23 @@ def retrieval_preset(name: str) -> RetrievalTrainConfig:
     return RETRIEVAL_PRESETS[name]
 
 
+TASK_OVERRIDES = ("task", "pairs", "key_chars", "style", "vocab", "queries", "gold", "mix")
+"""The retrieval task's fields that :func:`resolve_retrieval_config` (``lostmid train
+--task``, a sweep's ``train-retrieval`` unit) can change from the preset's."""
+RUN_OVERRIDES = (
+    "steps",
+    "seed",
+    "eval_every",
+    "save_checkpoints",
+    "no_rope",
+    "signal_examples",
+    "layers",
+)
+"""The run's settings it can change (training length, seed, evaluation, model depth)."""
+
+
 def resolve_retrieval_config(
-    preset_name: str = "retrieval-tiny",
+    preset_name: str | None = None,
     *,
     task: str | None = None,
     pairs: int | None = None,
@@ -244,12 +260,18 @@ def resolve_retrieval_config(
     layers: int | None = None,
 ) -> RetrievalTrainConfig:
     """A preset with command-line overrides (None keeps the preset's value); the
-    entry point for ``lostmid train --task kv|mqar``.
+    entry point for ``lostmid train --task kv|mqar`` and a sweep's ``train-retrieval``
+    unit. No preset: the task's own (:attr:`~lostmid.behaviour.tasks.plugin.IndexTask.preset`;
+    no task either: ``kv``'s).
 
     >>> c = resolve_retrieval_config("retrieval-tiny", pairs=8, steps=100, seed=2)
     >>> c.task.pairs, c.train.steps, c.train.seed, c.task.key_chars
     (8, 100, 2, 1)
+    >>> resolve_retrieval_config(task="mqar").preset, resolve_retrieval_config().preset
+    ('mqar-tiny', 'retrieval-tiny')
     """
+    if preset_name is None:
+        preset_name = trainable_task(task or "kv").preset
     base = retrieval_preset(preset_name)
     task_changes: dict[str, Any] = {
         k: v
