@@ -158,7 +158,8 @@ def test_resumes_each_rung_and_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_gap_rung_is_the_first_ladder_rung_off_the_floor() -> None:
     """opens_gap needs the floor; cross rungs are never the gap rung."""
     from lostmid.ablate import RUNG_SPECS, AblationResult, CandidateScore, RungResult
-    from lostmid.compare.scoring import MeanSpread, NoiseFloor
+    from lostmid.compare.scoring import NoiseFloor
+    from lostmid.stats.intervals import MeanSpread
 
     def rung(name: str, w1: float, floor: float | None) -> RungResult:
         score = CandidateScore(

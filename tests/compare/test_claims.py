@@ -20,9 +20,9 @@ from lostmid.compare.claims import (
     verdict_no_worse,
     verdict_order_of_magnitude,
 )
-from lostmid.compare.scoring import MeanSpread
 from lostmid.errors import UserError
 from lostmid.stats import seed_interval as stats_seed_interval
+from lostmid.stats.intervals import MeanSpread
 from lostmid.stats.verdicts import (
     BELOW_RESOLUTION,
     INCONCLUSIVE,

@@ -14,12 +14,12 @@ from lostmid.compare.fit import TheoryFamily
 from lostmid.compare.fitting import Family, FamilyFit
 from lostmid.compare.metrics import AGREEMENT_METRICS, METRIC_RANGES, compare_profiles
 from lostmid.compare.scoring import (
-    MeanSpread,
     noise_floor,
     pool_profiles,
     score_out_of_sample,
 )
 from lostmid.errors import UserError
+from lostmid.stats.intervals import MeanSpread
 from lostmid.theory import influence_row
 
 L, H, ALPHA = 128, 2, 0.7

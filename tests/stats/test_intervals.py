@@ -46,3 +46,35 @@ def test_item_bootstrap_says_yes_no_and_undecided() -> None:
     with pytest.raises(UserError, match="the same items and positions"):
         item_bootstrap(a[:4], b, gap)
     assert item_bootstrap(a[:1], b[:1], gap).ci_high == float("inf")
+
+
+@pytest.mark.parametrize(
+    "values", [[0.3], [0.1, 0.4], [1.0, 2.0, 3.0], [0.52, 0.49, 0.55, 0.61, 0.47]]
+)
+def test_a_summary_over_seeds_and_a_seed_interval_are_one_rule(values: list[float]) -> None:
+    """MeanSpread (seeds or folds, summarised) and seed_interval give the same interval,
+    one value included (unbounded); as_interval is that Interval."""
+    from lostmid.stats.intervals import MeanSpread, seed_interval
+
+    summary, direct = MeanSpread.of(values), seed_interval(values)
+    assert summary.t_interval() == (direct.ci_low, direct.ci_high)
+    assert summary.as_interval() == direct
+
+
+def test_an_interval_record_reads_back_to_the_same_interval() -> None:
+    """Infinite ends are written as null and read back as the infinity of their side;
+    the count travels only where there is one."""
+    import math
+
+    from lostmid.stats.intervals import Interval
+
+    for interval in (
+        Interval(0.2, 0.1, 0.3, 4),
+        Interval(0.2, -math.inf, math.inf, 1),
+        Interval(-0.5, -math.inf, 0.1),
+    ):
+        record = interval.record()
+        assert ("n" in record) == (interval.n is not None)
+        assert Interval.from_record(record) == interval
+    assert Interval(0.0, -math.inf, math.inf).sign(0.05) == "?"
+    assert Interval(-0.3, -0.4, -0.2).sign(0.05) == "-"

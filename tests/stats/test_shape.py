@@ -108,9 +108,9 @@ def test_reference_points_and_classify_table() -> None:
     assert reference_points([0, 1]) == (0, 0, 1)  # two positions: middle = first
     s = shape_indices(Curve.from_counts([0, 1], [10, 90], [100, 100]), margin=0.05)
     assert s.primacy.estimate == 0 and s.shape == "recency"
-    from lostmid.stats.shape import Contrast
+    from lostmid.stats.intervals import Interval
 
-    plus, minus, zero = Contrast(1, 0.5, 1.5), Contrast(-1, -1.5, -0.5), Contrast(0, -0.01, 0.01)
+    plus, minus, zero = Interval(1, 0.5, 1.5), Interval(-1, -1.5, -0.5), Interval(0, -0.01, 0.01)
     assert classify(plus, plus, 0.05) == "U" and classify(minus, minus, 0.05) == "inverted U"
     assert classify(zero, zero, 0.05) == "flat" and classify(zero, zero, 0.001) == "undetermined"
 

@@ -15,9 +15,10 @@ from rich.table import Table
 from lostmid.ablate.config import AblationConfig
 from lostmid.ablate.rungs import RUNG_SPECS, RungMeasurement, RungSpec
 from lostmid.compare.candidates import Candidate, compare_measurements
-from lostmid.compare.scoring import MeanSpread, NoiseFloor
+from lostmid.compare.scoring import NoiseFloor
 from lostmid.recordable import fields_record
 from lostmid.report.plots import new_figure
+from lostmid.stats.intervals import MeanSpread
 from lostmid.theory import KERNELS, summarise_profile
 from lostmid.typing import Float
 

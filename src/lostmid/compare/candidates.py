@@ -43,7 +43,6 @@ from lostmid.compare.predicted import (
     predicted_theory,
 )
 from lostmid.compare.scoring import (
-    MeanSpread,
     NoiseFloor,
     OutOfSample,
     noise_floor,
@@ -54,6 +53,7 @@ from lostmid.compare.scoring import (
 from lostmid.errors import UserError
 from lostmid.influence.record import MeasureRecord
 from lostmid.recordable import fields_record
+from lostmid.stats.intervals import MeanSpread
 from lostmid.theory import KERNELS
 
 KINDS = ("theory", "predicted", "fitted", "baseline")

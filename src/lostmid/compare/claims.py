@@ -29,9 +29,8 @@ from typing import NamedTuple
 import numpy as np
 
 from lostmid.checks import check_choice
-from lostmid.compare.scoring import MeanSpread
 from lostmid.errors import UserError
-from lostmid.stats.intervals import welch_interval
+from lostmid.stats.intervals import MeanSpread, welch_interval
 from lostmid.stats.verdicts import (
     BELOW_RESOLUTION,
     INCONCLUSIVE,

@@ -52,7 +52,7 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
 }
 """The values each agreement metric can take: correlations lie in [-1, 1], distances
 and RMSEs are >= 0. A 95% interval over seeds is clipped to them
-(:meth:`lostmid.compare.scoring.MeanSpread.interval`)."""
+(:meth:`lostmid.stats.intervals.MeanSpread.interval`)."""
 
 
 def validate_profile(profile: np.ndarray, name: str = "profile") -> np.ndarray:

@@ -278,7 +278,7 @@ def _ranking(
 
 
 def _pm(value: Any, digits: int) -> str:
-    """A :class:`~lostmid.compare.scoring.MeanSpread` as text: mean +- spread."""
+    """A :class:`~lostmid.stats.intervals.MeanSpread` as text: mean +- spread."""
     return f"{_fmt(value.mean, digits)} +- {_fmt(value.spread, digits)}"
 
 

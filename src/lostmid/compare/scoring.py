@@ -18,7 +18,6 @@ back on the mean total influence.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,88 +33,8 @@ from lostmid.compare.metrics import (
     compare_profiles,
 )
 from lostmid.errors import UserError
+from lostmid.stats.intervals import MeanSpread
 from lostmid.typing import Float
-
-UNBOUNDED = (-math.inf, math.inf)
-
-
-@dataclass(frozen=True)
-class MeanSpread:
-    """A number over seeds or folds: mean, spread (sample standard deviation, ddof = 1;
-    0 for one value) and n, the count of finite values it is made of; its 95% interval
-    (:meth:`interval`) is what verdicts use, clipped to ``bounds``, the values the
-    number can take (an agreement metric's :data:`~lostmid.compare.metrics.METRIC_RANGES`).
-    """
-
-    mean: float
-    spread: float
-    n: int
-    bounds: tuple[float, float] = field(default=UNBOUNDED, repr=False)
-
-    @classmethod
-    def of(
-        cls, values: Sequence[float | None], bounds: tuple[float, float] = UNBOUNDED
-    ) -> MeanSpread:
-        """Summarise ``values``, ignoring undefined ones (nan, None).
-
-        >>> MeanSpread.of([1.0, 3.0, float("nan")])
-        MeanSpread(mean=2.0, spread=1.4142135623730951, n=2)
-        """
-        v = np.array([x for x in values if x is not None and np.isfinite(x)], dtype=float)
-        if v.size == 0:
-            return cls(float("nan"), float("nan"), 0, bounds)
-        spread = float(v.std(ddof=1)) if v.size > 1 else 0.0
-        return cls(float(v.mean()), spread, int(v.size), bounds)
-
-    def t_interval(self) -> tuple[float, float]:
-        """mean -+ t_{0.975, n-1} * spread / sqrt(n), unclipped (seeds or folds are the
-        unit): :func:`lostmid.stats.seed_interval`'s, its decision for one value included
-        (nothing is known of the spread: unbounded, so a verdict on one value is
-        inconclusive); none is (nan, nan).
-
-        >>> [round(x, 4) for x in MeanSpread(2.0, 1.0, 3).t_interval()]
-        [-0.4841, 4.4841]
-        >>> MeanSpread(2.0, 0.0, 1).t_interval()
-        (-inf, inf)
-        """
-        if self.n == 0:
-            return float("nan"), float("nan")
-        if self.n == 1:
-            return UNBOUNDED
-        from scipy.stats import t as student_t
-
-        half = float(student_t.ppf(0.975, self.n - 1) * self.spread / np.sqrt(self.n))
-        return self.mean - half, self.mean + half
-
-    def interval(self) -> tuple[float, float]:
-        """The 95% interval of the mean, the one uncertainty convention of every verdict:
-        :meth:`t_interval` clipped to ``bounds`` (with few seeds the t interval of a
-        Spearman near 1 reaches past 1, that of a small W1 below 0; no value there is
-        possible).
-
-        >>> [round(x, 4) for x in MeanSpread(2.0, 1.0, 3, bounds=(0.0, 4.0)).interval()]
-        [0.0, 4.0]
-        """
-        low, high = self.t_interval()
-        if self.n == 0:
-            return low, high
-        return max(low, self.bounds[0]), min(high, self.bounds[1])
-
-    @property
-    def clipped(self) -> bool:
-        """Whether :meth:`interval` cut the t interval at ``bounds``."""
-        return self.n > 1 and self.interval() != self.t_interval()
-
-    def record(self) -> dict[str, float | int | bool | None]:
-        low, high = self.interval()
-        return {
-            "mean": self.mean,
-            "spread": self.spread,
-            "n": self.n,
-            "ci_low": low if self.n > 1 else None,
-            "ci_high": high if self.n > 1 else None,
-            "clipped": self.clipped,
-        }
 
 
 def summarise(comparisons: Sequence[ProfileComparison]) -> dict[str, MeanSpread]:

@@ -43,11 +43,12 @@ from lostmid.compare.claims import Claim
 from lostmid.compare.config import LOG_BINS
 from lostmid.compare.metrics import compare_profiles
 from lostmid.compare.predicted import pooled_measurement
-from lostmid.compare.scoring import MeanSpread, summarise
+from lostmid.compare.scoring import summarise
 from lostmid.influence.record import MeasureRecord
 from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.depth import DepthGrowth, LayerStrengths, depth_growth
 from lostmid.reproduce.stages import SeedMeasurement
+from lostmid.stats.intervals import MeanSpread
 from lostmid.theory import KERNELS, summarise_profile
 
 

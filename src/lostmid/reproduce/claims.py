@@ -50,8 +50,8 @@ from lostmid.compare.claims import (
     verdict_no_worse,
     verdict_order_of_magnitude,
 )
-from lostmid.compare.scoring import MeanSpread
 from lostmid.reproduce.analysis import FAITHFUL, SHOWN_BESIDE, WITH_MLP, ModelAnalysis
+from lostmid.stats.intervals import MeanSpread
 from lostmid.stats.verdicts import (
     BELOW_RESOLUTION,
     INCONCLUSIVE,

@@ -29,7 +29,6 @@ and gets its own claim (:data:`FIXED_ORDER_CLAIM`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,8 @@ from lostmid.compare.claims import Claim
 from lostmid.files import read_json_object
 from lostmid.models.spec import ModelSpec
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
-from lostmid.stats.shape import Contrast, u_ruled_out
+from lostmid.stats.intervals import Interval
+from lostmid.stats.shape import u_ruled_out
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 CLAIM = "A real LLM loses the middle"
@@ -145,21 +145,11 @@ def shape_verdict(
         return INCONCLUSIVE
     if shape == "undetermined":
         if primacy is not None and recency is not None:
-            first, last = (Contrast(**_finite(c)) for c in (primacy, recency))
+            first, last = (Interval.from_record(c) for c in (primacy, recency))
             if u_ruled_out(first, last, margin):
                 return NOT_REPRODUCED
         return INCONCLUSIVE
     return REPRODUCED if shape == "U" else NOT_REPRODUCED
-
-
-def _finite(contrast: Mapping[str, Any]) -> dict[str, float]:
-    """A contrast record with its missing (infinite) interval ends as infinities."""
-    low, high = contrast.get("ci_low"), contrast.get("ci_high")
-    return {
-        "estimate": float(contrast["estimate"]),
-        "ci_low": -math.inf if low is None else float(low),
-        "ci_high": math.inf if high is None else float(high),
-    }
 
 
 def real_stage(
@@ -303,9 +293,8 @@ def _acc(p: Mapping[str, Any]) -> str:
 
 def _ci(c: Mapping[str, Any]) -> str:
     """``+0.40 [+0.09, +0.62]``; an end without information (None in a record) as inf."""
-    low, high = (c[k] if c[k] is not None else sign * math.inf
-                 for k, sign in (("ci_low", -1), ("ci_high", 1)))  # fmt: skip
-    return f"{c['estimate']:+.2f} [{low:+.2f}, {high:+.2f}]"
+    i = Interval.from_record(c)
+    return f"{i.estimate:+.2f} [{i.ci_low:+.2f}, {i.ci_high:+.2f}]"
 
 
 class RealBehaviourPlugin(PerModelSection):

@@ -97,15 +97,7 @@ RESULT = "remedies.json"
 
 
 def _interval(record: Mapping[str, Any] | None) -> Interval | None:
-    if record is None:
-        return None
-    low, high = record["ci_low"], record["ci_high"]
-    return Interval(
-        record["estimate"],
-        float("-inf") if low is None else low,
-        float("inf") if high is None else high,
-        record["n"],
-    )
+    return None if record is None else Interval.from_record(record)
 
 
 def _fmt(i: Interval | None) -> str:

@@ -7,7 +7,9 @@ and ``reproduce`` summarise with one definition of each quantity:
 * :mod:`~lostmid.stats.intervals`: a proportion's Wilson interval, Newcombe's intervals
   of a difference of two proportions (independent samples, and paired: the same items
   at both, :func:`paired_difference_interval`), the 95% Student-t interval over seeds
-  (:class:`Interval`, :func:`seed_interval`, :func:`paired_difference`), and the
+  (:func:`t_interval`, :func:`seed_interval`, :func:`paired_difference`, and
+  :class:`MeanSpread`, a summary over seeds or folds), the one interval type
+  (:class:`Interval`, also a contrast's), and the
   jackknife-t interval of a smooth readout over inputs (:func:`jackknife_interval`);
 * :mod:`~lostmid.stats.ranks`: Spearman's rank correlation (nan where undefined);
 * :mod:`~lostmid.stats.shape`: shape indices of a curve over positions (mean, gap,
@@ -22,6 +24,7 @@ and ``reproduce`` summarise with one definition of each quantity:
 from lostmid.stats.intervals import (
     Z95,
     Interval,
+    MeanSpread,
     difference_interval,
     item_bootstrap,
     jackknife_interval,
@@ -30,13 +33,13 @@ from lostmid.stats.intervals import (
     paired_difference_interval,
     paired_phi,
     seed_interval,
+    t_interval,
     welch_interval,
     wilson_interval,
 )
 from lostmid.stats.ranks import finite_or_none, ranks, spearman
 from lostmid.stats.shape import (
     SHAPES,
-    Contrast,
     Curve,
     ShapeIndices,
     reference_points,
@@ -46,9 +49,9 @@ from lostmid.stats.shape import (
 __all__ = [
     "SHAPES",
     "Z95",
-    "Contrast",
     "Curve",
     "Interval",
+    "MeanSpread",
     "ShapeIndices",
     "difference_interval",
     "finite_or_none",
@@ -63,6 +66,7 @@ __all__ = [
     "seed_interval",
     "shape_indices",
     "spearman",
+    "t_interval",
     "welch_interval",
     "wilson_interval",
 ]

@@ -44,8 +44,8 @@ at the few inputs a real-model study affords (benchmarks/bench_readout.py measur
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -207,24 +207,80 @@ def paired_difference_interval(
 
 @dataclass(frozen=True)
 class Interval:
-    """An estimate with its 95% interval over ``n`` seeds (±inf when n = 1)."""
+    """An estimate with its 95% interval: the one interval type of lostmid.
+
+    ``ci_low``/``ci_high`` are ±inf where nothing is known of the spread (one seed, one
+    item), nan where the estimate itself is undefined. ``n`` is how many seeds, folds or
+    items it is made of; None for a contrast of a curve (its size is the curve's).
+
+    >>> Interval(0.3, 0.1, 0.5).sign(0.05), Interval(0.0, -0.02, 0.03).sign(0.05)
+    ('+', '=')
+    """
 
     estimate: float
     ci_low: float
     ci_high: float
-    n: int
+    n: int | None = None
+
+    def sign(self, margin: float) -> str:
+        """``+`` (wholly above 0), ``-`` (wholly below), ``=`` (inside [-margin,
+        margin]) or ``?`` (none of these)."""
+        if self.ci_low > 0:
+            return "+"
+        if self.ci_high < 0:
+            return "-"
+        if -margin <= self.ci_low and self.ci_high <= margin:
+            return "="
+        return "?"
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Interval:
+        """Read :meth:`record` back: a missing end (null, where it was infinite) is an
+        infinity, the side it stands on.
+
+        >>> Interval.from_record({"estimate": 0.2, "ci_low": None, "ci_high": 0.5})
+        Interval(estimate=0.2, ci_low=-inf, ci_high=0.5, n=None)
+        """
+        low, high, n = record.get("ci_low"), record.get("ci_high"), record.get("n")
+        return cls(
+            float(record["estimate"]),
+            -math.inf if low is None else float(low),
+            math.inf if high is None else float(high),
+            None if n is None else int(n),
+        )
 
     def record(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "estimate": self.estimate,
             "ci_low": finite_or_none(self.ci_low),
             "ci_high": finite_or_none(self.ci_high),
-            "n": self.n,
         }
+        if self.n is not None:
+            out["n"] = self.n
+        return out
+
+
+def t_interval(mean: float, sd: float, n: int) -> tuple[float, float]:
+    """mean ∓ t_{0.975, n-1} · sd / sqrt(n) (module docstring): the one rule over seeds
+    or folds. One value: (-inf, inf), nothing is known of the spread; none: (nan, nan).
+
+    >>> [round(x, 4) for x in t_interval(2.0, 1.0, 3)]
+    [-0.4841, 4.4841]
+    >>> t_interval(2.0, 0.0, 1), t_interval(float("nan"), float("nan"), 0)
+    ((-inf, inf), (nan, nan))
+    """
+    if n == 0:
+        return math.nan, math.nan
+    if n == 1:
+        return -math.inf, math.inf
+    from scipy.stats import t as student_t
+
+    half = float(student_t.ppf(0.975, n - 1) * sd / math.sqrt(n))
+    return mean - half, mean + half
 
 
 def seed_interval(values: Sequence[float]) -> Interval:
-    """Mean and 95% t interval of per-seed values (module docstring).
+    """Mean and 95% t interval of per-seed values (module docstring, :func:`t_interval`).
 
     >>> i = seed_interval([1.0, 2.0, 3.0])  # sd 1, t_{0.975,2} = 4.3027
     >>> round(i.estimate, 4), round(i.ci_low, 4), round(i.ci_high, 4)
@@ -232,16 +288,91 @@ def seed_interval(values: Sequence[float]) -> Interval:
     >>> seed_interval([0.5]).ci_high
     inf
     """
-    from scipy.stats import t as student_t
-
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)):
         raise UserError("a seed interval needs at least one finite value per seed")
     mean = float(x.mean())
-    if x.size == 1:
-        return Interval(mean, -math.inf, math.inf, 1)
-    half = float(student_t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-    return Interval(mean, mean - half, mean + half, int(x.size))
+    sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    return Interval(mean, *t_interval(mean, sd, int(x.size)), int(x.size))
+
+
+UNBOUNDED = (-math.inf, math.inf)
+
+
+@dataclass(frozen=True)
+class MeanSpread:
+    """A number over seeds or folds, summarised: mean, spread (sample standard deviation,
+    ddof = 1; 0 for one value) and n, the count of finite values it is made of. Its 95%
+    interval is :func:`t_interval`'s (:meth:`t_interval`), clipped to ``bounds``, the
+    values the number can take (:meth:`interval`, what verdicts use; an agreement
+    metric's :data:`~lostmid.compare.metrics.METRIC_RANGES`); :meth:`as_interval` gives
+    it as the one :class:`Interval`.
+    """
+
+    mean: float
+    spread: float
+    n: int
+    bounds: tuple[float, float] = field(default=UNBOUNDED, repr=False)
+
+    @classmethod
+    def of(
+        cls, values: Sequence[float | None], bounds: tuple[float, float] = UNBOUNDED
+    ) -> MeanSpread:
+        """Summarise ``values``, ignoring undefined ones (nan, None).
+
+        >>> MeanSpread.of([1.0, 3.0, float("nan")])
+        MeanSpread(mean=2.0, spread=1.4142135623730951, n=2)
+        """
+        v = np.array([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+        if v.size == 0:
+            return cls(math.nan, math.nan, 0, bounds)
+        spread = float(v.std(ddof=1)) if v.size > 1 else 0.0
+        return cls(float(v.mean()), spread, int(v.size), bounds)
+
+    def t_interval(self) -> tuple[float, float]:
+        """:func:`t_interval` of this summary, unclipped (one value: unbounded, so a
+        verdict on one value is inconclusive; none: (nan, nan)).
+
+        >>> [round(x, 4) for x in MeanSpread(2.0, 1.0, 3).t_interval()]
+        [-0.4841, 4.4841]
+        >>> MeanSpread(2.0, 0.0, 1).t_interval()
+        (-inf, inf)
+        """
+        return t_interval(self.mean, self.spread, self.n)
+
+    def interval(self) -> tuple[float, float]:
+        """The 95% interval of the mean, the one uncertainty convention of every verdict:
+        :meth:`t_interval` clipped to ``bounds`` (with few seeds the t interval of a
+        Spearman near 1 reaches past 1, that of a small W1 below 0; no value there is
+        possible).
+
+        >>> [round(x, 4) for x in MeanSpread(2.0, 1.0, 3, bounds=(0.0, 4.0)).interval()]
+        [0.0, 4.0]
+        """
+        low, high = self.t_interval()
+        if self.n == 0:
+            return low, high
+        return max(low, self.bounds[0]), min(high, self.bounds[1])
+
+    def as_interval(self) -> Interval:
+        """The mean with :meth:`interval`, as an :class:`Interval` of n values."""
+        return Interval(self.mean, *self.interval(), self.n)
+
+    @property
+    def clipped(self) -> bool:
+        """Whether :meth:`interval` cut the t interval at ``bounds``."""
+        return self.n > 1 and self.interval() != self.t_interval()
+
+    def record(self) -> dict[str, float | int | bool | None]:
+        low, high = self.interval()
+        return {
+            "mean": self.mean,
+            "spread": self.spread,
+            "n": self.n,
+            "ci_low": low if self.n > 1 else None,
+            "ci_high": high if self.n > 1 else None,
+            "clipped": self.clipped,
+        }
 
 
 def paired_difference(remedy: Sequence[float], baseline: Sequence[float]) -> Interval:

@@ -57,8 +57,7 @@ import numpy as np
 
 from lostmid.errors import UserError
 from lostmid.recordable import fields_record
-from lostmid.stats.intervals import Z95, seed_interval, wilson_interval
-from lostmid.stats.ranks import finite_or_none
+from lostmid.stats.intervals import Z95, Interval, seed_interval, wilson_interval
 
 Numbers = Sequence[float] | np.ndarray  # values over positions, as a list or an array
 MIDDLE_BAND = (0.25, 0.75)
@@ -67,32 +66,6 @@ last (ends included): the theory's dead zone, and where a valley must sit to be 
 middle". Every rule that speaks of the middle half reads it here."""
 SHAPES = ("flat", "primacy", "recency", "U", "inverted U", "undetermined")
 KINDS = ("proportion", "estimate", "seeds")
-
-
-@dataclass(frozen=True)
-class Contrast:
-    """A linear contrast of a curve with its 95 % interval (±inf: no information)."""
-
-    estimate: float
-    ci_low: float
-    ci_high: float
-
-    def sign(self, margin: float) -> str:
-        """``+``, ``-``, ``=`` (interval inside [-margin, margin]) or ``?``."""
-        if self.ci_low > 0:
-            return "+"
-        if self.ci_high < 0:
-            return "-"
-        if -margin <= self.ci_low and self.ci_high <= margin:
-            return "="
-        return "?"
-
-    def record(self) -> dict[str, float | None]:
-        return {
-            "estimate": self.estimate,
-            "ci_low": finite_or_none(self.ci_low),
-            "ci_high": finite_or_none(self.ci_high),
-        }
 
 
 @dataclass(frozen=True)
@@ -148,7 +121,7 @@ class Curve:
         """(P,) the point estimate per position (the mean over seeds for ``seeds``)."""
         return self.values.mean(axis=0) if self.kind == "seeds" else self.values
 
-    def contrast(self, coefficients: Numbers) -> Contrast:
+    def contrast(self, coefficients: Numbers) -> Interval:
         """sum_i c_i v_i with its 95 % interval (module doc)."""
         c = np.asarray(coefficients, dtype=np.float64)
         if c.shape != (len(self.positions),):
@@ -156,12 +129,12 @@ class Curve:
         if self.kind == "seeds":
             per_seed = self.values @ c  # (S,)
             i = seed_interval(per_seed.tolist())
-            return Contrast(i.estimate, i.ci_low, i.ci_high)
+            return Interval(i.estimate, i.ci_low, i.ci_high)
         est = float(c @ self.values)
         if self.kind == "estimate":
             assert self.stderr is not None
             half = Z95 * math.sqrt(float(np.sum(c**2 * self.stderr**2)))
-            return Contrast(est, est - half, est + half)
+            return Interval(est, est - half, est + half)
         assert self.correct is not None and self.n is not None
         low2 = high2 = 0.0
         for ci, k, m, v in zip(c, self.correct, self.n, self.values, strict=True):
@@ -171,15 +144,15 @@ class Curve:
             below, above = (v - lo, hi - v) if ci > 0 else (hi - v, v - lo)
             low2 += (ci * below) ** 2
             high2 += (ci * above) ** 2
-        return Contrast(est, est - math.sqrt(low2), est + math.sqrt(high2))
+        return Interval(est, est - math.sqrt(low2), est + math.sqrt(high2))
 
-    def mean(self) -> Contrast:
+    def mean(self) -> Interval:
         """The mean over positions; for proportions the pooled Wilson interval."""
         if self.kind == "proportion":
             assert self.correct is not None and self.n is not None
             k, m = sum(self.correct), sum(self.n)
             lo, hi = wilson_interval(k, m)
-            return Contrast(k / m, lo, hi)
+            return Interval(k / m, lo, hi)
         return self.contrast(np.full(len(self.positions), 1.0 / len(self.positions)))
 
 
@@ -205,7 +178,7 @@ def reference_points(positions: Numbers) -> tuple[int, int, int]:
     return 0, middle, len(p) - 1
 
 
-def classify(primacy: Contrast, recency: Contrast, margin: float) -> str:
+def classify(primacy: Interval, recency: Interval, margin: float) -> str:
     """The shape class from the primacy and recency intervals (the module's table)."""
     pair = primacy.sign(margin) + recency.sign(margin)
     if "?" in pair:
@@ -226,16 +199,16 @@ def classify(primacy: Contrast, recency: Contrast, margin: float) -> str:
 def is_u(primacy: Any, recency: Any) -> bool:
     """A resolved U (a valley between both ends): the class ``U`` of :func:`classify`,
     both contrasts' intervals above 0. Takes anything with ``estimate``, ``ci_low`` and
-    ``ci_high`` (a :class:`Contrast`, a seed interval, a Newcombe difference).
+    ``ci_high`` (a :class:`Interval`, a seed interval, a Newcombe difference).
 
-    >>> is_u(Contrast(0.3, 0.1, 0.5), Contrast(0.2, 0.01, 0.4))
+    >>> is_u(Interval(0.3, 0.1, 0.5), Interval(0.2, 0.01, 0.4))
     True
-    >>> is_u(Contrast(0.3, 0.1, 0.5), Contrast(0.2, -0.01, 0.4))
+    >>> is_u(Interval(0.3, 0.1, 0.5), Interval(0.2, -0.01, 0.4))
     False
     """
 
-    def contrast(x: Any) -> Contrast:
-        return Contrast(float(x.estimate), float(x.ci_low), float(x.ci_high))
+    def contrast(x: Any) -> Interval:
+        return Interval(float(x.estimate), float(x.ci_low), float(x.ci_high))
 
     return classify(contrast(primacy), contrast(recency), 0.0) == "U"
 
@@ -257,13 +230,13 @@ def u_ruled_out(primacy: Any, recency: Any, margin: float) -> bool:
     can still be ``undetermined`` then (the other end's interval straddles), but a U
     needs both ends above the middle. Takes what :func:`is_u` takes.
 
-    >>> u_ruled_out(Contrast(-0.07, -0.25, 0.12), Contrast(-0.33, -0.5, -0.14), 0.05)
+    >>> u_ruled_out(Interval(-0.07, -0.25, 0.12), Interval(-0.33, -0.5, -0.14), 0.05)
     True
-    >>> u_ruled_out(Contrast(0.2, -0.1, 0.5), Contrast(0.3, 0.1, 0.5), 0.05)
+    >>> u_ruled_out(Interval(0.2, -0.1, 0.5), Interval(0.3, 0.1, 0.5), 0.05)
     False
     """
     ends = (
-        Contrast(float(x.estimate), float(x.ci_low), float(x.ci_high)) for x in (primacy, recency)
+        Interval(float(x.estimate), float(x.ci_low), float(x.ci_high)) for x in (primacy, recency)
     )
     return any(end.sign(margin) in ("-", "=") for end in ends)
 
@@ -277,12 +250,12 @@ class ShapeIndices:
     first: float
     middle: float
     last: float
-    mean: Contrast
-    gap: Contrast
+    mean: Interval
+    gap: Interval
     gap_between: tuple[float, float]
-    primacy: Contrast
-    recency: Contrast
-    bias: Contrast
+    primacy: Interval
+    recency: Interval
+    bias: Interval
     shape: str
     ends: str = "independent"
     """How primacy and recency were judged: ``independent`` (the module's intervals) or
@@ -351,14 +324,14 @@ def with_paired_ends(shape: ShapeIndices, primacy: Any, recency: Any) -> ShapeIn
     ``estimate``, ``ci_low`` and ``ci_high``, the same estimates as ``shape``'s.
 
     >>> s = shape_indices(Curve.from_counts([0, 1, 2], [12, 8, 12], [16, 16, 16]), margin=0.05)
-    >>> s.shape, with_paired_ends(s, Contrast(0.25, 0.08, 0.42), Contrast(0.25, 0.06, 0.42)).shape
+    >>> s.shape, with_paired_ends(s, Interval(0.25, 0.08, 0.42), Interval(0.25, 0.06, 0.42)).shape
     ('undetermined', 'U')
     """
     ends = []
     for new, old in ((primacy, shape.primacy), (recency, shape.recency)):
         if not math.isclose(float(new.estimate), old.estimate, abs_tol=1e-12):
             raise ValueError(f"paired estimate {new.estimate} is not the shape's {old.estimate}")
-        ends.append(Contrast(float(new.estimate), float(new.ci_low), float(new.ci_high)))
+        ends.append(Interval(float(new.estimate), float(new.ci_low), float(new.ci_high)))
     p, r = ends
     return replace(shape, primacy=p, recency=r, shape=classify(p, r, shape.margin), ends="paired")
 
