@@ -8,6 +8,10 @@
   ``Commands`` section of the navigation lists the commands in the CLI's order.
 - ``commands/index.md``: the marker ``<!-- commands -->`` becomes the list of commands
   with their summaries, ``<!-- global-options -->`` the options of ``lostmid`` itself.
+- ``result-files.md``: ``<!-- result-files -->`` becomes one section per kind of result
+  file (its name, schema tag, what writes it and a table of its top-level fields), read
+  from the JSON Schemas of :mod:`lostmid.schemas`; the schemas themselves are published
+  beside it as ``schemas/KIND.schema.json``.
 - ``results.md``: ``<!-- claims -->`` becomes the claims table of the saved main-job run
   (``studies/reproduce-default/claims.json``), ``<!-- studies -->`` the facts of each
   archived study under ``studies/``.
@@ -34,6 +38,7 @@ COMMANDS_MARKER = "<!-- commands -->"
 GLOBAL_MARKER = "<!-- global-options -->"
 CLAIMS_MARKER = "<!-- claims -->"
 STUDIES_MARKER = "<!-- studies -->"
+RESULT_FILES_MARKER = "<!-- result-files -->"
 
 log = logging.getLogger("mkdocs.plugins.lostmid")
 
@@ -277,6 +282,66 @@ def studies_section(root: Path = STUDIES) -> str:
     return "\n".join(rows)
 
 
+# --- result files -------------------------------------------------------------------------
+
+
+def schema_type(prop: Mapping[str, Any]) -> str:
+    """A JSON Schema property's type in words: ``number | null``, ``array of integer``,
+    ``Metadata`` (a shared record, by its name), ``object``.
+
+    >>> schema_type({"anyOf": [{"type": "number"}, {"type": "null"}]})
+    'number | null'
+    >>> schema_type({"type": "array", "items": {"$ref": "#/$defs/Claim"}})
+    'array of Claim'
+    """
+    if "$ref" in prop:
+        return str(prop["$ref"]).rpartition("/")[2]
+    if "const" in prop:
+        return f"`{json.dumps(prop['const'])}`"
+    if "enum" in prop:
+        return " | ".join(f"`{json.dumps(v)}`" for v in prop["enum"])
+    if "anyOf" in prop:
+        return " | ".join(schema_type(p) for p in prop["anyOf"])
+    kind = prop.get("type", "any")
+    if kind == "array":
+        return f"array of {schema_type(prop.get('items', {}))}"
+    return str(kind)
+
+
+def fields_table(schema: Mapping[str, Any]) -> str:
+    """A Markdown table of a JSON Schema's top-level properties: name, type, whether the
+    file always has it, and the description."""
+    required = set(schema.get("required", ()))
+    rows = ["| key | type | always | what it holds |", "| --- | --- | --- | --- |"]
+    for name, prop in schema.get("properties", {}).items():
+        described = prop.get("description", "")
+        if not described and "$ref" in prop:
+            ref = str(prop["$ref"]).rpartition("/")[2]
+            described = schema.get("$defs", {}).get(ref, {}).get("description", "")
+        text = _cell(" ".join(described.split()))
+        cell = schema_type(prop).replace("|", "\\|")
+        rows.append(f"| `{name}` | {cell} | {'yes' if name in required else 'no'} | {text} |")
+    return "\n".join(rows)
+
+
+def result_files_section() -> str:
+    """One section per kind of result file: what it is, its tag, who writes it, its
+    published JSON Schema and its top-level fields."""
+    from lostmid.files import RESULT_KINDS
+    from lostmid.schemas import json_schema, schema_file_name
+
+    parts = []
+    for name, kind in RESULT_KINDS.items():
+        schema = json_schema(name)
+        file = schema_file_name(name)
+        parts.append(
+            f"## {name}\n\n{' '.join(schema.get('description', '').split())}\n\n"
+            f"Tag `{kind.schema}`; {kind.produced_by}. "
+            f"JSON Schema: [{file}](schemas/{file}).\n\n{fields_table(schema)}\n"
+        )
+    return "\n".join(parts)
+
+
 # --- MkDocs events -----------------------------------------------------------------------
 
 
@@ -301,7 +366,8 @@ def on_config(config: Any) -> Any:
 
 
 def on_files(files: Any, config: Any) -> Any:
-    """A page for each command without a hand-written one."""
+    """A page for each command without a hand-written one; each result kind's JSON
+    Schema."""
     from mkdocs.structure.files import File
 
     for name, command in commands().items():
@@ -309,6 +375,12 @@ def on_files(files: Any, config: Any) -> Any:
         if files.get_file_from_path(uri) is None:
             stub = f"# lostmid {name}\n\n{(command.help or '').strip()}\n\n{OPTIONS_MARKER}\n"
             files.append(File.generated(config, uri, content=stub))
+    from lostmid.files import RESULT_KINDS
+    from lostmid.schemas import json_schema, schema_file_name
+
+    for kind in RESULT_KINDS:  # the published JSON Schemas, beside result-files.md
+        content = json.dumps(json_schema(kind), indent=1) + "\n"
+        files.append(File.generated(config, f"schemas/{schema_file_name(kind)}", content=content))
     return files
 
 
@@ -329,6 +401,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             f"    `lostmid {name}` is not a command of the lostmid this site was built "
             "with; its options table appears once it is.\n\n" + markdown
         )
+    if uri == "result-files.md":
+        return markdown.replace(RESULT_FILES_MARKER, result_files_section())
     if uri == "results.md":
         markdown = markdown.replace(CLAIMS_MARKER, claims_section())
         return markdown.replace(STUDIES_MARKER, studies_section())

@@ -18,6 +18,7 @@ ROOT = Path(lostmid.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "typing", "lazy", "recordable"),
     ("checks", "stats", "files", "attention_choice"),
+    ("schemas",),
     ("runinfo", "records"),
     ("runs", "report"),
     ("theory",),

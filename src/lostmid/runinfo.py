@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.files import write_text
+from lostmid.schemas import check_written
 
 _PACKAGES = ("lostmid", "numpy", "scipy", "torch", "transformers", "gguf", "matplotlib")
 
@@ -102,5 +103,10 @@ def to_jsonable(obj: Any) -> Any:
 def write_json(path: Path, obj: Any) -> Path:
     """Write ``obj`` as JSON atomically (:func:`lostmid.files.write_text`: a temporary
     file, then a rename): never a half-written file; a full disk is one line. The one
-    JSON writer of the package."""
-    return write_text(path, json.dumps(to_jsonable(obj), indent=1, allow_nan=False) + "\n")
+    JSON writer of the package. A result file is checked against its published layout
+    after it is written (:func:`lostmid.schemas.check_written`: a warning, never a lost
+    file)."""
+    document = to_jsonable(obj)
+    written = write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
+    check_written(str(path), document)
+    return written

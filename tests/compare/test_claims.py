@@ -11,7 +11,6 @@ import pytest
 from scipy import stats
 
 from lostmid.compare.claims import (
-    VERDICTS,
     Claim,
     floor_relation,
     format_interval,
@@ -25,6 +24,7 @@ from lostmid.stats import seed_interval as stats_seed_interval
 from lostmid.stats.intervals import MeanSpread
 from lostmid.stats.verdicts import (
     BELOW_RESOLUTION,
+    CLAIM_VERDICTS,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     PARTLY,
@@ -111,7 +111,7 @@ def test_invariants_over_a_sweep() -> None:
             assert v == p or (v == BELOW_RESOLUTION and p != REPRODUCED)
         resolved = [order[p] for p in plain if p in order]
         assert resolved == sorted(resolved, reverse=True)  # interval up: never worse
-        assert set(judged) <= set(VERDICTS)
+        assert set(judged) <= set(CLAIM_VERDICTS)
 
 
 def test_no_worse_comes_out_each_way() -> None:

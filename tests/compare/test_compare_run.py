@@ -13,7 +13,6 @@ import pytest
 from rich.console import Console
 
 from lostmid.compare.candidates import compare_measurement, compare_measurements
-from lostmid.compare.claims import VERDICTS
 from lostmid.compare.config import CompareConfig
 from lostmid.compare.metrics import wasserstein1
 from lostmid.compare.predicted import positional_predictions, predicted_theory
@@ -21,6 +20,7 @@ from lostmid.compare.run import run_compare
 from lostmid.errors import UserError
 from lostmid.influence.record import MeasureRecord, read_measure
 from lostmid.report.html import PNG_SIGNATURE
+from lostmid.stats.verdicts import CLAIM_VERDICTS
 from lostmid.theory import influence_row
 
 L, H = 64, 4
@@ -232,7 +232,7 @@ def test_several_seeds_give_floor_held_out_scores_and_verdicts(tmp_path: Path) -
     claims = {c["claim"]: c for c in data["claims"]}
     w1_claim = claims["predicted:jacobian matches the measurement (W1, nothing fitted)"]
     assert w1_claim["verdict"] == "reproduced" and "seed-to-seed" in w1_claim["ours"]
-    assert all(c["verdict"] in VERDICTS for c in data["claims"])
+    assert all(c["verdict"] in CLAIM_VERDICTS for c in data["claims"])
     clipped = [n for n in data["notes"] if "clipped to their metric's range" in n]
     assert all("positional" in n for n in data["notes"] if n not in clipped)
     # Three seeds of a near-exact prediction: some t intervals pass W1 = 0 or

@@ -198,3 +198,21 @@ def test_the_issue_number_rule_catches_what_it_should() -> None:
         assert ISSUE_NUMBER.search(text), text
     for text in ("a tissue 3 cm", "no issue here", "the issue asked"):
         assert not ISSUE_NUMBER.search(text), text
+
+
+def test_every_result_kind_has_its_section_with_every_top_level_key() -> None:
+    """result-files.md: a section per kind, linking its published schema, with a row for
+    each top-level key the schema declares (required ones marked always)."""
+    from lostmid.files import RESULT_KINDS
+    from lostmid.schemas import json_schema, schema_file_name
+
+    page = hooks.result_files_section()
+    sections = page.split("\n## ")
+    assert len(sections) == len(RESULT_KINDS)
+    for kind, section in zip(RESULT_KINDS, sections, strict=True):
+        schema = json_schema(kind)
+        assert section.lstrip("# ").startswith(kind)
+        assert f"(schemas/{schema_file_name(kind)})" in section
+        for key in schema["properties"]:
+            row = next(line for line in section.splitlines() if line.startswith(f"| `{key}` |"))
+            assert row.split(" | ")[2] == ("yes" if key in schema["required"] else "no")

@@ -22,6 +22,7 @@ from lostmid.influence.record import (
     read_measure,
     write_measure,
 )
+from lostmid.runinfo import run_metadata
 
 H, L = 3, 6
 RNG = np.random.default_rng(0)
@@ -56,7 +57,7 @@ def record(**changes: object) -> MeasureRecord:
         gains=gains(),
         forward=RNG.random(H) * 0.1,
         facts={"model": "tiny", "length": L},
-        metadata={"command": "test"},
+        metadata=run_metadata("test", {}, 0, {}),  # what a written file carries
     )
     return dataclasses.replace(base, **changes)
 

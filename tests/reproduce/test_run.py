@@ -12,8 +12,8 @@ import pytest
 from cli_args import SECTIONS_OFF
 
 import lostmid.reproduce.run as rp
-from lostmid.compare.claims import VERDICTS
 from lostmid.influence.record import read_measure
+from lostmid.stats.verdicts import CLAIM_VERDICTS
 
 TINY = [
     "--models",
@@ -93,7 +93,7 @@ def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     assert len(claims) == 16  # eight per model
     for c in claims:
         assert set(c) >= {"claim", "paper", "ours", "verdict", "rule"}
-        assert c["verdict"] in VERDICTS
+        assert c["verdict"] in CLAIM_VERDICTS
         assert "noise floor" in c["ours"]
     checker = _Checker()
     checker.feed((quick_run / "report.html").read_text())

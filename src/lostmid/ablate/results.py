@@ -16,6 +16,7 @@ from lostmid.ablate.config import AblationConfig
 from lostmid.ablate.rungs import RUNG_SPECS, RungMeasurement, RungSpec
 from lostmid.compare.candidates import Candidate, compare_measurements
 from lostmid.compare.scoring import NoiseFloor
+from lostmid.files import schema_of
 from lostmid.recordable import fields_record
 from lostmid.report.plots import new_figure
 from lostmid.stats.intervals import MeanSpread
@@ -197,6 +198,7 @@ class AblationResult:
 
     def record(self) -> dict[str, Any]:
         return {
+            "schema": schema_of("ablation"),
             "config": self.config.record(),
             "definitions": {
                 "rungs": {name: f"{s.label} {s.ingredient}" for name, s in RUNG_SPECS.items()},

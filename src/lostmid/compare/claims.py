@@ -1,6 +1,6 @@
 """Verdicts on the paper's claims, from our numbers by a stated rule.
 
-A claim gets one of five verdicts, declared once here (:data:`VERDICTS`):
+A claim gets one of five verdicts (:data:`lostmid.stats.verdicts.CLAIM_VERDICTS`):
 ``reproduced``, ``partly``, ``not reproduced``, ``inconclusive`` (the interval spans a
 boundary of the rule) and ``below resolution`` (the noise floor of the measurement
 cannot support the paper's number, see :func:`verdict_at_least`). Each helper returns
@@ -33,13 +33,12 @@ from lostmid.errors import UserError
 from lostmid.stats.intervals import MeanSpread, welch_interval
 from lostmid.stats.verdicts import (
     BELOW_RESOLUTION,
+    CLAIM_VERDICTS,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     PARTLY,
     REPRODUCED,
 )
-
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, BELOW_RESOLUTION)
 
 UNCERTAINTY = (
     "Every number with an uncertainty is a mean with its 95% interval: Student-t over "
@@ -76,7 +75,7 @@ class Claim:
         claim: the paper's statement, in words.
         paper: the paper's number, as text (e.g. ``"0.99"``).
         ours: our number with its uncertainty, as text (e.g. ``"0.987 +- 0.004"``).
-        verdict: one of :data:`VERDICTS`.
+        verdict: one of :data:`~lostmid.stats.verdicts.CLAIM_VERDICTS`.
         rule: the rule that turned the numbers into the verdict.
     """
 
@@ -87,7 +86,7 @@ class Claim:
     rule: str
 
     def __post_init__(self) -> None:
-        check_choice("verdict", self.verdict, VERDICTS)
+        check_choice("verdict", self.verdict, CLAIM_VERDICTS)
 
     def record(self) -> dict[str, str]:
         """The JSON form: one key per attribute (claims.json, compare.json)."""

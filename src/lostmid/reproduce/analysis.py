@@ -44,6 +44,7 @@ from lostmid.compare.config import LOG_BINS
 from lostmid.compare.metrics import compare_profiles
 from lostmid.compare.predicted import pooled_measurement
 from lostmid.compare.scoring import summarise
+from lostmid.files import schema_of
 from lostmid.influence.record import MeasureRecord
 from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.depth import DepthGrowth, LayerStrengths, depth_growth
@@ -357,6 +358,7 @@ class ReproduceResult:
         from lostmid.reproduce.sections import SECTIONS
 
         return {
+            "schema": schema_of("reproduce"),
             "scale": self.config.record()["scale"],
             "models": {m: a.record() for m, a in self.models.items()},
             **{

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.compare.candidates import Candidate, Scorecard
-from lostmid.compare.claims import CLAIM_TOLERANCE, PAPER_WASSERSTEIN1, UNCERTAINTY, VERDICTS
+from lostmid.compare.claims import CLAIM_TOLERANCE, PAPER_WASSERSTEIN1, UNCERTAINTY
 from lostmid.report.html import Report
 from lostmid.reproduce import sections as registry
 from lostmid.reproduce.analysis import (
@@ -28,7 +28,7 @@ from lostmid.reproduce.analysis import (
 from lostmid.reproduce.claims import DEPTH1_CANDIDATE, DEPTH1_TOLERANCE, keyed_claims, pm
 from lostmid.reproduce.figures import overlay_key
 from lostmid.reproduce.plan import figures_named
-from lostmid.stats.verdicts import BELOW_RESOLUTION
+from lostmid.stats.verdicts import BELOW_RESOLUTION, CLAIM_VERDICTS
 
 VERDICT_NOTE = (
     "Each verdict follows from our numbers by the rule under its row (open 'all numbers "
@@ -271,10 +271,10 @@ def build_report(result: ReproduceResult) -> Report:
             f"invocation {meta['timings_s']['total']:.0f} s"
         ),
     )
-    counts = {v: sum(c.verdict == v for c in result.claims) for v in VERDICTS}
+    counts = {v: sum(c.verdict == v for c in result.claims) for v in CLAIM_VERDICTS}
     report.add_section(
         "Summary",
-        paragraphs=[", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]) + "."],
+        paragraphs=[", ".join(f"{counts[v]} {v}" for v in CLAIM_VERDICTS if counts[v]) + "."],
         figures=summary_figures(result.figures),
     )
     report.add_section(

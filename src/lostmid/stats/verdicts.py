@@ -36,6 +36,8 @@ WORKS, DOES_NOT_WORK, WORSE = "works", "does not work", "worse"
 ROBUST, NOT_ROBUST = "robust", "not robust"
 AGREES, CONTRADICTS, UNRESOLVED = "agrees", "contradicts", "unresolved"
 HOLDS, FAILS = "holds", "fails"
+CLAIM_VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, BELOW_RESOLUTION)
+"""Every verdict a claim of the paper can get, in the order tables count them."""
 
 
 def side_of(low: float, high: float, boundary: float) -> str:

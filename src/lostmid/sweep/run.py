@@ -30,6 +30,7 @@ from rich.text import Text
 
 from lostmid.checks import check_positive
 from lostmid.errors import UserError
+from lostmid.files import schema_of
 from lostmid.report.layout import fit_table
 from lostmid.runinfo import write_json
 from lostmid.runs.backend import Backend
@@ -151,6 +152,7 @@ class SweepResult:
 
     def record(self) -> dict[str, Any]:
         return {
+            "schema": schema_of("sweep"),
             "units": [u.record() for u in self.units],
             "counts": self.counts(),
             "seconds": round(self.seconds, 4),
