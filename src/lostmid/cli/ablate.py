@@ -8,17 +8,7 @@ from typing import Any
 from lostmid.ablate.config import ABLATE_HELP, AblationConfig, parse_rungs
 from lostmid.capabilities import capability
 from lostmid.checks import seed_arg
-from lostmid.cli.options import (
-    Flag,
-    command,
-    console,
-    extra,
-    options,
-    out_option,
-    overwrite_option,
-    parsed,
-)
-from lostmid.runs.budget import SIZE_CHECK_HELP
+from lostmid.cli.options import Flag, command, console, options, parsed, run_options
 
 FLAGS = {"rungs": Flag(parse=parse_rungs), "seeds": Flag(parse=seed_arg)}
 
@@ -35,9 +25,7 @@ COMMAND = command(
     capability("ablate").summary,
     [
         *options(AblationConfig, ABLATE_HELP, flags=FLAGS),
-        out_option("ablate"),
-        overwrite_option("Remeasure every rung instead of resuming."),
-        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP),
+        *run_options("ablate", "Remeasure every rung instead of resuming.", size_check=True),
     ],
     _run,
 )

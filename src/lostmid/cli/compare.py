@@ -6,15 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lostmid.capabilities import capability
-from lostmid.cli.options import (
-    Flag,
-    command,
-    console,
-    options,
-    out_option,
-    overwrite_option,
-    parsed,
-)
+from lostmid.cli.options import Flag, command, console, options, parsed, run_options
 from lostmid.compare.config import HELP, CompareConfig, parse_kernels
 
 FLAGS = {"measured": Flag(repeat=True), "kernels": Flag(names=("--kernel",), parse=parse_kernels)}
@@ -30,6 +22,6 @@ def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
 COMMAND = command(
     "compare",
     capability("compare").summary,
-    [*options(CompareConfig, HELP, flags=FLAGS), out_option("compare"), overwrite_option()],
+    [*options(CompareConfig, HELP, flags=FLAGS), *run_options("compare")],
     _run,
 )

@@ -12,8 +12,7 @@ from lostmid.cli.options import (
     command,
     console,
     options,
-    out_option,
-    overwrite_option,
+    run_options,
     split_backend,
 )
 from lostmid.reproduce.diagnose import HELP, DiagnoseConfig
@@ -34,8 +33,7 @@ COMMAND = command(
         argument("model", str, HELP["model"]),
         *options(DiagnoseConfig, HELP, skip=("model",)),
         *backend_options(),
-        out_option("diagnose"),
-        overwrite_option(HELP["overwrite"]),
+        *run_options("diagnose", HELP["overwrite"]),
     ],
     _run,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lostmid.capabilities import capability
-from lostmid.cli.options import Flag, command, console, options, out_option, overwrite_option
+from lostmid.cli.options import Flag, command, console, options, run_options
 from lostmid.influence.config import HELP, PANELS, MeasureConfig
 
 FLAGS: dict[str, Flag] = {}
@@ -23,8 +23,7 @@ COMMAND = command(
     capability("measure").summary,
     [
         *options(MeasureConfig, HELP, flags=FLAGS, panels=PANELS),
-        out_option("measure", panel="Run and output"),
-        overwrite_option(panel="Run and output"),
+        *run_options("measure", panel="Run and output"),
     ],
     _run,
 )

@@ -37,6 +37,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from lostmid.runs.budget import SIZE_CHECK_HELP
+
 console = Console(markup=False)  # every command's tables and progress; a path is text
 
 SIMPLE = (int, float, str, bool, Path)
@@ -242,12 +244,28 @@ def out_option(command: str, panel: str | None = None) -> inspect.Parameter:
     )
 
 
-def overwrite_option(
-    help: str = "Recompute everything instead of reusing saved results.",
-    panel: str | None = None,
-) -> inspect.Parameter:
+OVERWRITE_HELP = "Recompute everything instead of reusing saved results."
+
+
+def overwrite_option(help: str = OVERWRITE_HELP, panel: str | None = None) -> inspect.Parameter:
     """``--overwrite``: never replace results without it."""
     return extra("overwrite", bool, False, help=help, panel=panel)
+
+
+def run_options(
+    command: str,
+    overwrite_help: str = OVERWRITE_HELP,
+    *,
+    panel: str | None = None,
+    size_check: bool = False,
+) -> list[inspect.Parameter]:
+    """``--out``, ``--overwrite`` and, with ``size_check``, ``--no-size-check``
+    (:data:`~lostmid.runs.budget.SIZE_CHECK_HELP`): the options a run command ends
+    with, in that order, in the help group ``panel``."""
+    params = [out_option(command, panel=panel), overwrite_option(overwrite_help, panel=panel)]
+    if size_check:
+        params.append(extra("no_size_check", bool, False, help=SIZE_CHECK_HELP, panel=panel))
+    return params
 
 
 def command(

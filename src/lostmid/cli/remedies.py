@@ -13,15 +13,12 @@ from lostmid.cli.options import (
     comma_names,
     command,
     console,
-    extra,
     options,
-    out_option,
-    overwrite_option,
     parsed,
+    run_options,
     split_backend,
 )
 from lostmid.remedies.config import HELP, PANELS, RemediesConfig
-from lostmid.runs.budget import SIZE_CHECK_HELP
 
 FLAGS = {"remedies": Flag(parse=comma_names), "seeds": Flag(parse=seed_arg)}
 
@@ -47,9 +44,12 @@ COMMAND = command(
     [
         *options(RemediesConfig, HELP, flags=FLAGS, panels=PANELS),
         *backend_options(),
-        out_option("remedies", panel="Run and output"),
-        overwrite_option("Recompute every stage instead of resuming.", panel="Run and output"),
-        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP, panel="Run and output"),
+        *run_options(
+            "remedies",
+            "Recompute every stage instead of resuming.",
+            panel="Run and output",
+            size_check=True,
+        ),
     ],
     _run,
 )

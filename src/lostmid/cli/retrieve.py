@@ -7,18 +7,7 @@ from typing import Any
 
 from lostmid.behaviour.retrieve.config import HELP, OUTPUT_PANEL, PANELS, RetrieveConfig
 from lostmid.capabilities import capability
-from lostmid.cli.options import (
-    Flag,
-    comma_ints,
-    command,
-    console,
-    extra,
-    options,
-    out_option,
-    overwrite_option,
-    parsed,
-)
-from lostmid.runs.budget import SIZE_CHECK_HELP
+from lostmid.cli.options import Flag, comma_ints, command, console, options, parsed, run_options
 
 
 def _band(text: str) -> tuple[float, float]:
@@ -57,9 +46,7 @@ COMMAND = command(
     capability("retrieve").summary,
     [
         *options(RetrieveConfig, HELP, flags=FLAGS, panels=PANELS),
-        out_option("retrieve", panel=OUTPUT_PANEL),
-        overwrite_option(panel=OUTPUT_PANEL),
-        extra("no_size_check", bool, False, help=SIZE_CHECK_HELP, panel=OUTPUT_PANEL),
+        *run_options("retrieve", panel=OUTPUT_PANEL, size_check=True),
     ],
     _run,
 )

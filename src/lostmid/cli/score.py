@@ -8,14 +8,7 @@ from typing import Any
 
 from lostmid.behaviour.formats.samples import HELP, ScoreConfig
 from lostmid.capabilities import capability
-from lostmid.cli.options import (
-    argument,
-    command,
-    console,
-    options,
-    out_option,
-    overwrite_option,
-)
+from lostmid.cli.options import argument, command, console, options, run_options
 
 
 def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
@@ -30,8 +23,7 @@ COMMAND = command(
     [
         argument("samples", Path, HELP["samples"]),
         *options(ScoreConfig, HELP, skip=("samples",)),
-        out_option("score"),
-        overwrite_option(HELP["overwrite"]),
+        *run_options("score", HELP["overwrite"]),
     ],
     _run,
 )

@@ -12,15 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from lostmid.capabilities import capability
-from lostmid.cli.options import (
-    Flag,
-    command,
-    console,
-    extra,
-    options,
-    out_option,
-    overwrite_option,
-)
+from lostmid.cli.options import Flag, command, console, extra, options, run_options
 from lostmid.errors import UserError
 from lostmid.runs.jobs import Resources
 from lostmid.sweep.run import HELP, SweepConfig
@@ -101,8 +93,7 @@ COMMAND = command(
         extra("config", Path | None, None, help=HELP["config"]),
         *options(SweepConfig, HELP, skip=("grids",)),
         *options(Resources, HELP, flags=RESOURCE_FLAGS),
-        out_option("sweep"),
-        overwrite_option("Recompute every unit instead of resuming."),
+        *run_options("sweep", "Recompute every unit instead of resuming."),
     ],
     _run,
 )

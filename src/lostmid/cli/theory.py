@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lostmid.capabilities import capability
-from lostmid.cli.options import Flag, command, console, options, out_option, overwrite_option
+from lostmid.cli.options import Flag, command, console, options, run_options
 from lostmid.theory.run import HELP, TheoryConfig
 
 FLAGS = {
@@ -23,6 +23,6 @@ def _run(*, out: Any, overwrite: bool, **fields: Any) -> None:
 COMMAND = command(
     "theory",
     capability("theory").summary,
-    [*options(TheoryConfig, HELP, flags=FLAGS), out_option("theory"), overwrite_option()],
+    [*options(TheoryConfig, HELP, flags=FLAGS), *run_options("theory")],
     _run,
 )

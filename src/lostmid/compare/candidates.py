@@ -197,41 +197,11 @@ def compare_measurements(
     check_choice("spike", spike, SPIKE_POLICIES)
     seeds = check_same_model(measurements)
     first = measurements[0]
-    length, t = first.length, first.target
+    t = first.target
     rows = np.stack([m.influence for m in measurements])
     pooled = pooled_measurement(measurements)
-    pooled_share = float(pooled.influence[t - 1] / pooled.influence.sum())
     notes: list[str] = []
-
-    # Zero-parameter candidates, one row per seed.
-    fixed: dict[str, Prediction] = {}
-    if theory is not None:
-        check_theory_matches(theory, first)
-        fixed["theory"] = Prediction(
-            kind="theory",
-            kernel=theory.kernel,
-            description=f"theory file ({theory.kernel or 'unknown'} kernel)",
-            parameters=dict(theory.params),
-            rows=np.broadcast_to(theory.influence, rows.shape),
-        )
-    if predict:
-        fixed.update(predicted_theory(measurements, kernels))
-        if "jacobian" in kernels and first.residual_strength_method != "forward":
-            fixed.update(forward_ratio_prediction(measurements))
-        positional, skipped = positional_predictions(measurements, kernels)
-        fixed.update(positional)
-        notes += skipped
-    for name, profile in (predicted or {}).items():
-        if name in fixed:
-            raise UserError(f"predicted candidate {name!r} is given twice; rename one")
-        fixed[name] = Prediction(
-            kind="predicted",
-            kernel=None,
-            description=f"{name}: given profile (nothing fitted)",
-            parameters={},
-            rows=per_seed(name, profile, seeds, length),
-        )
-
+    fixed = _zero_parameter(measurements, theory, predict, kernels, predicted, notes)
     if first.layer_masks is not None and len(set(first.layer_masks)) > 1:
         notes.append(
             f"the layers have different masks ({', '.join(dict.fromkeys(first.layer_masks))}): "
@@ -245,33 +215,7 @@ def compare_measurements(
     names = [*fixed, *(f.name for f in fitted)]
     if len(set(names)) != len(names):
         raise UserError(f"candidate names must be unique, got {names}")
-
-    out: dict[str, Candidate] = {}
-    m = pooled.influence
-    for name, p in fixed.items():
-        profile = pool_profiles(p.rows) if seeds > 1 else np.array(p.rows[0])
-        if spike == "pinned":
-            profile = place(pin_spike(profile, pooled_share, t), m)
-        else:
-            profile = profile * np.exp(_log_scale(_log(profile), m))
-        count = 1 if spike == "pinned" else 0
-        metrics = compare_profiles(profile, m, target=t, bins=bins)
-        out[name] = Candidate(
-            name, p.kind, p.kernel, p.description, p.parameters, count, profile, metrics
-        )
-    for family in fitted:
-        fit = family.fit(m, t, fit_metric=fit_metric, spike=spike)
-        metrics = compare_profiles(fit.profile, m, target=t, bins=bins)
-        out[family.name] = Candidate(
-            family.name,
-            family.kind,
-            family.kernel,
-            fit.description,
-            {**fit.parameters, "loss": fit.loss},
-            fit.parameter_count,
-            fit.profile,
-            metrics,
-        )
+    out = _in_sample(fixed, fitted, pooled.influence, t, seeds, fit_metric, spike, bins)
 
     floor = None
     if seeds > 1:
@@ -304,6 +248,91 @@ def compare_measurements(
         spike=spike,
         bins=bins,
     )
+
+
+def _zero_parameter(
+    measurements: Sequence[MeasureRecord],
+    theory: TheoryProfile | None,
+    predict: bool,
+    kernels: Sequence[str],
+    predicted: Mapping[str, np.ndarray] | None,
+    notes: list[str],
+) -> dict[str, Prediction]:
+    """The zero-parameter candidates by name, one row per seed: the theory file's, the
+    predicted theory (when ``predict``; what it skips is added to ``notes``) and the
+    ``predicted`` profiles given."""
+    seeds = len(measurements)
+    first = measurements[0]
+    fixed: dict[str, Prediction] = {}
+    if theory is not None:
+        check_theory_matches(theory, first)
+        fixed["theory"] = Prediction(
+            kind="theory",
+            kernel=theory.kernel,
+            description=f"theory file ({theory.kernel or 'unknown'} kernel)",
+            parameters=dict(theory.params),
+            rows=np.broadcast_to(theory.influence, (seeds, first.length)),
+        )
+    if predict:
+        fixed.update(predicted_theory(measurements, kernels))
+        if "jacobian" in kernels and first.residual_strength_method != "forward":
+            fixed.update(forward_ratio_prediction(measurements))
+        positional, skipped = positional_predictions(measurements, kernels)
+        fixed.update(positional)
+        notes += skipped
+    for name, profile in (predicted or {}).items():
+        if name in fixed:
+            raise UserError(f"predicted candidate {name!r} is given twice; rename one")
+        fixed[name] = Prediction(
+            kind="predicted",
+            kernel=None,
+            description=f"{name}: given profile (nothing fitted)",
+            parameters={},
+            rows=per_seed(name, profile, seeds, first.length),
+        )
+    return fixed
+
+
+def _in_sample(
+    fixed: Mapping[str, Prediction],
+    fitted: Sequence[Family],
+    measured: np.ndarray,
+    target: int,
+    seeds: int,
+    fit_metric: str,
+    spike: str,
+    bins: int,
+) -> dict[str, Candidate]:
+    """Every candidate against the pooled ``measured`` profile: the zero-parameter ones
+    pooled over the ``seeds`` and put on its scale (their spike share pinned to it under the
+    ``pinned`` policy), the fitted families fitted to it."""
+    pooled_share = float(measured[target - 1] / measured.sum())
+    out: dict[str, Candidate] = {}
+    for name, p in fixed.items():
+        profile = pool_profiles(p.rows) if seeds > 1 else np.array(p.rows[0])
+        if spike == "pinned":
+            profile = place(pin_spike(profile, pooled_share, target), measured)
+        else:
+            profile = profile * np.exp(_log_scale(_log(profile), measured))
+        count = 1 if spike == "pinned" else 0
+        metrics = compare_profiles(profile, measured, target=target, bins=bins)
+        out[name] = Candidate(
+            name, p.kind, p.kernel, p.description, p.parameters, count, profile, metrics
+        )
+    for family in fitted:
+        fit = family.fit(measured, target, fit_metric=fit_metric, spike=spike)
+        metrics = compare_profiles(fit.profile, measured, target=target, bins=bins)
+        out[family.name] = Candidate(
+            family.name,
+            family.kind,
+            family.kernel,
+            fit.description,
+            {**fit.parameters, "loss": fit.loss},
+            fit.parameter_count,
+            fit.profile,
+            metrics,
+        )
+    return out
 
 
 def judge_predictions(

@@ -266,32 +266,17 @@ def branch_gains(
             seen(calls)
         for index, (block, call) in enumerate(zip(blocks, calls, strict=True)):
             where = f"layer {index + 1} of {layers} (sample {lo + 1})"
-            if call.hidden.shape[1] != length:
-                raise LengthChangedError(
-                    f"branch gains: {where} sees {call.hidden.shape[1]} positions for an "
-                    f"input of {length} (the model inserts tokens of its own); measure the "
-                    "model without them"
-                )
-            if not torch.isfinite(call.hidden).all():
-                raise NonFiniteError(
-                    f"non-finite block input at {where}; try --dtype float32 or a model "
-                    "with finite weights"
-                )
+            _check_block_input(call, length, where)
             if exact:
                 v = w = basis.expand(width, bsz, length, width)
             else:
                 v = torch.randint(0, 2, (directions, bsz, length, width), generator=gen) * 2.0 - 1
                 w = torch.randint(0, 2, (directions, bsz, 1, width), generator=gen) * 2.0 - 1
             g_attn, g_mlp = layer_vjps(loaded, block, call, v.to(device), w.to(device))
-            if not (torch.isfinite(g_attn).all() and torch.isfinite(g_mlp).all()):
-                raise NonFiniteError(
-                    f"non-finite branch gain at {where}; try --dtype float32 or a model "
-                    "with finite weights"
-                )
-            attn_sq[index] += g_attn.pow(2).sum(-1).mean(0).sum(0).double().cpu().numpy()
-            mlp_sq[index] += g_mlp.pow(2).sum(-1).mean(0).sum(0).double().cpu().numpy()
-            with np.errstate(invalid="ignore"):
-                mlp_cos[index] += coherence(g_mlp).sum(0).double().cpu().numpy()
+            attn, mlp, cos = _layer_sums(g_attn, g_mlp, where)
+            attn_sq[index] += attn
+            mlp_sq[index] += mlp
+            mlp_cos[index] += cos
         if done is not None:
             done(bsz)
     gain_pos = np.sqrt(attn_sq / samples / width)  # (H, L)
@@ -312,3 +297,34 @@ def branch_gains(
         exact=exact,
         seed=seed,
     )
+
+
+def _check_block_input(call: BlockCall, length: int, where: str) -> None:
+    """A block input must keep the input's ``length`` positions and be finite."""
+    if call.hidden.shape[1] != length:
+        raise LengthChangedError(
+            f"branch gains: {where} sees {call.hidden.shape[1]} positions for an "
+            f"input of {length} (the model inserts tokens of its own); measure the "
+            "model without them"
+        )
+    if not torch.isfinite(call.hidden).all():
+        raise NonFiniteError(
+            f"non-finite block input at {where}; try --dtype float32 or a model with finite weights"
+        )
+
+
+def _layer_sums(
+    g_attn: torch.Tensor, g_mlp: torch.Tensor, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(attention, MLP, MLP coherence) (L,) of one layer's vector-Jacobian products
+    (directions, B, L, d): the squared gains averaged over directions and the
+    coherence, each summed over the batch's samples."""
+    if not (torch.isfinite(g_attn).all() and torch.isfinite(g_mlp).all()):
+        raise NonFiniteError(
+            f"non-finite branch gain at {where}; try --dtype float32 or a model with finite weights"
+        )
+    attn = g_attn.pow(2).sum(-1).mean(0).sum(0).double().cpu().numpy()
+    mlp = g_mlp.pow(2).sum(-1).mean(0).sum(0).double().cpu().numpy()
+    with np.errstate(invalid="ignore"):
+        cos = coherence(g_mlp).sum(0).double().cpu().numpy()
+    return attn, mlp, cos

@@ -397,14 +397,8 @@ def load_model(
         require_accelerate()
     source, config, weights, checkpoint = _resolve(spec, trust_remote_code)
     config = _apply_overrides(config, config_overrides)
-    if checkpoint is not None and config_overrides:
-        facts = dict(checkpoint.get("init_facts", {}))
-        for name in set(facts) & set(config_overrides):
-            facts[name] = {"value": config_overrides[name], "from": "config_overrides"}
-        checkpoint = {**checkpoint, "init_facts": facts}
     check_model_shape(config, spec)
-    if checkpoint is not None and init == "random":
-        checkpoint = {**checkpoint, "weights": "random-init twin (architecture only)"}
+    checkpoint = _checkpoint_record(checkpoint, config_overrides, init)
     if init == "pretrained" and weights is None:
         what = "a preset holds only the architecture" if source == "preset" else "no weights found"
         raise UserError(f"--init pretrained for {spec}: {what}; use --init random")
@@ -419,54 +413,21 @@ def load_model(
 
     model: PreTrainedModel
     if load_from is not None:
-        from transformers import AutoModelForCausalLM
-
-        placement: dict[str, Any] = {}
-        if plan is not None:  # plan on an empty skeleton; weights load straight to place
-            from accelerate import init_empty_weights
-
-            with init_empty_weights():
-                skeleton = AutoModelForCausalLM.from_config(
-                    config,
-                    dtype=DTYPES[dtype],
-                    attn_implementation=attn_implementation,
-                    trust_remote_code=trust_remote_code,
-                )
-            resolved = resolve_device_map(skeleton, plan, max_memory, spec)
-            folder = offload_folder_for(resolved, offload_folder)
-            placement = {"device_map": resolved, "offload_folder": folder}
-        with warnings.catch_warnings():
-            # transformers warns about unused/generation config keys while loading; not ours.
-            warnings.simplefilter("ignore", UserWarning)
-            model = load_weights(
-                load_from,
-                config=config,
-                trust_remote_code=trust_remote_code,
-                dtype=DTYPES[dtype],
-                attn_implementation=attn_implementation,
-                local_files_only=_offline() or source in ("directory", "gguf"),
-                **placement,
-            )
-        if placement.get("offload_folder") and offload_folder is None:
-            weakref.finalize(model, shutil.rmtree, placement["offload_folder"], True)
+        model = _load_pretrained(
+            load_from,
+            config,
+            spec=spec,
+            source=source,
+            dtype=dtype,
+            attn_implementation=attn_implementation,
+            trust_remote_code=trust_remote_code,
+            plan=plan,
+            max_memory=max_memory,
+            offload_folder=offload_folder,
+        )
     else:
-        try:
-            model = build_causal_lm(
-                config,
-                seed=seed,
-                dtype=dtype,
-                attention=attn_implementation,
-                trust_remote_code=trust_remote_code,
-            )
-        except UserError as err:
-            raise UserError(f"--model {spec}: {err}") from None
-    if plan is None:
-        # transformers wraps PreTrainedModel.to in functools.wraps, which mypy does not
-        # bind as a method (it takes dev for self)
-        model = model.to(dev)  # type: ignore[arg-type]
-    model = model.eval()
-    for param in model.parameters():
-        param.requires_grad_(False)
+        model = _build_random(config, spec, seed, dtype, attn_implementation, trust_remote_code)
+    model = _frozen(model, dev if plan is None else None)
     loaded = LoadedModel.from_module(
         model,
         spec=spec,
@@ -478,7 +439,129 @@ def load_model(
         no_alibi=no_alibi,
         checkpoint=checkpoint,
     )
-    # A family without the encoding raises its own one-line message.
+    _remove_encodings(loaded, model, no_rope=no_rope, no_pos_emb=no_pos_emb, no_alibi=no_alibi)
+    if plan is not None and not use_weights:  # built here: ablate first, then dispatch
+        model = dispatch(model, plan, max_memory, offload_folder, spec)
+        loaded = dataclasses.replace(
+            loaded,
+            device=str(execution_device(model.get_input_embeddings())),
+            device_map=placed_map(model),
+        )
+    return loaded
+
+
+def _checkpoint_record(
+    checkpoint: dict[str, Any] | None, config_overrides: dict[str, Any] | None, init: str
+) -> dict[str, Any] | None:
+    """The checkpoint record as loaded: its ``init_facts`` name the overrides that
+    replaced them, and a random init says it is only the architecture's twin."""
+    if checkpoint is None:
+        return None
+    if config_overrides:
+        facts = dict(checkpoint.get("init_facts", {}))
+        for name in set(facts) & set(config_overrides):
+            facts[name] = {"value": config_overrides[name], "from": "config_overrides"}
+        checkpoint = {**checkpoint, "init_facts": facts}
+    if init == "random":
+        checkpoint = {**checkpoint, "weights": "random-init twin (architecture only)"}
+    return checkpoint
+
+
+def _build_random(
+    config: Any,
+    spec: str,
+    seed: int,
+    dtype: str,
+    attn_implementation: str,
+    trust_remote_code: bool,
+) -> PreTrainedModel:
+    """The untrained model of ``config`` under ``seed`` (:func:`build_causal_lm`), its
+    errors naming the ``--model``."""
+    try:
+        return build_causal_lm(
+            config,
+            seed=seed,
+            dtype=dtype,
+            attention=attn_implementation,
+            trust_remote_code=trust_remote_code,
+        )
+    except UserError as err:
+        raise UserError(f"--model {spec}: {err}") from None
+
+
+def _load_pretrained(
+    load_from: Any,
+    config: Any,
+    *,
+    spec: str,
+    source: str,
+    dtype: str,
+    attn_implementation: str,
+    trust_remote_code: bool,
+    plan: str | dict[str, int | str] | None,
+    max_memory: Mapping[int | str, int | str] | None,
+    offload_folder: str | Path | None,
+) -> PreTrainedModel:
+    """The model with its weights loaded; with a device ``plan``, loaded straight to place
+    (a temporary offload folder is removed with the model)."""
+    from transformers import AutoModelForCausalLM
+
+    placement: dict[str, Any] = {}
+    if plan is not None:  # plan on an empty skeleton; weights load straight to place
+        from accelerate import init_empty_weights
+
+        with init_empty_weights():
+            skeleton = AutoModelForCausalLM.from_config(
+                config,
+                dtype=DTYPES[dtype],
+                attn_implementation=attn_implementation,
+                trust_remote_code=trust_remote_code,
+            )
+        resolved = resolve_device_map(skeleton, plan, max_memory, spec)
+        folder = offload_folder_for(resolved, offload_folder)
+        placement = {"device_map": resolved, "offload_folder": folder}
+    with warnings.catch_warnings():
+        # transformers warns about unused/generation config keys while loading; not ours.
+        warnings.simplefilter("ignore", UserWarning)
+        model = load_weights(
+            load_from,
+            config=config,
+            trust_remote_code=trust_remote_code,
+            dtype=DTYPES[dtype],
+            attn_implementation=attn_implementation,
+            local_files_only=_offline() or source in ("directory", "gguf"),
+            **placement,
+        )
+    if placement.get("offload_folder") and offload_folder is None:
+        weakref.finalize(model, shutil.rmtree, placement["offload_folder"], True)
+    return model
+
+
+def _frozen(model: PreTrainedModel, device: str | None) -> PreTrainedModel:
+    """``model`` moved to ``device`` (None: left where a device map placed it), in eval
+    mode, its parameters frozen."""
+    if device is not None:
+        # transformers wraps PreTrainedModel.to in functools.wraps, which mypy does not
+        # bind as a method (it takes dev for self)
+        model = model.to(device)  # type: ignore[arg-type]
+    model = model.eval()
+    for param in model.parameters():
+        param.requires_grad_(False)
+    return model
+
+
+def _remove_encodings(
+    loaded: LoadedModel,
+    model: PreTrainedModel,
+    *,
+    no_rope: bool,
+    no_pos_emb: bool,
+    no_alibi: bool,
+) -> None:
+    """Apply the position-encoding ablations asked for, in place on ``model``.
+
+    A family without the encoding raises its own one-line message.
+    """
     if no_rope:
         loaded.adapter.remove_rope(model)
     if no_pos_emb:
@@ -490,11 +573,3 @@ def load_model(
         loaded.adapter.remove_position_embedding(model)
     if no_alibi:
         loaded.adapter.remove_alibi(model)
-    if plan is not None and not use_weights:  # built here: ablate first, then dispatch
-        model = dispatch(model, plan, max_memory, offload_folder, spec)
-        loaded = dataclasses.replace(
-            loaded,
-            device=str(execution_device(model.get_input_embeddings())),
-            device_map=placed_map(model),
-        )
-    return loaded

@@ -115,6 +115,23 @@ class ModelSpec:
             **{k: v for k, v in record.items() if k in known},
         )
 
+    def config_fields(self) -> dict[str, Any]:
+        """This model as the fields of a command's config that loads it (the inverse of
+        :meth:`from_fields`): ``model`` and how it loads and is prompted; where it runs
+        (``device``, ``device_map``) is left to the command.
+
+        >>> ModelSpec("m", dtype="float64").config_fields()["dtype"]
+        'float64'
+        """
+        return {
+            "model": self.name,
+            "chat_template": self.chat_template,
+            "answer_prefix": self.answer_prefix,
+            "tokenizer": self.tokenizer,
+            "dtype": self.dtype,
+            "trust_remote_code": self.trust_remote_code,
+        }
+
     def options(self) -> dict[str, Any]:
         """The options that differ from the defaults (what a stage records)."""
         return {

@@ -85,10 +85,8 @@ class RealScale:
         (prompted in its spec's format) with the needles in ``order``."""
         from lostmid.behaviour.retrieve.config import RetrieveConfig
 
-        spec = ModelSpec.of(model)
         return RetrieveConfig(
             needle_order=order,
-            model=spec.name,
             task=self.task,
             length=self.length,
             positions=self.depths,
@@ -98,12 +96,8 @@ class RealScale:
             band=self.band,
             pilot_examples=self.pilot_examples,
             passes="generate",
-            chat_template=spec.chat_template,
-            answer_prefix=spec.answer_prefix,
-            tokenizer=spec.tokenizer,
-            dtype=spec.dtype,
-            trust_remote_code=spec.trust_remote_code,
             seed=seed,
+            **ModelSpec.of(model).config_fields(),
             **self.extra,
         )
 

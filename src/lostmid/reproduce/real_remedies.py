@@ -93,15 +93,9 @@ class RealRemedyScale:
         its spec's format)."""
         from lostmid.remedies.config import RemediesConfig
 
-        spec = ModelSpec.of(model)
         return RemediesConfig(
             remedies=("baseline", *REMEDIES),
-            model=spec.name,
-            chat_template=spec.chat_template,
-            answer_prefix=spec.answer_prefix,
-            tokenizer=spec.tokenizer,
-            dtype=spec.dtype,
-            trust_remote_code=spec.trust_remote_code,
+            **ModelSpec.of(model).config_fields(),
             task=self.task,
             length=self.length,
             examples=self.examples,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -34,7 +35,7 @@ from lostmid.runinfo import Timer, write_json
 from lostmid.runs.folder import RunFolder
 from lostmid.runs.progress import progress as logged_progress
 from lostmid.train.config import TrainConfig, checkpoint_steps
-from lostmid.train.corpus import RandomWindows, heldout_windows, load_corpus
+from lostmid.train.corpus import BatchSampler, RandomWindows, heldout_windows, load_corpus
 from lostmid.train.dynamics import Checkpoint, measure_checkpoint
 from lostmid.train.loop import Interventions, Trainer, learning_rate
 from lostmid.train.model import (
@@ -185,93 +186,33 @@ def run_training(
     folder.clear()
     if resume:
         trainer.load(out / RESUME)
-    result = TrainResult(
-        config=config,
-        interventions=interventions.name,
-        parameters=parameter_count(model),
-        corpus=corpus.record(),
-        checkpoints=saved_checkpoints(out, trainer.step) if resume else (),
+    session = _Session(
+        config,
+        out,
+        trainer,
+        sampler,
+        heldout,
+        timer,
+        result=TrainResult(
+            config=config,
+            interventions=interventions.name,
+            parameters=parameter_count(model),
+            corpus=corpus.record(),
+            checkpoints=saved_checkpoints(out, trainer.step) if resume else (),
+        ),
+        start_step=trainer.step,
     )
-    done = {c.step for c in result.checkpoints}
-    wanted = set(checkpoint_steps(config.steps))
-    start_step = trainer.step
-    train_seconds = 0.0
+    session.train(console)
 
-    def checkpoint() -> None:
-        nonlocal result
-        step = trainer.step
-        with timer("checkpoint_io"):
-            save_checkpoint(trainer.model, checkpoint_dir(out, step))
-        running = list(trainer.recent_losses)  # cleared only once the checkpoint is kept
-        measurement = None
-        if config.probe.enabled:
-            with timer("measure"):
-                batches = [sampler.batch(step + i) for i in range(config.probe.signal_batches)]
-                measurement = measure_checkpoint(
-                    trainer.model, signal_batches=batches, heldout=heldout, config=config
-                )
-        reached = Checkpoint(
-            step=step,
-            tokens_seen=trainer.tokens_seen,
-            lr=learning_rate(step, config),
-            train_loss_running=float(np.mean(running)) if running else None,
-            measurement=measurement,
-        )
-        result = replace(result, checkpoints=(*result.checkpoints, reached))
-        trainer.pop_losses()
-        done.add(step)
-        with timer("checkpoint_io"):
-            write_json(out / DYNAMICS, result)
-            trainer.save(out / RESUME)
-
-    progress = logged_progress(
-        "train",
-        TextColumn("[bold]train[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]}"),
-        TextColumn("{task.fields[tps]} tok/s"),
-        TimeRemainingColumn(),
-        console=console,
-    )
-    try:
-        with progress:
-            task = progress.add_task(
-                "train", total=config.steps, completed=start_step, loss="-", tps="-"
-            )
-            while True:
-                step = trainer.step
-                if step in wanted and step not in done:
-                    checkpoint()
-                elif step > start_step and step % config.resume_every == 0:
-                    with timer("checkpoint_io"):
-                        trainer.save(out / RESUME)
-                if step >= config.steps:
-                    break
-                begin = time.perf_counter()
-                loss = trainer.train_step()
-                train_seconds += time.perf_counter() - begin
-                tokens = (trainer.step - start_step) * config.batch_size * context
-                progress.update(
-                    task, advance=1, loss=f"{loss:.3f}", tps=f"{tokens / train_seconds:,.0f}"
-                )
-    except KeyboardInterrupt:
-        trainer.save(out / RESUME)
-        if console is not None:
-            console.print(
-                f"interrupted at step {trainer.step}; state saved in {out / RESUME}: add "
-                "--resume to the same command to continue"
-            )
-        raise
-
-    timer.seconds["train"] = train_seconds
+    timer.seconds["train"] = session.train_seconds
     if make_plots and config.probe.enabled:
         with timer("plots"):
-            plot_dynamics(result.checkpoints, out)
+            plot_dynamics(session.result.checkpoints, out)
     timer.seconds["total"] = time.perf_counter() - wall
+    start_step, train_seconds = session.start_step, session.train_seconds
     trained_tokens = (trainer.step - start_step) * config.batch_size * context
     result = replace(
-        result,
+        session.result,
         complete=True,
         tokens_per_second=trained_tokens / train_seconds if train_seconds else None,
         metadata=folder.metadata(
@@ -285,6 +226,106 @@ def run_training(
         console.print(fit_table(summary_table(result)))
         console.print(f"wrote {out / DYNAMICS}, {out / CHECKPOINTS}/ and plots in {out}")
     return result
+
+
+@dataclass
+class _Session:
+    """One invocation of a training run from ``start_step``: the training loop and, at
+    each checkpoint step, the saved model, the measurement and ``dynamics.json`` with
+    ``resume.pt`` rewritten; ``result`` and ``train_seconds`` grow as it runs."""
+
+    config: TrainConfig
+    out: Path
+    trainer: Trainer
+    sampler: BatchSampler
+    heldout: torch.Tensor
+    timer: Timer
+    result: TrainResult
+    start_step: int
+    train_seconds: float = 0.0
+    done: set[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.done = {c.step for c in self.result.checkpoints}
+
+    def train(self, console: Console | None) -> None:
+        """Train to ``steps`` under a progress bar, checkpointing at each checkpoint step
+        not yet reached and saving the state every ``resume_every`` steps; on Ctrl-C, save
+        the state, say how to continue, and raise."""
+        config, trainer, timer, out = self.config, self.trainer, self.timer, self.out
+        start_step, context = self.start_step, config.model.context
+        wanted = set(checkpoint_steps(config.steps))
+        progress = logged_progress(
+            "train",
+            TextColumn("[bold]train[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]}"),
+            TextColumn("{task.fields[tps]} tok/s"),
+            TimeRemainingColumn(),
+            console=console,
+        )
+        try:
+            with progress:
+                task = progress.add_task(
+                    "train", total=config.steps, completed=start_step, loss="-", tps="-"
+                )
+                while True:
+                    step = trainer.step
+                    if step in wanted and step not in self.done:
+                        self.checkpoint()
+                    elif step > start_step and step % config.resume_every == 0:
+                        with timer("checkpoint_io"):
+                            trainer.save(out / RESUME)
+                    if step >= config.steps:
+                        break
+                    begin = time.perf_counter()
+                    loss = trainer.train_step()
+                    self.train_seconds += time.perf_counter() - begin
+                    tokens = (trainer.step - start_step) * config.batch_size * context
+                    progress.update(
+                        task,
+                        advance=1,
+                        loss=f"{loss:.3f}",
+                        tps=f"{tokens / self.train_seconds:,.0f}",
+                    )
+        except KeyboardInterrupt:
+            trainer.save(out / RESUME)
+            if console is not None:
+                console.print(
+                    f"interrupted at step {trainer.step}; state saved in {out / RESUME}: add "
+                    "--resume to the same command to continue"
+                )
+            raise
+
+    def checkpoint(self) -> None:
+        """Save the model at this step, measure it (when the probe is on), and rewrite
+        ``dynamics.json`` and ``resume.pt``."""
+        config, trainer, timer, out = self.config, self.trainer, self.timer, self.out
+        step = trainer.step
+        with timer("checkpoint_io"):
+            save_checkpoint(trainer.model, checkpoint_dir(out, step))
+        running = list(trainer.recent_losses)  # cleared only once the checkpoint is kept
+        measurement = None
+        if config.probe.enabled:
+            with timer("measure"):
+                batches = [self.sampler.batch(step + i) for i in range(config.probe.signal_batches)]
+                measurement = measure_checkpoint(
+                    trainer.model, signal_batches=batches, heldout=self.heldout, config=config
+                )
+        reached = Checkpoint(
+            step=step,
+            tokens_seen=trainer.tokens_seen,
+            lr=learning_rate(step, config),
+            train_loss_running=float(np.mean(running)) if running else None,
+            measurement=measurement,
+        )
+        self.result = replace(self.result, checkpoints=(*self.result.checkpoints, reached))
+        trainer.pop_losses()
+        self.done.add(step)
+        with timer("checkpoint_io"):
+            write_json(out / DYNAMICS, self.result)
+            trainer.save(out / RESUME)
 
 
 def summary_table(result: TrainResult) -> Table:

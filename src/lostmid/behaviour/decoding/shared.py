@@ -38,7 +38,7 @@ would count the padding
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -163,30 +163,10 @@ def shared_scores(
             progress(sum(len(b) for _, _, b in pending))
         pending.clear()
 
-    trunk: Any = None  # the last context's cache, every column kept (prefix sharing)
-    read_ids: tuple[int, ...] = ()
-    for context in sorted(by_context) if share_prefixes else by_context:
+    order = sorted(by_context) if share_prefixes else list(by_context)
+    for context, cache in _context_caches(model, adapter, order, device, share_prefixes, reading):
         rows = by_context[context]
         past = len(context)
-        shared = common_prefix(read_ids, context) if trunk is not None else 0
-        if not share_prefixes:
-            cache = adapter.prefill(model, torch.tensor([context], device=device))
-        elif shared == 0 or not adapter.crops(trunk):
-            trunk = adapter.prefill(model, torch.tensor([context], device=device), full=True)
-            shared = 0
-        else:  # cut back to what the two contexts share, read the rest after it
-            crop_to(trunk, shared)
-            if shared < past:
-                rest = torch.tensor([context[shared:]], device=device)
-                _, trunk = adapter.continue_from(model, trunk, rest, shared, keep=1)
-        if share_prefixes:
-            read_ids = context
-            # a copy: the trunk is cut back for the next context while this one's
-            # questions may wait to be decoded
-            cache = adapter.repeat_cache(trunk, 1)
-        if reading is not None:
-            reading["context_tokens"] = reading.get("context_tokens", 0) + past
-            reading["read_tokens"] = reading.get("read_tokens", 0) + past - shared
         if packed:
             batches = [rows[lo : lo + batch_size] for lo in range(0, len(rows), batch_size)]
             if teacher:
@@ -214,58 +194,142 @@ def shared_scores(
                     decode_pending()
             continue
         if teacher:  # right-padded batches: exact for every family
-            seqs = {i: list(questions[i]) + list(targets[i])[:-1] for i in rows}
-            order = sorted(rows, key=lambda i: len(seqs[i]))
-            for lo in range(0, len(order), batch_size):
-                batch = order[lo : lo + batch_size]
-                ids, mask = _padded([seqs[i] for i in batch], "right", device)
-                width = ids.shape[1]
-                # only the columns that predict a target token: from the earliest
-                # question end to the last column
-                first = min(len(questions[i]) - 1 for i in batch)
-                logits, _ = adapter.continue_from(
-                    model, adapter.repeat_cache(cache, len(batch)), ids, past,
-                    mask=mask, keep=width - first,
-                )  # fmt: skip
-                for b, i in enumerate(batch):
-                    q, t = len(questions[i]), len(targets[i])
-                    # column c predicts token c + 1: the target's t columns of row b
-                    row = torch.log_softmax(
-                        logits[b, q - 1 - first : q - 1 - first + t].float(), -1
-                    )
-                    want = torch.as_tensor(list(targets[i]), device=row.device)
-                    logprob[i] = float(row.gather(1, want[:, None]).sum())
-                    argmax[i] = bool((row.argmax(dim=-1) == want).all())
+            by_example = _padded_teacher(
+                model, adapter, cache, past, rows, questions, targets, device, batch_size
+            )
+            for i, (lp, hit) in by_example.items():
+                logprob[i], argmax[i] = lp, hit
         if new_tokens is not None:
-            longest = past + max(len(questions[i]) for i in rows) + new_tokens
-            if adapter.gaps_are_exact(model, longest):  # left-padded batches
-                order = sorted(rows, key=lambda i: len(questions[i]))
-                batches = [order[lo : lo + batch_size] for lo in range(0, len(order), batch_size)]
-            else:  # a sliding window: rows of one length only
-                batches = _groups(rows, lambda i: len(questions[i]), batch_size)
-            for batch in batches:
-                ids, mask = _padded([list(questions[i]) for i in batch], "left", device)
-                branch = adapter.repeat_cache(cache, len(batch))
-                logits, branch = adapter.continue_from(model, branch, ids, past, mask=mask, keep=1)
-                seen = torch.cat([torch.ones_like(mask[:, :1]).expand(-1, past), mask], dim=1)
-                ones = torch.ones_like(mask[:, :1])
-                steps = []
-                for step in range(new_tokens):
-                    token = logits[:, -1].argmax(dim=-1)  # (B,)
-                    steps.append(token)
-                    if step == new_tokens - 1:
-                        break
-                    logits, branch = adapter.continue_from(model, branch, token[:, None], seen)
-                    seen = torch.cat([seen, ones], dim=1)
-                tokens = torch.stack(steps, dim=1).tolist()  # (B, new_tokens)
-                for b, i in enumerate(batch):
-                    generated[i] = tokens[b]
+            greedy = _padded_greedy(
+                model, adapter, cache, past, rows, questions, new_tokens, device, batch_size
+            )
+            for i, continuation in greedy.items():
+                generated[i] = continuation
         if progress is not None:
             progress(len(rows))
     if pending:
         decode_pending()
     scores = TeacherScores(logprob, argmax) if teacher else None
     return scores, (generated if new_tokens is not None else None)
+
+
+def _context_caches(
+    model: PreTrainedModel,
+    adapter: FamilyAdapter,
+    contexts: Sequence[tuple[int, ...]],
+    device: torch.device,
+    share_prefixes: bool,
+    reading: dict[str, int] | None,
+) -> Iterator[tuple[tuple[int, ...], Any]]:
+    """(context, its cache) for each of ``contexts`` in turn, each read once as it is
+    reached: with ``share_prefixes``, continuing from the previous context's cache cut
+    back to the tokens the two share (the cache yielded is a copy), else one prefill a
+    context. ``reading`` counts the tokens of the contexts and those read."""
+    trunk: Any = None  # the last context's cache, every column kept (prefix sharing)
+    read_ids: tuple[int, ...] = ()
+    for context in contexts:
+        past = len(context)
+        shared = common_prefix(read_ids, context) if trunk is not None else 0
+        if not share_prefixes:
+            cache = adapter.prefill(model, torch.tensor([context], device=device))
+        elif shared == 0 or not adapter.crops(trunk):
+            trunk = adapter.prefill(model, torch.tensor([context], device=device), full=True)
+            shared = 0
+        else:  # cut back to what the two contexts share, read the rest after it
+            crop_to(trunk, shared)
+            if shared < past:
+                rest = torch.tensor([context[shared:]], device=device)
+                _, trunk = adapter.continue_from(model, trunk, rest, shared, keep=1)
+        if share_prefixes:
+            read_ids = context
+            # a copy: the trunk is cut back for the next context while this one's
+            # questions may wait to be decoded
+            cache = adapter.repeat_cache(trunk, 1)
+        if reading is not None:
+            reading["context_tokens"] = reading.get("context_tokens", 0) + past
+            reading["read_tokens"] = reading.get("read_tokens", 0) + past - shared
+        yield context, cache
+
+
+def _padded_teacher(
+    model: PreTrainedModel,
+    adapter: FamilyAdapter,
+    cache: Any,
+    past: int,
+    rows: Sequence[int],
+    questions: Sequence[Sequence[int]],
+    targets: Sequence[Sequence[int]],
+    device: torch.device,
+    batch_size: int,
+) -> dict[int, tuple[float, bool]]:
+    """{example: (log-prob of its target, whether every target token is the argmax)} of
+    the examples ``rows`` after one cached context, in right-padded batches of questions
+    of similar length (exact for every family)."""
+    out: dict[int, tuple[float, bool]] = {}
+    seqs = {i: list(questions[i]) + list(targets[i])[:-1] for i in rows}
+    order = sorted(rows, key=lambda i: len(seqs[i]))
+    for lo in range(0, len(order), batch_size):
+        batch = order[lo : lo + batch_size]
+        ids, mask = _padded([seqs[i] for i in batch], "right", device)
+        width = ids.shape[1]
+        # only the columns that predict a target token: from the earliest
+        # question end to the last column
+        first = min(len(questions[i]) - 1 for i in batch)
+        logits, _ = adapter.continue_from(
+            model, adapter.repeat_cache(cache, len(batch)), ids, past,
+            mask=mask, keep=width - first,
+        )  # fmt: skip
+        for b, i in enumerate(batch):
+            q, t = len(questions[i]), len(targets[i])
+            # column c predicts token c + 1: the target's t columns of row b
+            row = torch.log_softmax(logits[b, q - 1 - first : q - 1 - first + t].float(), -1)
+            want = torch.as_tensor(list(targets[i]), device=row.device)
+            out[i] = (
+                float(row.gather(1, want[:, None]).sum()),
+                bool((row.argmax(dim=-1) == want).all()),
+            )
+    return out
+
+
+def _padded_greedy(
+    model: PreTrainedModel,
+    adapter: FamilyAdapter,
+    cache: Any,
+    past: int,
+    rows: Sequence[int],
+    questions: Sequence[Sequence[int]],
+    new_tokens: int,
+    device: torch.device,
+    batch_size: int,
+) -> dict[int, list[int]]:
+    """{example: its ``new_tokens`` greedy tokens} of the examples ``rows`` after one
+    cached context: left-padded batches where every layer is causal, batches of one
+    question length where a sliding window would count the padding."""
+    out: dict[int, list[int]] = {}
+    longest = past + max(len(questions[i]) for i in rows) + new_tokens
+    if adapter.gaps_are_exact(model, longest):  # left-padded batches
+        order = sorted(rows, key=lambda i: len(questions[i]))
+        batches = [order[lo : lo + batch_size] for lo in range(0, len(order), batch_size)]
+    else:  # a sliding window: rows of one length only
+        batches = _groups(rows, lambda i: len(questions[i]), batch_size)
+    for batch in batches:
+        ids, mask = _padded([list(questions[i]) for i in batch], "left", device)
+        branch = adapter.repeat_cache(cache, len(batch))
+        logits, branch = adapter.continue_from(model, branch, ids, past, mask=mask, keep=1)
+        seen = torch.cat([torch.ones_like(mask[:, :1]).expand(-1, past), mask], dim=1)
+        ones = torch.ones_like(mask[:, :1])
+        steps = []
+        for step in range(new_tokens):
+            token = logits[:, -1].argmax(dim=-1)  # (B,)
+            steps.append(token)
+            if step == new_tokens - 1:
+                break
+            logits, branch = adapter.continue_from(model, branch, token[:, None], seen)
+            seen = torch.cat([seen, ones], dim=1)
+        tokens = torch.stack(steps, dim=1).tolist()  # (B, new_tokens)
+        for b, i in enumerate(batch):
+            out[i] = tokens[b]
+    return out
 
 
 def _context_columns(past: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

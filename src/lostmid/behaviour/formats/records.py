@@ -444,39 +444,29 @@ def _depth_examples(
         snapped = _snap(exact, grid)
         item = _item(record, number)
         cell = _length_cell(record, lengths, where)
-        if fmt == "ruler":
-            prefix = str(record.get("answer_prefix", ""))
+        if fmt == "ruler":  # every answer must come, after the record's answer prefix
+            task, match, prefix = "ruler", "all", str(record.get("answer_prefix", ""))
             answers = _strings(record["outputs"], "outputs", where, one=False)  # RULER: a list
-            example = RetrievalExample(
-                task="ruler",
-                prompt=str(record["input"]) + prefix,
-                key=str(record.get("key", "")),
-                value=answers[0],
-                target=" " + answers[0],
-                depth=snapped,
-                answers=answers,
-                match="all",
-                answer_prefix=prefix,
-                length=cell,
-                depth_pct=exact,
-                item=item,
-                source=record,
-            )
-        else:
+            prompt, key = str(record["input"]) + prefix, str(record.get("key", ""))
+        else:  # any one answer will do
+            task, match, prefix = "longbench", "any", ""
             answers = _strings(record["answers"], "answers", where)
-            example = RetrievalExample(
-                task="longbench",
-                prompt=LONGBENCH_PROMPT.format(context=record["context"], input=record["input"]),
-                key=str(record["input"]),
-                value=answers[0],
-                target=" " + answers[0],
-                depth=snapped,
-                answers=answers,
-                match="any",
-                length=cell,
-                depth_pct=exact,
-                item=item,
-                source=record,
-            )
+            prompt = LONGBENCH_PROMPT.format(context=record["context"], input=record["input"])
+            key = str(record["input"])
+        example = RetrievalExample(
+            task=task,
+            prompt=prompt,
+            key=key,
+            value=answers[0],
+            target=" " + answers[0],
+            depth=snapped,
+            answers=answers,
+            match=match,
+            answer_prefix=prefix,
+            length=cell,
+            depth_pct=exact,
+            item=item,
+            source=record,
+        )
         out.append((snapped, item, example))
     return _ordered(out), left_out

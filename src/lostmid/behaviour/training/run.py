@@ -24,10 +24,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -43,6 +43,11 @@ from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, to_jsonable, write_json
 from lostmid.runs.folder import RunFolder
 from lostmid.train.model import ModelVariant
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from lostmid.train.config import TrainConfig
 
 SCHEMA = schema_of("retrieval training")
 RESULT = "retrieval.json"
@@ -259,18 +264,9 @@ def run_retrieval_training(
             ``resume`` with nothing saved or another configuration; a run too large
             for this machine (``size_check``).
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
-
-    from lostmid.behaviour.decoding.tokenizers import write_byte_marker
     from lostmid.behaviour.retrieve.plot import plot_training
     from lostmid.report.plots import save_figure
-    from lostmid.runs.progress import progress as logged_progress
-    from lostmid.train.model import (
-        build_model,
-        check_training_size,
-        parameter_count,
-        save_checkpoint,
-    )
+    from lostmid.train.model import check_training_size, parameter_count
 
     wall, cpu = time.perf_counter(), time.process_time()
     out = Path(out)
@@ -285,101 +281,37 @@ def run_retrieval_training(
     folder = FOLDER.open(out, overwrite=overwrite, resume=resume)
     timer = Timer()
     task = config.task
-    length = sequence_length(task)
+    hooks = hooks or RetrievalHooks()
     with timer("build"):
-        corpus: np.ndarray | None = None  # the training split's bytes
-        if task.mix > 0:
-            from lostmid.train.corpus import load_corpus
-
-            corpus = load_corpus(
-                None, seed=train.seed, heldout_fraction=0.05, min_bytes=length + 1
-            ).train
-        hooks = hooks or RetrievalHooks()
-        sampler = RetrievalBatches(
-            task, train.batch_size, train.seed, length, corpus, hooks.gold_probs, hooks.gold_weights
-        )
-        model = build_model(train.model, train.seed, _variant(config, hooks))
-        trainer = MaskedTrainer(model, train, sampler, device=train.device)
-        heldout = HeldOut.build(config)
+        model, trainer, heldout = _build(config, train, hooks)
     folder.clear()  # only now: every refusal above keeps the earlier run whole
-    wanted = config.eval_steps()
     checkpoints: list[RetrievalCheckpoint] = []
     train_seconds = cpu_before = 0.0
     if resume:
         checkpoints, train_seconds, cpu_before = _resumed(config, out, trainer)
-    document: dict[str, Any] = {}
-
-    def evaluate() -> None:
-        losses = trainer.pop_losses()
-        with timer("evaluate"):
-            checkpoints.append(
-                evaluate_checkpoint(
-                    trainer.model,
-                    heldout,
-                    config,
-                    step=trainer.step,
-                    tokens_seen=trainer.tokens_seen,
-                    train_loss=float(np.mean(losses)) if losses else None,
-                )
-            )
-        if hooks.on_checkpoint is not None:
-            hooks.on_checkpoint(checkpoints[-1])
-        if hooks.on_evaluate is not None:
-            hooks.on_evaluate(trainer.model, trainer.step)
-        if config.save_checkpoints:
-            with timer("checkpoint_io"):
-                save_checkpoint(
-                    trainer.model,
-                    out / CHECKPOINTS / f"step_{trainer.step:06d}",
-                    also=partial(write_byte_marker, task=asdict(task)),
-                )
-        document.update(
-            RetrievalTrainResult(
-                config,
-                parameter_count(model),
-                tuple(checkpoints),
-                train_seconds,
-                0.0,
-                cpu_before + time.process_time() - cpu,
-            ).record()
-        )
-        write_json(out / RESULT, document)
-        if trainer.step % train.resume_every == 0 or trainer.step >= train.steps:
-            with timer("checkpoint_io"):  # after the JSON: a resume never lacks a checkpoint
-                trainer.save(out / RESUME)
-
-    progress = logged_progress(
-        "train retrieval",
-        TextColumn("[bold]train retrieval[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]} acc {task.fields[acc]}"),
-        console=console,
+    session = _Session(
+        config,
+        train,
+        out,
+        model,
+        trainer,
+        heldout,
+        hooks,
+        timer,
+        cpu_start=cpu,
+        cpu_before=cpu_before,
+        checkpoints=checkpoints,
+        train_seconds=train_seconds,
     )
-    with progress:
-        bar = progress.add_task(
-            "train", total=train.steps, completed=trainer.step, loss="-", acc="-"
-        )
-        while True:
-            if trainer.step in wanted and not (
-                checkpoints and checkpoints[-1].step == trainer.step
-            ):
-                evaluate()
-                progress.update(bar, acc=f"{checkpoints[-1].summary.mean_accuracy:.2f}")
-            if trainer.step >= train.steps:
-                break
-            begin = time.perf_counter()
-            loss = trainer.train_step()
-            train_seconds += time.perf_counter() - begin
-            progress.update(bar, advance=1, loss=f"{loss:.3f}")
-    timer.seconds["train"] = train_seconds
+    session.train(console)
+    timer.seconds["train"] = session.train_seconds
     result = RetrievalTrainResult(
         config=config,
         parameters=parameter_count(model),
         checkpoints=tuple(checkpoints),
-        train_seconds=train_seconds,
+        train_seconds=session.train_seconds,
         wall_seconds=time.perf_counter() - wall,
-        cpu_seconds=cpu_before + time.process_time() - cpu,
+        cpu_seconds=session.cpu_seconds(),
     )
     with timer("plots"):
         fig = plot_training(
@@ -397,6 +329,136 @@ def run_retrieval_training(
     if console is not None:
         console.print(fit_table(training_table(result)))
     return result
+
+
+def _build(
+    config: RetrievalTrainConfig, train: TrainConfig, hooks: RetrievalHooks
+) -> tuple[PreTrainedModel, MaskedTrainer, HeldOut]:
+    """The model, its trainer on retrieval batches (mixed with stdlib text when
+    ``task.mix``) and the held-out examples of a run."""
+    from lostmid.train.model import build_model
+
+    task = config.task
+    length = sequence_length(task)
+    corpus: np.ndarray | None = None  # the training split's bytes
+    if task.mix > 0:
+        from lostmid.train.corpus import load_corpus
+
+        corpus = load_corpus(
+            None, seed=train.seed, heldout_fraction=0.05, min_bytes=length + 1
+        ).train
+    sampler = RetrievalBatches(
+        task, train.batch_size, train.seed, length, corpus, hooks.gold_probs, hooks.gold_weights
+    )
+    model = build_model(train.model, train.seed, _variant(config, hooks))
+    trainer = MaskedTrainer(model, train, sampler, device=train.device)
+    return model, trainer, HeldOut.build(config)
+
+
+@dataclass
+class _Session:
+    """One invocation of a retrieval run: the training loop and, at each evaluation step,
+    the evaluation, the hooks, the saved model and ``retrieval.json`` rewritten.
+
+    ``cpu_start``: the process time when this invocation began; ``cpu_before``: the CPU
+    seconds of the parts resumed; ``checkpoints`` and ``train_seconds`` grow as it runs.
+    """
+
+    config: RetrievalTrainConfig
+    train_config: TrainConfig
+    out: Path
+    model: PreTrainedModel
+    trainer: MaskedTrainer
+    heldout: HeldOut
+    hooks: RetrievalHooks
+    timer: Timer
+    cpu_start: float
+    cpu_before: float
+    checkpoints: list[RetrievalCheckpoint] = field(default_factory=list)
+    train_seconds: float = 0.0
+    document: dict[str, Any] = field(default_factory=dict)
+
+    def cpu_seconds(self) -> float:
+        return self.cpu_before + time.process_time() - self.cpu_start
+
+    def train(self, console: Any) -> None:
+        """Train to ``steps`` under a progress bar, evaluating at every evaluation step
+        not yet evaluated."""
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+
+        from lostmid.runs.progress import progress as logged_progress
+
+        trainer, checkpoints = self.trainer, self.checkpoints
+        steps, wanted = self.train_config.steps, self.config.eval_steps()
+        progress = logged_progress(
+            "train retrieval",
+            TextColumn("[bold]train retrieval[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]} acc {task.fields[acc]}"),
+            console=console,
+        )
+        with progress:
+            bar = progress.add_task("train", total=steps, completed=trainer.step, loss="-", acc="-")
+            while True:
+                if trainer.step in wanted and not (
+                    checkpoints and checkpoints[-1].step == trainer.step
+                ):
+                    self.evaluate()
+                    progress.update(bar, acc=f"{checkpoints[-1].summary.mean_accuracy:.2f}")
+                if trainer.step >= steps:
+                    break
+                begin = time.perf_counter()
+                loss = trainer.train_step()
+                self.train_seconds += time.perf_counter() - begin
+                progress.update(bar, advance=1, loss=f"{loss:.3f}")
+
+    def evaluate(self) -> None:
+        """Evaluate the model at this step, call the hooks, save the model (when
+        ``save_checkpoints``), rewrite ``retrieval.json`` and, at a resume step, the
+        trainer's state."""
+        from lostmid.behaviour.decoding.tokenizers import write_byte_marker
+        from lostmid.train.model import parameter_count, save_checkpoint
+
+        config, trainer, timer, hooks = self.config, self.trainer, self.timer, self.hooks
+        train = self.train_config
+        losses = trainer.pop_losses()
+        with timer("evaluate"):
+            self.checkpoints.append(
+                evaluate_checkpoint(
+                    trainer.model,
+                    self.heldout,
+                    config,
+                    step=trainer.step,
+                    tokens_seen=trainer.tokens_seen,
+                    train_loss=float(np.mean(losses)) if losses else None,
+                )
+            )
+        if hooks.on_checkpoint is not None:
+            hooks.on_checkpoint(self.checkpoints[-1])
+        if hooks.on_evaluate is not None:
+            hooks.on_evaluate(trainer.model, trainer.step)
+        if config.save_checkpoints:
+            with timer("checkpoint_io"):
+                save_checkpoint(
+                    trainer.model,
+                    self.out / CHECKPOINTS / f"step_{trainer.step:06d}",
+                    also=partial(write_byte_marker, task=asdict(config.task)),
+                )
+        self.document.update(
+            RetrievalTrainResult(
+                config,
+                parameter_count(self.model),
+                tuple(self.checkpoints),
+                self.train_seconds,
+                0.0,
+                self.cpu_seconds(),
+            ).record()
+        )
+        write_json(self.out / RESULT, self.document)
+        if trainer.step % train.resume_every == 0 or trainer.step >= train.steps:
+            with timer("checkpoint_io"):  # after the JSON: a resume never lacks a checkpoint
+                trainer.save(self.out / RESUME)
 
 
 def training_table(result: RetrievalTrainResult) -> Any:
