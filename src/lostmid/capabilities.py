@@ -29,6 +29,7 @@ from typing import Any
 
 from lostmid.checks import check_choice
 from lostmid.files import RESULT_KINDS, ResultKind, read_json
+from lostmid.stats.verdicts import REPRODUCED, WORKS
 
 Headline = Callable[[Mapping[str, Any]], dict[str, Any]]
 """The result document -> its headline numbers (JSON-ready)."""
@@ -131,7 +132,7 @@ def _train_retrieval(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 def _reproduce(doc: Mapping[str, Any]) -> dict[str, Any]:
     verdicts = [c["verdict"] for c in doc.get("claims", [])]
-    return {"claims": len(verdicts), "reproduced": verdicts.count("reproduced")}
+    return {"claims": len(verdicts), "reproduced": verdicts.count(REPRODUCED)}
 
 
 def _retrieve(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -145,7 +146,7 @@ def _retrieve(doc: Mapping[str, Any]) -> dict[str, Any]:
 def _remedies(doc: Mapping[str, Any]) -> dict[str, Any]:
     arms = doc.get("remedies") or []
     verdicts = [r.get("verdict") for r in arms if r.get("verdict")]
-    return {"remedies": len(arms), "works": sum(v == "works" for v in verdicts)}
+    return {"remedies": len(arms), "works": sum(v == WORKS for v in verdicts)}
 
 
 CAPABILITIES: tuple[Capability, ...] = (

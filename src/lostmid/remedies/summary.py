@@ -22,6 +22,7 @@ from lostmid.stats import (
     reference_points,
     seed_interval,
 )
+from lostmid.stats.verdicts import WORKS
 
 SCHEMA = schema_of("remedies")
 METRICS = ("mean_accuracy", "gap", "primacy", "recency", "log10_peak_to_valley")
@@ -291,7 +292,7 @@ def remedies_table(result: RemediesResult) -> Any:
             _fmt(r.metrics.get("log10_peak_to_valley")),
             str(r.extra_parameters or 0),
             (r.verdict or "baseline")
-            + (", halves gap" if r.verdict == "works" and r.halves_gap else ""),
+            + (", halves gap" if r.verdict == WORKS and r.halves_gap else ""),
         )
     return table
 
@@ -308,7 +309,7 @@ def verdict_lines(result: RemediesResult) -> list[str]:
         def named(chosen: list[RemedyRecord]) -> str:
             return ", ".join(r.name for r in chosen) or "none"
 
-        works = [r for r in group if r.verdict == "works"]
+        works = [r for r in group if r.verdict == WORKS]
         lines.append(
             f"{kind} (margin m = {group[0].margin:.3g}): works by the rule: {named(works)}; "
             f"inconclusive: {named([r for r in group if r.verdict == 'inconclusive'])}; "

@@ -50,7 +50,13 @@ from lostmid.report.html import Report
 from lostmid.reproduce.plan import PlannedStage
 from lostmid.stats import Interval
 from lostmid.stats.shape import is_u
-from lostmid.stats.verdicts import BELOW_RESOLUTION, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from lostmid.stats.verdicts import (
+    BELOW_RESOLUTION,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    WORKS,
+)
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "curriculum": (
@@ -344,15 +350,15 @@ def remedy_claim(
     verdicts = {r.verdict for r in remedies}
     if not valley:
         chosen = BELOW_RESOLUTION
-    elif "works" in verdicts:
+    elif WORKS in verdicts:
         chosen = REPRODUCED
-    elif "inconclusive" in verdicts:
+    elif INCONCLUSIVE in verdicts:
         chosen = INCONCLUSIVE
     else:
         chosen = NOT_REPRODUCED
     # the remedy that decides comes first (the report's compact table shows that clause):
     # one that works, else one inconclusive, else the one whose gap fell most
-    rank = {"works": 0, "inconclusive": 1}
+    rank = {WORKS: 0, INCONCLUSIVE: 1}
     ordered = sorted(
         remedies,
         key=lambda r: (
