@@ -23,6 +23,7 @@ from lostmid.behaviour.tasks.needles import (
     NEEDLE_TYPES,
     VARIANTS,
     check_needles_fit,
+    needle_count,
 )
 from lostmid.behaviour.tasks.niah import HAYSTACKS
 from lostmid.behaviour.tasks.registry import (
@@ -258,8 +259,7 @@ class RetrieveConfig(LoadsModel):
             if getattr(self, name) is not None:
                 check_positive(f"--{name.replace('_', '-')}", getattr(self, name))
         if self.task in VARIANTS and self.data is None:  # before any folder is claimed
-            asked = {"niah-multivalue": self.values_per_key, "niah-multiquery": self.queries}
-            count = asked.get(self.task, 1) + int(self.distractors or 0)
+            count = needle_count(self.task, self)
             check_needles_fit(count, min(self.lengths or (self.length or NIAH_LENGTH,)))
         if not self.margin >= 0:
             raise UserError(f"--margin must be >= 0, got {self.margin}")

@@ -303,6 +303,20 @@ def resolved_distractors(variant: str, given: int | None) -> int:
     return 3 if variant == "niah-multikey" else 0
 
 
+def needle_count(variant: str, options: Any) -> int:
+    """How many needles a ``variant`` item holds under ``options``: the asked ones
+    (``--values-per-key`` values, ``--queries`` keys, else one) and the distractors.
+
+    >>> from types import SimpleNamespace as O
+    >>> needle_count("niah-multiquery", O(queries=4, values_per_key=1, distractors=None))
+    4
+    >>> needle_count("niah-multikey", O(queries=1, values_per_key=1, distractors=3))
+    4
+    """
+    asked = {"niah-multivalue": options.values_per_key, "niah-multiquery": options.queries}
+    return int(asked.get(variant, 1)) + int(options.distractors or 0)
+
+
 def _check(options: Any) -> None:
     if options.distractors is not None and options.distractors < 0:
         raise UserError(f"--distractors must be >= 0, got {options.distractors}")
