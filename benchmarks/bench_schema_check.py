@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lostmid.runinfo import write_text
+from lostmid.files import write_text
 from lostmid.schemas import kind_of_tag, problems_of
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -293,6 +293,9 @@ def schema_type(prop: Mapping[str, Any]) -> str:
     'number | null'
     >>> schema_type({"type": "array", "items": {"$ref": "#/$defs/Claim"}})
     'array of Claim'
+    >>> schema_type({"anyOf": [{"type": "array", "items": {"anyOf": [{"type": "number"},
+    ...     {"type": "null"}]}}, {"type": "null"}]})
+    'array of (number | null) | null'
     """
     if "$ref" in prop:
         return str(prop["$ref"]).rpartition("/")[2]
@@ -304,7 +307,8 @@ def schema_type(prop: Mapping[str, Any]) -> str:
         return " | ".join(schema_type(p) for p in prop["anyOf"])
     kind = prop.get("type", "any")
     if kind == "array":
-        return f"array of {schema_type(prop.get('items', {}))}"
+        items = schema_type(prop.get("items", {}))
+        return f"array of ({items})" if " | " in items else f"array of {items}"
     return str(kind)
 
 
@@ -318,7 +322,7 @@ def fields_table(schema: Mapping[str, Any]) -> str:
         if not described and "$ref" in prop:
             ref = str(prop["$ref"]).rpartition("/")[2]
             described = schema.get("$defs", {}).get(ref, {}).get("description", "")
-        text = _cell(" ".join(described.split()))
+        text = _cell(re.sub(r":\w+:`~?([^`]+)`", r"`\1`", " ".join(described.split())))
         cell = schema_type(prop).replace("|", "\\|")
         rows.append(f"| `{name}` | {cell} | {'yes' if name in required else 'no'} | {text} |")
     return "\n".join(rows)

@@ -35,11 +35,11 @@ wide one.
 from __future__ import annotations
 
 from lostmid.stats import Interval
-from lostmid.stats.verdicts import DOES_NOT_WORK, INCONCLUSIVE, WORKS, WORSE
+from lostmid.stats.verdicts import DOES_NOT_WORK, INCONCLUSIVE, REMEDY_VERDICTS, WORKS, WORSE
 
 __all__ = ["RULE", "VERDICTS", "gap_margin", "halves_gap", "verdict"]
 
-VERDICTS = (WORKS, DOES_NOT_WORK, WORSE, INCONCLUSIVE)
+VERDICTS = REMEDY_VERDICTS  # the words a remedy's verdict takes (stats.verdicts)
 RULE = (
     "with the 95% intervals (paired by seed; inference remedies: paired by example, a "
     "bootstrap over the items both arms scored) of the gap difference and the mean-accuracy "

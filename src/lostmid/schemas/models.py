@@ -18,12 +18,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from lostmid.files import RESULT_KINDS
-from lostmid.stats.verdicts import CLAIM_VERDICTS
+from lostmid.stats.verdicts import CLAIM_VERDICTS, REMEDY_VERDICTS
 
 Number = float | None
 """A number; null where it is not finite (nan: undefined, inf: unbounded)."""
 Numbers = list[float | None]
 Object = dict[str, Any]
+TAG = "The file's kind and layout version (lostmid.files.RESULT_KINDS)."
 
 
 def _tag(kind: str) -> Any:
@@ -110,13 +111,64 @@ class PositionScore(Open):
     logprob_ci_high: Number = None
 
 
+class RemedyEntry(Strict):
+    """One remedy over its seeds (remedies.json ``remedies``): each metric with its 95%
+    t interval over seeds, its paired differences to the baseline, the verdict and what
+    it cost (:class:`lostmid.remedies.summary.RemedyRecord`)."""
+
+    name: str
+    kind: Literal["training", "inference"]
+    description: str
+    knobs: Object = Field(description="The remedy's settings.")
+    seeds: list[int]
+    tokens: int | None = Field(description="Training input tokens a seed.")
+    steps: int | None
+    parameters: int | None
+    extra_parameters: int | None = Field(description="Parameters beyond the baseline's.")
+    extra_forward_passes: int
+    mean_accuracy: IntervalRecord | None = None
+    gap: IntervalRecord | None = Field(None, description="Best minus worst position.")
+    primacy: IntervalRecord | None = None
+    recency: IntervalRecord | None = None
+    log10_peak_to_valley: IntervalRecord | None = None
+    difference_to_baseline: dict[str, IntervalRecord] | None = Field(
+        description="Paired by seed; null for the baseline itself."
+    )
+    verdict: Literal[REMEDY_VERDICTS] | None = Field(  # type: ignore[valid-type]
+        description="null for the baseline."
+    )
+    margin: Number = Field(description="The reduction of the gap that counts.")
+    halves_gap: bool | None
+    accuracy_by_position: list[Object] = Field(description="index, and its interval.")
+    theory: Object | None = Field(description="The theory's prediction for the remedy.")
+    measured_init_log10_peak_to_valley: IntervalRecord | None
+    seconds: float
+
+
+class SweepUnit(Strict):
+    """One unit of a sweep (sweep.json ``units``) and what became of it."""
+
+    key: str = Field(description="The unit's folder under units/.")
+    task: str
+    params: Object
+    resources: Object = Field(description="cpus, gpus, memory_gb asked of the backend.")
+    result: str | None = Field(description="Its result file, relative to the sweep folder.")
+    status: str = Field(description="done (computed now) | reused | failed.")
+    seconds: Number
+    compute_seconds: Number
+    attempts: int
+    summary: Object | None = Field(description="The headline numbers read from its result.")
+    error: str | None
+    traceback: str | None
+
+
 # -- the kinds -------------------------------------------------------------------------
 
 
 class TheoryFile(Strict):
     """theory.json: the exact influence profile of the theory (``lostmid theory``)."""
 
-    schema_: _tag("theory") = Field(alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("theory") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     influence: Numbers = Field(description="(L,) influence of position j on the target.")
     log10_influence: Numbers
     peak_to_valley: Number
@@ -133,7 +185,7 @@ class TheoryFile(Strict):
 class MeasureFile(Strict):
     """measure.json: a model's measured influence profile (``lostmid measure``)."""
 
-    schema_: _tag("measure") = Field(alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("measure") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     positions: str = Field(description="The index convention: 1..L.")
     influence: Numbers
     stderr: Numbers | None
@@ -169,7 +221,7 @@ class MeasureFile(Strict):
 class CompareFile(Strict):
     """compare.json: every candidate scored against the measurements (``lostmid compare``)."""
 
-    schema_: _tag("compare") = Field(alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("compare") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     measured: Object
     theory_source: str | None
     settings: Object
@@ -186,7 +238,7 @@ class CompareFile(Strict):
 class TrainingFile(Strict):
     """dynamics.json: a language model's profile through training (``lostmid train``)."""
 
-    schema_: _tag("training") = Field(alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("training") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     config: Object
     interventions: str
     model: Object
@@ -202,7 +254,7 @@ class RetrievalTrainingFile(Strict):
     """retrieval.json: retrieval training, accuracy and influence by checkpoint
     (``lostmid train --task kv|mqar``)."""
 
-    schema_: _tag("retrieval training") = Field(alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("retrieval training") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     config: Object
     parameters: int
     sequence_length: int
@@ -221,8 +273,8 @@ class RetrievalTrainingFile(Strict):
 class RemediesFile(Strict):
     """remedies.json: each remedy against its baseline (``lostmid remedies``)."""
 
-    schema_: _tag("remedies") = Field(alias="schema")  # type: ignore[valid-type]
-    remedies: list[Object]
+    schema_: _tag("remedies") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
+    remedies: list[RemedyEntry]
     config: Object
     rule: str = Field(description="The verdict rule, in words.")
     seconds: float
@@ -233,7 +285,7 @@ class RemediesFile(Strict):
 class RetrievalFile(Strict):
     """retrieve.json: accuracy by position on a retrieval task (``lostmid retrieve``)."""
 
-    schema_: _tag("retrieval") = Field(alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("retrieval") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     task: str
     axis: Literal["depth", "index"]
     metric: str
@@ -264,7 +316,7 @@ class RetrievalFile(Strict):
 class ScoreFile(Strict):
     """score.json: accuracy by position from another tool's samples (``lostmid score``)."""
 
-    schema_: _tag("score") = Field(alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("score") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     source: str
     format: str
     axis: str
@@ -279,7 +331,7 @@ class ScoreFile(Strict):
 class AblationFile(Strict):
     """ablation.json: the ladder of ablations and where the gap opens (``lostmid ablate``)."""
 
-    schema_: _tag("ablation") | None = Field(None, alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("ablation") | None = Field(None, alias="schema", description=TAG)  # type: ignore[valid-type]
     config: Object
     definitions: Object
     rungs: list[Object]
@@ -292,8 +344,8 @@ class AblationFile(Strict):
 class SweepFile(Strict):
     """sweep.json: every unit of a sweep and what became of it (``lostmid sweep``)."""
 
-    schema_: _tag("sweep") | None = Field(None, alias="schema")  # type: ignore[valid-type]
-    units: list[Object]
+    schema_: _tag("sweep") | None = Field(None, alias="schema", description=TAG)  # type: ignore[valid-type]
+    units: list[SweepUnit]
     counts: dict[str, int]
     seconds: float
     config: Object
@@ -306,7 +358,7 @@ class SweepFile(Strict):
 class DoseFile(Strict):
     """dose.json: the depth dose-response of retrieval training runs."""
 
-    schema_: _tag("dose") = Field(alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("dose") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     arms: list[Object]
     variants: list[Object]
     dose_response: Object | None
@@ -319,7 +371,7 @@ class ReproduceFile(Open):
     reproduce``); each section null when it was off. A section registered beside these
     (:data:`lostmid.reproduce.sections.SECTIONS`) adds its own key."""
 
-    schema_: _tag("reproduce") | None = Field(None, alias="schema")  # type: ignore[valid-type]
+    schema_: _tag("reproduce") | None = Field(None, alias="schema", description=TAG)  # type: ignore[valid-type]
     scale: Object
     models: dict[str, Object]
     training: Object | None

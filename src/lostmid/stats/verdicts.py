@@ -38,6 +38,8 @@ AGREES, CONTRADICTS, UNRESOLVED = "agrees", "contradicts", "unresolved"
 HOLDS, FAILS = "holds", "fails"
 CLAIM_VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, BELOW_RESOLUTION)
 """Every verdict a claim of the paper can get, in the order tables count them."""
+REMEDY_VERDICTS = (WORKS, DOES_NOT_WORK, WORSE, INCONCLUSIVE)
+"""Every verdict a remedy against its baseline can get."""
 
 
 def side_of(low: float, high: float, boundary: float) -> str:
