@@ -16,8 +16,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench_theory import best_of
 
 from lostmid.files import write_text
 from lostmid.schemas import kind_of_tag, problems_of
@@ -25,15 +26,6 @@ from lostmid.schemas import kind_of_tag, problems_of
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = {"reproduce.json": "reproduce", "retrieve.json": "retrieval", "measure.json": "measure",
          "dynamics.json": "training", "retrieval.json": "retrieval training"}  # fmt: skip
-
-
-def best_of(fn, repeats: int = 7) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def files(argv: list[str]) -> list[Path]:
@@ -61,12 +53,13 @@ def main() -> None:
             document = json.loads(path.read_text())
             kind = kind_of_tag(document) or KINDS[path.name]
             assert problems_of(kind, document) is None, path
-            check = best_of(lambda d=document, k=kind: problems_of(k, d))
+            check = best_of(lambda d=document, k=kind: problems_of(k, d), 7)
             target = Path(tmp) / path.name
             write = best_of(
                 lambda d=document, t=target: write_text(
                     t, json.dumps(d, indent=1, allow_nan=False) + "\n"
-                )
+                ),
+                7,
             )
             size = path.stat().st_size / 1024
             print(f"{path.name:<28} {size:>6.0f} {check * 1e3:>9.2f} {write * 1e3:>9.2f} "
