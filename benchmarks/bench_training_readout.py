@@ -11,6 +11,13 @@ relative error (``--draws`` times; nothing else changes: the null), and prints t
 growth each readout reads on that null beside what it reads on the run's own last
 checkpoint.
 
+Then the pooled rule itself on that null (``--replicates`` nulls of S seeds, S = the
+run's seeds and ``--many`` seeds drawn from them): the share of each verdict when the
+growth is read raw and when each seed's noise growth
+(:func:`lostmid.train.claims.noise_growth`) is taken off first, beside both verdicts on
+the run's own checkpoints. The dead zone and the U are taken as given (the most a null
+can reach).
+
     .venv/bin/python benchmarks/bench_training_readout.py RUN_FOLDER
 """
 
@@ -29,6 +36,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a reproduce --out with train/seed-N/")
     parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--replicates", type=int, default=400)
+    parser.add_argument("--many", type=int, default=10)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(
@@ -59,6 +68,57 @@ def main() -> None:
             f"{binned.mean():+.3f} ({(binned > 0).mean():.0%}) |",
             flush=True,
         )
+    pooled_on_null(args.run, args.replicates, args.many)
+
+
+def pooled_on_null(run: Path, replicates: int, many: int) -> None:
+    """The pooled valley rule on nulls, raw and with each seed's noise growth taken off."""
+    from collections import Counter
+
+    from lostmid.compare.pretraining import readouts
+    from lostmid.stats import seed_interval
+    from lostmid.train.claims import noise_growth, valley_verdict
+    from lostmid.train.run import saved_checkpoints
+
+    seeds = []
+    for path in sorted(run.glob("train/seed-*/dynamics.json")):
+        measured = [c.measurement for c in saved_checkpoints(path.parent, until=10**9)]
+        first, last = measured[0], measured[-1]
+        assert first is not None and last is not None
+        p0 = np.asarray(first.influence)
+        rel1 = float(np.median(np.asarray(last.influence_stderr) / np.asarray(last.influence)))
+        start = readouts(p0, "binned")["log10_ptv"]
+        real = readouts(np.asarray(last.influence), "binned")["log10_ptv"] - start
+        seeds.append((p0, rel1, start, real, noise_growth(first, last)))
+
+    def verdict(values: list[float]) -> str:
+        return valley_verdict(seed_interval(values), True, True)
+
+    raw = [g for *_, g, _ in seeds]
+    off = [g - b for *_, g, b in seeds]
+    print(f"\nthe run's own: raw growth {np.round(raw, 3).tolist()} -> {verdict(raw)}; "
+          f"noise growth {np.round([b for *_, b in seeds], 3).tolist()}, less it "
+          f"{np.round(off, 3).tolist()} -> {verdict(off)}")  # fmt: skip
+    rng = np.random.default_rng(1)
+    print("\n| seeds | read | " + " | ".join(("reproduced", "partly", "inconclusive",
+          "not reproduced")) + " |\n|---|---|---|---|---|---|")  # fmt: skip
+    for count in (len(seeds), many):
+        tally: dict[str, Counter[str]] = {"raw": Counter(), "less noise": Counter()}
+        for _ in range(replicates):
+            picks = range(len(seeds)) if count == len(seeds) else rng.integers(0, len(seeds), count)
+            raw_null, off_null = [], []
+            for i in picks:
+                p0, rel1, start, _, bias = seeds[i]
+                again = p0 * np.exp(rng.normal(0.0, rel1, p0.size))
+                g = readouts(again, "binned")["log10_ptv"] - start
+                raw_null.append(g)
+                off_null.append(g - bias)
+            tally["raw"][verdict(raw_null)] += 1
+            tally["less noise"][verdict(off_null)] += 1
+        for read, counts in tally.items():
+            words = ("reproduced", "partly", "inconclusive", "not reproduced")
+            shares = " | ".join(f"{counts[v] / replicates:.1%}" for v in words)
+            print(f"| {count} | {read} | {shares} |", flush=True)
 
 
 if __name__ == "__main__":

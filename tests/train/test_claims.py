@@ -197,3 +197,49 @@ def training_claims_pooled(seeds):
     from lostmid.train.claims import pooled_training_claims
 
     return pooled_training_claims(seeds)[0]
+
+
+def _noisy_seeds(t: int, count: int, depth: float, rng: np.random.Generator) -> list:
+    """``count`` seeds whose last profile is the first with its middle ``depth`` times
+    lower (1: unchanged), measured with 4x the first's relative error, each with the
+    standard errors a measurement reports."""
+    from lostmid.train.claims import SeedEvidence
+
+    x = np.arange(1, t + 1) / t
+    base = 1.0 / x + 50.0 * x**8 + 1.0
+    later_base = base.copy()
+    later_base[1:-1] /= np.where((x[1:-1] > 0.2) & (x[1:-1] < 0.9), depth, 1.0)
+    seeds = []
+    for seed in range(count):
+        start = base * np.exp(rng.normal(0.0, 0.05, t))
+        later = later_base * np.exp(rng.normal(0.0, 0.2, t))
+        first = dataclasses.replace(_at(t, start, 5.5), influence_stderr=0.05 * start)
+        last = dataclasses.replace(_at(t, later, 2.0), influence_stderr=0.2 * later)
+        run = [Checkpoint(0, 0, 1e-3, None, first), Checkpoint(100, 6400, 1e-3, None, last)]
+        seeds.append(SeedEvidence.of(seed, run))
+    return seeds
+
+
+def test_many_seeds_of_a_noisier_profile_do_not_make_the_valley_deepen() -> None:
+    """The pooled rule on the null, with as many seeds as make an interval narrow: read
+    raw, the noise's bias alone puts the interval of growth above 0 (the old rule said
+    partly); read beyond each seed's noise growth, it spans 0. A real deepening under
+    the same noise is still found, and a valley that fills in is not reproduced."""
+    from lostmid.stats import seed_interval
+    from lostmid.train.claims import valley_verdict
+
+    rng = np.random.default_rng(3)
+    null = _noisy_seeds(128, 20, 1.0, rng)
+    raw = seed_interval([s.log10_growth for s in null])
+    assert raw.ci_low > 0  # what the raw readout would have called resolved growth
+    assert all(s.log10_noise_growth is not None and s.log10_noise_growth > 0 for s in null)
+    verdict = training_claims_pooled(null).verdict
+    assert verdict in ("inconclusive", "not reproduced")
+    assert "beyond what noise alone reads" in training_claims_pooled(null).rule
+    assert valley_verdict(raw, True, True) == "partly"  # the rule itself, fed the raw read
+
+    deeper = _noisy_seeds(128, 5, 10.0, rng)  # the middle 10x lower: a decade deeper
+    assert training_claims_pooled(deeper).verdict in ("reproduced", "partly")
+    assert seed_interval([s.log10_growth_beyond_noise for s in deeper]).ci_low > 0.5
+    filled = _noisy_seeds(128, 5, 0.2, rng)  # the middle 5x higher: the valley fills in
+    assert training_claims_pooled(filled).verdict == "not reproduced"
