@@ -111,6 +111,28 @@ class PositionScore(Open):
     logprob_ci_high: Number = None
 
 
+class ProfileSummaryRecord(Strict):
+    """The shape of an influence profile (:class:`lostmid.theory.ProfileSummary`, whose
+    module gives the definitions); positions are 1-indexed."""
+
+    target: int = Field(description="The position whose output is differentiated.")
+    support: list[int] = Field(description="First and last position that can influence it.")
+    primacy: Number = Field(description="Influence of the first position of the support.")
+    recency: Number = Field(description="Influence of the target itself.")
+    valley: Number = Field(description="The smallest influence over the support but t.")
+    valley_position: int | None
+    peak: Number
+    peak_position: int
+    peak_to_valley: Number
+    log10_peak_to_valley: Number
+    dead_zone_level: Number = Field(description="Median influence over the middle half.")
+    uniform_level: Number = Field(description="1 / the support's length: a flat row's.")
+    log10_primacy: Number
+    log10_recency: Number
+    log10_valley: Number
+    log10_dead_zone_level: Number
+
+
 class RemedyEntry(Strict):
     """One remedy over its seeds (remedies.json ``remedies``): each metric with its 95%
     t interval over seeds, its paired differences to the baseline, the verdict and what
@@ -174,7 +196,7 @@ class TheoryFile(Strict):
     peak_to_valley: Number
     log10_peak_to_valley: Number
     params: Object = Field(description="length, layers, alphas, mask, kernel, target ...")
-    summary: Object = Field(description="Shape summary (lostmid.theory.summarise_profile).")
+    summary: ProfileSummaryRecord
     path_weights: Numbers | None
     continuum: Numbers | None
     continuum_error: Object | None
@@ -211,7 +233,7 @@ class MeasureFile(Strict):
     gain_directions: int | None
     layer_masks: list[str] | None
     notes: list[str]
-    summary: Object
+    summary: ProfileSummaryRecord
     shape: ShapeRecord | None
     config: Object = Field(description="The model and measurement facts.")
     requested: Object | None
