@@ -48,8 +48,7 @@ from lostmid.models import CHECKPOINTS
 from lostmid.models.ablations import global_attention_overrides
 from lostmid.models.load import check_trained_model, resolve_config
 from lostmid.models.quantise import requantise
-from lostmid.models.spec import ModelSpec
-from lostmid.reproduce.config import model_slug
+from lostmid.models.spec import ModelSpec, model_slug
 from lostmid.reproduce.plan import REAL_CHECKPOINT_PRIORITY, PlannedStage, StandardSection
 
 INPUT_KINDS = ("random", "text", "records", "chat")

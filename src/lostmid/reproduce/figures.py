@@ -1,6 +1,6 @@
 """The figures of the reproduce report, one PNG each under ``OUT/figures``.
 
-Per model (``SLUG`` = :func:`~lostmid.reproduce.config.model_slug`):
+Per model (``SLUG`` = :func:`~lostmid.models.spec.model_slug`):
 ``overlay-SLUG.png`` (measured against the zero-parameter theories, led by
 ``predicted:positional``, the fitted theories and every baseline),
 ``positional-SLUG.png`` (with against without the positional encoding) and
@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from lostmid.compare.plot import plot_overlay
+from lostmid.models.spec import model_slug
 from lostmid.report.plots import plot_depth_growth, plot_profiles, save_figure
 from lostmid.reproduce.analysis import FAITHFUL, ModelAnalysis
 from lostmid.reproduce.behaviour import Behaviour
-from lostmid.reproduce.config import model_slug
 
 OVERLAY_THEORIES = (
     FAITHFUL,

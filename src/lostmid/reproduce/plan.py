@@ -153,7 +153,7 @@ class PerModelSection(StandardSection):
         return (("", {}),)
 
     def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
-        from lostmid.reproduce.config import model_slug
+        from lostmid.models.spec import model_slug
 
         scale = self.scales.get(getattr(config.scale, self.key))
         if scale is None:
@@ -212,7 +212,7 @@ class PerModelSection(StandardSection):
         return self.result(f"{value} scale", runs) if runs else None
 
     def figures(self, value: Any, folder: Path) -> dict[str, Path]:
-        from lostmid.reproduce.config import model_slug
+        from lostmid.models.spec import model_slug
 
         return {
             f"{self.folder}-{Path(run['folder']).name or model_slug(run['model'])}": Path(

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from lostmid.compare.claims import Claim
 from lostmid.influence.record import MeasureRecord, write_measure
+from lostmid.models.spec import model_slug
 from lostmid.report.layout import fit_table
 from lostmid.reproduce import sections as registry
 from lostmid.reproduce.analysis import (
@@ -23,7 +24,7 @@ from lostmid.reproduce.analysis import (
     measured_profiles,
 )
 from lostmid.reproduce.claims import claims_table, model_claims
-from lostmid.reproduce.config import ReproduceConfig, model_slug
+from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.figures import make_figures
 from lostmid.reproduce.plan import PlannedStage, claims_of
 from lostmid.reproduce.report import build_report
