@@ -89,7 +89,7 @@ def table(folder: Path, readout: str = "binned") -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from lostmid.reproduce.checkpoints import (
+    from lostmid.pretrained.study import (
         TABLE_HEADER,
         comparison_table,
         read_study_config,
@@ -162,7 +162,7 @@ def main() -> None:
     if args.loads:
         loads(args.warm_cache)
     if args.study is not None:
-        from lostmid.reproduce.checkpoints import StudyConfig, run_study
+        from lostmid.pretrained.study import StudyConfig, run_study
 
         config = StudyConfig(
             checkpoints=tuple(args.checkpoints.split(",")),

@@ -4,8 +4,9 @@ influence on the answer say where a real model loses what it read?
     python benchmarks/bench_gold_link.py --model smollm2-135m --out results/gold-link \
         --length 1024 --distractors 4 --per-depth 20
 
-The study of ``lostmid reproduce --real-link`` (:func:`lostmid.reproduce.real_link.
-link_run`, its module docstring says what is measured and the rule) at any size: RULER's
+The study of ``lostmid reproduce --real-link`` (:func:`lostmid.behaviour.link.run.
+link_run`; :mod:`lostmid.behaviour.link` says what is measured, the section
+:mod:`lostmid.reproduce.real_link` the rule) at any size: RULER's
 multi-key needle prompted as ``lostmid retrieve`` renders it, per example greedy
 correctness and the gold needle's share of the answer's gradient and of measure's
 Jacobian norm, the random-init twin as the control. Resumable, and a larger
@@ -29,7 +30,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lostmid.reproduce.real_link import LinkScale, link_run
+from lostmid.behaviour.link.design import LinkScale
+from lostmid.behaviour.link.run import link_run
 
 
 def main() -> None:
@@ -80,9 +82,9 @@ def shared_prefill(scale: LinkScale, model: str, seed: int, examples: int) -> No
     from lostmid.behaviour.decoding.generate import greedy_decode
     from lostmid.behaviour.decoding.prompts import prompt_format
     from lostmid.behaviour.decoding.tokenizers import tokenizer_for_model
+    from lostmid.behaviour.link.example import link_example, link_prompt
     from lostmid.influence.gold import gold_span_influence
     from lostmid.models import load_model
-    from lostmid.reproduce.real_link import link_example, link_prompt
 
     print(f"load average {os.getloadavg()[0]:.2f}; torch threads {torch.get_num_threads()}")
     design = scale.design(model, seed)

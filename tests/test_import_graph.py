@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ablate",),
     ("train",),
     ("behaviour",),
+    ("pretrained",),
     ("remedies",),
     ("reproduce",),
     ("capabilities",),

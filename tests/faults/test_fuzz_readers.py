@@ -288,7 +288,7 @@ def test_sweep_files_with_any_value_changed(tmp_path: Path) -> None:
 
 
 def test_a_study_json_of_any_content(tmp_path: Path) -> None:
-    from lostmid.reproduce.checkpoints import read_study_config
+    from lostmid.pretrained.study import read_study_config
 
     valid = {"checkpoints": ["smollm2-135m"], "lengths": [512], "kinds": ["text"], "inputs": 4,
              "twins": 2, "probes": 1, "seed": 0, "controls": []}  # fmt: skip
@@ -351,7 +351,7 @@ def test_any_bytes(name: str, tmp_path: Path) -> None:
 def test_the_cases_the_fuzzing_found_are_one_line(tmp_path: Path) -> None:
     from lostmid.behaviour.formats.samples import read_lm_eval_samples
     from lostmid.checks import parse_seeds
-    from lostmid.reproduce.checkpoints import read_study_config
+    from lostmid.pretrained.study import read_study_config
     from lostmid.train.config import load_config_file
 
     cases: list[tuple[Callable[[], Any], str]] = [

@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 from cli_args import SECTIONS_OFF
 
+from lostmid.behaviour.link.design import LinkScale
 from lostmid.errors import UserError
-from lostmid.models.spec import ModelSpec
+from lostmid.models.spec import ModelSpec, model_slug
+from lostmid.pretrained.cells import read_cell
+from lostmid.pretrained.study import StudyConfig
 from lostmid.reproduce import checkpoints as ck
 from lostmid.reproduce import real_behaviour as rb
 from lostmid.reproduce import real_link as rl
@@ -37,7 +40,7 @@ def small_scales(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(
         ck.CHECKPOINT_SCALES,
         "quick",
-        ck.StudyConfig(lengths=(64,), kinds=("random", "text"), inputs=2, twins=1, probes=1),
+        StudyConfig(lengths=(64,), kinds=("random", "text"), inputs=2, twins=1, probes=1),
     )
     monkeypatch.setitem(
         rb.REAL_SCALES,
@@ -45,7 +48,7 @@ def small_scales(monkeypatch: pytest.MonkeyPatch) -> None:
         rb.RealScale("quick", ("x",), 300, 3, 2, True, pilot_examples=2,
                      extra={"knob_values": (0, 1)}),
     )  # fmt: skip
-    monkeypatch.setitem(rl.LINK_SCALES, "quick", rl.LinkScale("quick", ("x",), 600, 1, 1, 1))
+    monkeypatch.setitem(rl.LINK_SCALES, "quick", LinkScale("quick", ("x",), 600, 1, 1, 1))
     monkeypatch.setitem(
         rr.REAL_REMEDY_SCALES, "quick", rr.RealRemedyScale("quick", ("x",), 600, 2, 1)
     )
@@ -216,8 +219,8 @@ def test_a_gguf_file_goes_through_the_checkpoint_study(
     record = json.loads((tmp_path / "r" / "reproduce.json").read_text())
     cells = record["checkpoints"]["cells"]
     assert set(cells) == {f"{gguf}/L64/random", f"{gguf}/L64/text"}
-    facts = ck._read_cell(
-        tmp_path / "r/checkpoints/profiles" / ck.model_slug(str(gguf)) / "L64/text/twin0.npz"
+    facts = read_cell(
+        tmp_path / "r/checkpoints/profiles" / model_slug(str(gguf)) / "L64/text/twin0.npz"
     )[1]
     # the file does not carry the initialiser range: where the twin's came from is recorded
     assert "file does not carry it" in facts["init_facts"]["initializer_range"]["from"]

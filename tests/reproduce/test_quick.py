@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lostmid.reproduce.config import DEFAULT_MODELS, model_slug
+from lostmid.models.spec import model_slug
+from lostmid.reproduce.config import DEFAULT_MODELS
 
 
 @pytest.mark.slow

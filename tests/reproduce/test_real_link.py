@@ -1,7 +1,7 @@
 """Structure and behaviour on real checkpoints (lostmid.reproduce.real_link): the claim
-read from the link rule (yes, no, undecided), a run that grows and survives a torn
-record, and the section end to end through reproduce on a tiny BPE model standing in for
-a checkpoint, read back from its folder with the same claims."""
+read from the link rule (yes, no, undecided), and the section end to end through
+reproduce on a tiny BPE model standing in for a checkpoint, read back from its folder
+with the same claims (the study's own parts: tests/behaviour/test_link.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from cli_args import SECTIONS_OFF
 
+from lostmid.behaviour.link.design import DEPTHS, PRETRAINED, LinkScale
+from lostmid.behaviour.link.run import EXAMPLES, RESULT, link_run
+from lostmid.behaviour.link.summary import summarise
 from lostmid.errors import UserError
 from lostmid.reproduce import real_link as rl
 from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
@@ -18,17 +21,17 @@ from lostmid.stats.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 def _records(right_by_depth: list[list[int]], share_by_depth: list[list[float]]) -> list[dict]:
     rows = []
-    for depth, rights, shares in zip(rl.DEPTHS, right_by_depth, share_by_depth, strict=True):
+    for depth, rights, shares in zip(DEPTHS, right_by_depth, share_by_depth, strict=True):
         for i, (r, s) in enumerate(zip(rights, shares, strict=True)):
             rows.append(
-                {"model": rl.PRETRAINED, "depth": depth, "index": i, "right": bool(r)}
+                {"model": PRETRAINED, "depth": depth, "index": i, "right": bool(r)}
                 | {"jacobian_share": s, "gradient_share": 0.5, "answer_logp": -1.0}
             )
     return rows
 
 
 def _design(per_depth: int) -> dict:
-    return rl.LinkScale("t", ("m",), 100, per_depth, 1).design("m", 0)
+    return LinkScale("t", ("m",), 100, per_depth, 1).design("m", 0)
 
 
 def test_the_claim_follows_the_link_rule_yes_no_and_undecided() -> None:
@@ -45,10 +48,10 @@ def test_the_claim_follows_the_link_rule_yes_no_and_undecided() -> None:
         [a + 0.05 * (1 - r[i]) + 0.001 * i for i in range(n)] for a, r in zip(u, right, strict=True)
     ]
     reversed_ = [[1 - a + 0.01 * (i % 3) for i in range(n)] for a in u]  # it runs against it
-    yes = rl.summarise(_records(right, follows), _design(n))
-    no = rl.summarise(_records(right, reversed_), _design(n))
-    u_vs_u = rl.summarise(_records(right, blind), _design(n))
-    few = rl.summarise(_records([r[:3] for r in right], [s[:3] for s in follows]), _design(3))
+    yes = summarise(_records(right, follows), _design(n))
+    no = summarise(_records(right, reversed_), _design(n))
+    u_vs_u = summarise(_records(right, blind), _design(n))
+    few = summarise(_records([r[:3] for r in right], [s[:3] for s in follows]), _design(3))
     assert u_vs_u["link"]["jacobian_share"]["across_depths"]["verdict"] == "supported"
     assert [rl.claim_verdict(s) for s in (yes, no, u_vs_u, few)] == [
         REPRODUCED,
@@ -58,53 +61,17 @@ def test_the_claim_follows_the_link_rule_yes_no_and_undecided() -> None:
     ]
     assert [r["correct"] for r in yes["by_depth"]] == [round(a * n) for a in u]
     # records beyond the design's count do not enter its summary
-    assert rl.summarise(_records(right, follows), _design(3))["by_depth"][0]["n"] == 3
+    assert summarise(_records(right, follows), _design(3))["by_depth"][0]["n"] == 3
     claims = rl.RealLink("constructed", (yes | {"folder": "x"},)).claims
     across = yes["link"]["jacobian_share"]["across_depths"]
     assert across["value"] > 0.9 and f"Spearman {across['value']:+.2f} [" in claims[0].ours
     assert claims[0].verdict == REPRODUCED
 
 
-def test_a_run_grows_with_more_examples_and_nothing_else() -> None:
-    small, large = _design(2), _design(5)
-    assert rl._grows(small, large) and not rl._grows(large, small)
-    assert not rl._grows(small, large | {"length": 200})
-
-
-def test_a_torn_last_record_is_dropped_and_recomputed(tmp_path: Path) -> None:
-    path = tmp_path / rl.EXAMPLES
-    path.write_text('{"model": "pretrained", "depth": 0, "index": 0}\n{"model": "pre')
-    assert rl._read_examples(path) == [{"model": "pretrained", "depth": 0, "index": 0}]
-    assert path.read_text().endswith("}\n") and len(path.read_text().splitlines()) == 1
-
-
-def test_the_needle_span_covers_the_needle(bpe_model_dir: Path) -> None:
-    from lostmid.behaviour.decoding.prompts import prompt_format
-    from lostmid.behaviour.decoding.tokenizers import ByteTokenizer, tokenizer_for_model
-    from lostmid.behaviour.tasks.needles import needles_example
-
-    for tok in (tokenizer_for_model(str(bpe_model_dir)), ByteTokenizer()):
-        ex = needles_example(
-            seed=0,
-            index=1,
-            depth=50,
-            length=600,
-            variant="niah-multikey",
-            distractors=1,
-            count_tokens=lambda s, tok=tok: len(tok.encode(s)),
-        )
-        fmt = prompt_format("auto", tok, "on")
-        ids, (start, end) = fmt.encode_span(ex, tok, *ex.spans[0])
-        needle = ex.prompt[slice(*ex.spans[0])]
-        assert ids == tok.encode(fmt.text(ex, tok), special=fmt.add_special_tokens)
-        assert needle.strip() in tok.decode(ids[start:end])
-        assert needle.strip() not in tok.decode(ids[start + 1 : end])  # no wider than it
-
-
 def test_the_section_runs_on_each_checkpoint_and_reads_it_back(
     bpe_model_dir: Path, tmp_path: Path, run_cli, monkeypatch
 ) -> None:
-    scale = rl.LinkScale("quick", (str(bpe_model_dir),), 600, 1, 1, twin_per_depth=1)
+    scale = LinkScale("quick", (str(bpe_model_dir),), 600, 1, 1, twin_per_depth=1)
     monkeypatch.setitem(rl.LINK_SCALES, "quick", scale)
     args = ["--models", "tiny-gpt2", "--length", "16", "--seeds", "1", "--samples", "1"]
     args += ["--probes", "1", *SECTIONS_OFF, "--real-link", "quick", "--jobs", "1"]
@@ -113,11 +80,11 @@ def test_the_section_runs_on_each_checkpoint_and_reads_it_back(
     record = json.loads((tmp_path / "r" / "reproduce.json").read_text())
     (run,) = record["real_link"]["runs"]
     folder = Path(run["folder"])
-    lines = (folder / rl.EXAMPLES).read_text().splitlines()
-    assert len(lines) == 2 * len(rl.DEPTHS)  # the checkpoint and its twin, one a depth
+    lines = (folder / EXAMPLES).read_text().splitlines()
+    assert len(lines) == 2 * len(DEPTHS)  # the checkpoint and its twin, one a depth
     (claim,) = [c for c in record["claims"] if c["claim"] == rl.CLAIM]
     assert claim["verdict"] == INCONCLUSIVE  # one example a depth decides nothing
-    saved = json.loads((folder / rl.RESULT).read_text())
+    saved = json.loads((folder / RESULT).read_text())
     assert saved["metadata"]["config"] == run["design"] and (folder / "link.png").stat().st_size
     html = (tmp_path / "r" / "report.html").read_text()
     assert rl.RealLinkPlugin.title in html
@@ -130,11 +97,11 @@ def test_the_section_runs_on_each_checkpoint_and_reads_it_back(
         assert [c for c in back["claims"] if c["claim"] == rl.CLAIM] == [claim]
     # more examples a depth grow the run: the first ones are kept, not recomputed
     first = [json.loads(x) for x in lines]
-    grown = rl.link_run(rl.LinkScale("quick", (str(bpe_model_dir),), 600, 2, 1).design(
+    grown = link_run(LinkScale("quick", (str(bpe_model_dir),), 600, 2, 1).design(
         str(bpe_model_dir), 0), folder)  # fmt: skip
-    kept = [json.loads(x) for x in (folder / rl.EXAMPLES).read_text().splitlines()]
-    assert kept[: len(first)] == first and len(kept) == 4 * len(rl.DEPTHS)
-    assert [r["n"] for r in grown["by_depth"]] == [2] * len(rl.DEPTHS)
+    kept = [json.loads(x) for x in (folder / EXAMPLES).read_text().splitlines()]
+    assert kept[: len(first)] == first and len(kept) == 4 * len(DEPTHS)
+    assert [r["n"] for r in grown["by_depth"]] == [2] * len(DEPTHS)
     code, _, err = run_cli(
         "reproduce", "--quick", "--real-link", str(tmp_path), "--out", tmp_path / "x"
     )
@@ -142,7 +109,7 @@ def test_the_section_runs_on_each_checkpoint_and_reads_it_back(
 
 
 def test_a_folder_of_another_kind_is_one_line(tmp_path: Path) -> None:
-    (tmp_path / rl.RESULT).write_text('{"a": 1}')
+    (tmp_path / RESULT).write_text('{"a": 1}')
     with pytest.raises(UserError, match="not the result of a real-link run"):
         rl.RealLink.read(tmp_path)
 

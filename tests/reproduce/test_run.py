@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from cli_args import SECTIONS_OFF
 
-import lostmid.reproduce.run as rp
+import lostmid.reproduce.core as core
 from lostmid.influence.record import read_measure
 from lostmid.stats.verdicts import CLAIM_VERDICTS
 
@@ -171,7 +171,7 @@ def test_resume_reuses_finished_stages(quick_run: Path, run_cli, monkeypatch) ->
     def fail(*args, **kwargs):
         raise AssertionError("a finished stage was recomputed")
 
-    monkeypatch.setattr(rp, "measure_stage", fail)
+    monkeypatch.setattr(core, "measure_stage", fail)
     code, _, err = run_cli("reproduce", "--quick", *TINY, "--out", quick_run)
     assert code == 0, err
     assert json.loads((quick_run / "claims.json").read_text()) == before
@@ -181,7 +181,7 @@ def test_resume_reuses_finished_stages(quick_run: Path, run_cli, monkeypatch) ->
 
 
 def test_interrupted_run_keeps_what_it_finished(tmp_path: Path, run_cli, monkeypatch) -> None:
-    real = rp.measure_stage
+    real = core.measure_stage
     calls: list[tuple] = []
 
     def interrupt_on_third(*args, **kwargs):
@@ -190,11 +190,11 @@ def test_interrupted_run_keeps_what_it_finished(tmp_path: Path, run_cli, monkeyp
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(rp, "measure_stage", interrupt_on_third)
+    monkeypatch.setattr(core, "measure_stage", interrupt_on_third)
     code, out, _ = run_cli("reproduce", *TINY, "--out", tmp_path)
     assert code != 0 and "run the same command again to resume" in " ".join(out.split())
     assert len(list((tmp_path / "stages").iterdir())) == 2
-    monkeypatch.setattr(rp, "measure_stage", real)
+    monkeypatch.setattr(core, "measure_stage", real)
     code, _, err = run_cli("reproduce", *TINY, "--out", tmp_path)
     assert code == 0, err
     record = json.loads((tmp_path / "reproduce.json").read_text())

@@ -15,6 +15,8 @@ One folder a concept:
 * :mod:`~lostmid.behaviour.training`: small models trained on retrieval, when each record
   is learnt and the learning signal it receives;
 * :mod:`~lostmid.behaviour.dose`: the depth dose-response analysis;
+* :mod:`~lostmid.behaviour.link`: structure and behaviour on the same prompts (the
+  needle's share of the influence beside the greedy answer's correctness);
 * :mod:`~lostmid.behaviour.score`: accuracy by position with intervals
   (:mod:`lostmid.stats`).
 

@@ -51,6 +51,16 @@ NOT_RECORDED = ("name", "device")
 device is where a run ran, in the run's record."""
 
 
+def model_slug(model: str) -> str:
+    """A model spec as a file or folder name: the stem of a run's stages, figures and
+    folders of that model.
+
+    >>> model_slug("Qwen/Qwen2-0.5B")
+    'Qwen_Qwen2-0.5B'
+    """
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model).strip("_")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A model, how it loads and how it is prompted (module doc); checked when made.

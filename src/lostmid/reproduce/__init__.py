@@ -21,10 +21,12 @@ same ``--out`` reuses the stages it finished. Results: ``report.html``, ``claims
 ``MODEL/seed-S/measure.json`` (each seed) and ``MODEL/measure.json`` (the seeds pooled),
 readable by ``lostmid compare``.
 
-Modules: :mod:`~lostmid.reproduce.config` (what a run is), :mod:`~.stages` (what each
+Modules: :mod:`~lostmid.reproduce.config` (what a run is), :mod:`~.core` (the core as
+a section: its stages, result, claims and figures), :mod:`~.stages` (what each
 stage computes), :mod:`~.analysis` (what the numbers say per model),
 :mod:`~.claims` (verdicts), :mod:`~.figures`, :mod:`~.report` (the HTML layout) and
-:mod:`~.run` (:func:`run_reproduce`).
+:mod:`~.run` (:func:`run_reproduce`); the sections beside the core are listed in
+:mod:`~.sections`.
 
 >>> from lostmid.reproduce import ReproduceConfig
 >>> ReproduceConfig.at_scale("quick").scale.length

@@ -50,7 +50,7 @@ import numpy as np
 
 from lostmid.compare.claims import Claim
 from lostmid.recordable import fields_record
-from lostmid.reproduce.plan import PlannedStage, StandardSection, preset_threads
+from lostmid.reproduce.plan import Panel, PlannedStage, StandardSection, preset_threads
 from lostmid.stats import Interval, finite_or_none, reference_points, seed_interval, spearman
 from lostmid.stats.shape import is_u
 from lostmid.stats.verdicts import (
@@ -415,6 +415,31 @@ def behaviour_figure(behaviour: Behaviour, folder: Path) -> Path:
     return save_figure(fig, folder / "behaviour.png")
 
 
+def behaviour_panel(behaviour: Behaviour, ax: Any) -> None:
+    """The section's panel of the lead figure ``summary.png``: the behavioural U at the end
+    of training (accuracy by gold record, Wilson intervals, seeds pooled) beside the record
+    influence at initialisation (share of the sum)."""
+    final = behaviour.pooled(len(behaviour.steps) - 1)
+    x = np.arange(len(final))
+    acc = np.array([p.accuracy for p in final])
+    err = np.array(
+        [[p.accuracy - p.ci_low for p in final], [p.ci_high - p.accuracy for p in final]]
+    )
+    ax.errorbar(x, acc, yerr=err, color="black", marker="o", capsize=3, label="accuracy (end)")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("gold record (0-indexed)")
+    ax.set_ylabel("retrieval accuracy")
+    twin = ax.twinx()
+    twin.plot(x, behaviour.mean_influence(0), color="#2ca02c", marker="s", lw=1.2,
+              label="record influence at init")  # fmt: skip
+    twin.set_ylabel("record influence at init (share)", color="#2ca02c")
+    first = behaviour.seeds[0]
+    ax.set_title(f"behaviour: {first.preset} (gold law {first.gold})", fontsize=10)
+    lines = ax.get_legend_handles_labels()
+    more = twin.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="lower center")
+
+
 class BehaviourPlugin(StandardSection):
     """The behavioural section (:class:`lostmid.reproduce.plan.Section`): a retrieval
     model trained per seed, its accuracy by gold index at every checkpoint and the link
@@ -463,6 +488,11 @@ class BehaviourPlugin(StandardSection):
 
     def figures(self, value: Behaviour, folder: Path) -> dict[str, Path]:
         return {"behaviour": behaviour_figure(value, folder)}
+
+    def summary_panels(self, value: Behaviour) -> list[Panel]:
+        """The U beside the record influence, a panel of ``summary.png`` after the
+        core's."""
+        return [partial(behaviour_panel, value)]
 
 
 SECTION = BehaviourPlugin()

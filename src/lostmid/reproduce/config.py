@@ -436,12 +436,3 @@ def parse_models(text: str) -> tuple[str, ...]:
     ('tiny-gpt2', './my-model')
     """
     return tuple(m.strip() for m in text.split(",") if m.strip())
-
-
-def model_slug(model: str) -> str:
-    """A model spec as a file name: the stem of its stages, figures and folder.
-
-    >>> model_slug("Qwen/Qwen2-0.5B")
-    'Qwen_Qwen2-0.5B'
-    """
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model).strip("_")

@@ -52,6 +52,10 @@ class Section(Protocol):
     What :meth:`collect` returns (the section's result, or None when the run has none)
     has a ``claims`` attribute: a sequence of :class:`~lostmid.compare.claims.Claim`,
     appended to the run's claims in the order of the sections.
+
+    A section may also define ``summary_panels(value)``: the panels it adds to the
+    report's lead figure ``summary.png`` (each a callable that draws on one matplotlib
+    axes), after the core's one a model (:func:`panels_of`).
     """
 
     key: str
@@ -153,7 +157,7 @@ class PerModelSection(StandardSection):
         return (("", {}),)
 
     def stages(self, config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
-        from lostmid.reproduce.config import model_slug
+        from lostmid.models.spec import model_slug
 
         scale = self.scales.get(getattr(config.scale, self.key))
         if scale is None:
@@ -212,7 +216,7 @@ class PerModelSection(StandardSection):
         return self.result(f"{value} scale", runs) if runs else None
 
     def figures(self, value: Any, folder: Path) -> dict[str, Path]:
-        from lostmid.reproduce.config import model_slug
+        from lostmid.models.spec import model_slug
 
         return {
             f"{self.folder}-{Path(run['folder']).name or model_slug(run['model'])}": Path(
@@ -284,6 +288,17 @@ def run_replacing(run: Callable[..., Any], config: Any, folder: Path) -> None:
         if "another configuration" not in str(err):
             raise
         run(config, out=folder, overwrite=True)
+
+
+Panel = Callable[[Any], None]
+"""One panel of the lead figure: draws on the matplotlib axes it is given."""
+
+
+def panels_of(section: Any, value: Any) -> list[Panel]:
+    """The panels a section's result adds to the lead figure (its optional
+    ``summary_panels``; none for no result)."""
+    draw = getattr(section, "summary_panels", None)
+    return [] if value is None or draw is None else list(draw(value))
 
 
 def claims_of(value: Any) -> Sequence[Claim]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,20 +13,17 @@ from rich.console import Console
 
 from lostmid.compare.claims import Claim
 from lostmid.influence.record import MeasureRecord, write_measure
+from lostmid.models.spec import model_slug
 from lostmid.report.layout import fit_table
+from lostmid.reproduce import core
 from lostmid.reproduce import sections as registry
-from lostmid.reproduce.analysis import (
-    ModelAnalysis,
-    ReproduceResult,
-    analyse_model,
-    measured_profiles,
-)
-from lostmid.reproduce.claims import claims_table, model_claims
-from lostmid.reproduce.config import ReproduceConfig, model_slug
-from lostmid.reproduce.figures import make_figures
-from lostmid.reproduce.plan import PlannedStage, claims_of
+from lostmid.reproduce.analysis import ModelAnalysis, ReproduceResult, measured_profiles
+from lostmid.reproduce.claims import claims_table
+from lostmid.reproduce.config import ReproduceConfig
+from lostmid.reproduce.figures import summary_figure
+from lostmid.reproduce.plan import PlannedStage, claims_of, panels_of
 from lostmid.reproduce.report import build_report
-from lostmid.reproduce.stages import SeedMeasurement, check_models, measure_stage, run_device
+from lostmid.reproduce.stages import SeedMeasurement, check_models, run_device
 from lostmid.runinfo import write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.folder import OpenRun, RunFolder
@@ -36,66 +32,13 @@ from lostmid.runs.stages import run_stages as run_backend_stages
 from lostmid.runs.store import StageStore
 
 
-def measure_stage_name(model: str, seed: int) -> str:
-    return f"measure-{model_slug(model)}-seed{seed}"
-
-
 def plan_stages(config: ReproduceConfig, device: str, out: Path) -> list[PlannedStage]:
-    """Every stage of the run, in order: each model at each seed, then each section's
-    (:data:`lostmid.reproduce.sections.SECTIONS`)."""
-    scale, seeds = config.scale, config.seeds()
-    plan = []
-    for model in config.models:
-        for seed in seeds:
-            first = seed == seeds[0]  # growth with depth on the first seed only
-            plan.append(
-                PlannedStage(
-                    measure_stage_name(model, seed),
-                    {
-                        "model": model,
-                        "seed": seed,
-                        "length": scale.length,
-                        "samples": scale.samples,
-                        "probes": scale.probes,
-                        "vocab_size": scale.vocab_size,
-                        "per_layer": "layer 1 and depth points" if first else "layer 1",
-                        "depth_points": scale.depth_points if first else None,
-                        "off_samples": scale.first_part,
-                        "gain_samples": scale.gain_inputs,
-                        "gain_directions": scale.gain_directions,
-                        "batch_size": scale.batch_size,
-                        "device": device,
-                    },
-                    partial(measure_stage, model, seed, scale, first, device),
-                    SeedMeasurement.from_record,
-                    check=partial(check_measure_stage, model, scale, device),
-                )
-            )
+    """Every stage of the run, in order: the core's (each model at each seed), then each
+    section's (:data:`lostmid.reproduce.sections.SECTIONS`)."""
+    plan = core.SECTION.stages(config, device, out)
     for section in registry.SECTIONS:
         plan += section.stages(config, device, out)
     return plan
-
-
-def check_measure_stage(model: str, scale: Any, device: str) -> None:
-    """What ``lostmid measure`` refuses for its size (on the cpu), refused before any
-    stage runs."""
-    if device != "cpu":
-        return
-    from lostmid.influence import MeasureConfig
-    from lostmid.influence.run import check_measure_size
-
-    check_measure_size(
-        MeasureConfig(
-            model=model,
-            length=scale.length,
-            samples=scale.samples,
-            probes=scale.probes,
-            gain_directions=scale.gain_directions,
-            batch_size=scale.batch_size,
-        ),
-        "sdpa",
-        override=None,  # reproduce has no --no-size-check
-    )
 
 
 def run_stages(
@@ -209,6 +152,7 @@ def check_run(config: ReproduceConfig, out: Path) -> str:
         from lostmid.behaviour.decoding.tokenizers import load_tokenizer
 
         load_tokenizer(config.tokenizer, config.trust_remote_code)
+    core.SECTION.check(config)
     for section in registry.SECTIONS:
         section.check(config)  # a folder a section would read, read now
     for stage in plan_stages(config, device, out):
@@ -235,15 +179,15 @@ def run_opened(
         plan_stages(config, device, out), store, console, backend=backend, device=device
     )
 
-    runs = {
-        model: [results[measure_stage_name(model, s)] for s in config.seeds()]
-        for model in config.models
-    }
-    analyses = {model: analyse_model(model, runs[model]) for model in config.models}
+    measured = core.SECTION.collect(config, results, out)
     sections = {s.key: s.collect(config, results, out) for s in registry.SECTIONS}
-    claims: list[Claim] = [c for a in analyses.values() for c in model_claims(a)]
+    claims: list[Claim] = list(measured.claims)
     claims += [c for s in registry.SECTIONS for c in claims_of(sections[s.key])]
-    figures = make_figures(analyses, sections["behaviour"], out / "figures")
+    # the lead figure: a panel from each part that gives one, the core's first
+    panels = panels_of(core.SECTION, measured)
+    panels += [p for s in registry.SECTIONS for p in panels_of(s, sections[s.key])]
+    figures = summary_figure(panels, out / "figures")
+    figures |= core.SECTION.figures(measured, out / "figures")
     for s in registry.SECTIONS:
         if sections[s.key] is not None:
             figures |= s.figures(sections[s.key], out / "figures")
@@ -257,14 +201,16 @@ def run_opened(
     metadata["stages"] = store.record()
     result = ReproduceResult(
         config=config,
-        models=analyses,
+        models=measured.models,
         sections=sections,
         claims=tuple(claims),
         figures=figures,
         metadata=metadata,
     )
-    for model, analysis in analyses.items():
-        write_measure_json(out / model_slug(model), analysis, runs[model], config, metadata)
+    for model, analysis in measured.models.items():
+        write_measure_json(
+            out / model_slug(model), analysis, measured.runs[model], config, metadata
+        )
     write_json(out / "claims.json", list(result.claims))
     write_json(out / "reproduce.json", result)
     build_report(result).write(out / "report.html")
