@@ -9,6 +9,7 @@ from typing import Any
 
 from PIL import Image
 
+from lostmid.report.html import Report
 from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.core import SECTION, Core
 from lostmid.reproduce.figures import summary_figure
@@ -21,7 +22,12 @@ def test_the_core_plans_a_stage_a_model_and_seed(tmp_path: Path) -> None:
     assert names == [f"measure-{m}-seed{s}" for m in ("qwen2-0.5b", "gpt2") for s in (0, 1, 2)]
     alone = ReproduceConfig.at_scale("quick", models=(), trained=("smollm2-135m",))
     empty = SECTION.collect(alone, {}, tmp_path)  # the trained-model sections alone
-    assert empty == Core({}, {}) and empty.claims == () and panels_of(SECTION, empty) == []
+    assert empty == Core({}, {}, alone.scale) and empty.claims == ()
+    assert panels_of(SECTION, empty) == [] and SECTION.record(empty) == {}
+    report = Report("t")
+    for nothing in (empty, None):  # no model measured at init: no core sections
+        SECTION.report(report, nothing, {})
+    assert report.sections == []
 
 
 class _Plain:

@@ -334,9 +334,10 @@ class ReproduceResult:
 
     Attributes:
         config: the run's configuration.
-        models: the analysis of each model, by spec.
-        sections: each section's result by its key (:data:`lostmid.reproduce.sections.
-            SECTIONS`; None, or absent, when the run had none).
+        sections: each part's result by its key: the core's under ``models``
+            (:data:`lostmid.reproduce.core.SECTION`), each section's under its own
+            (:data:`lostmid.reproduce.sections.SECTIONS`; None, or absent, when the run
+            had none).
         claims: the claims table, in order.
         figures: figure name -> PNG path.
         metadata: provenance (:func:`lostmid.runinfo.run_metadata`), with the stages
@@ -344,7 +345,6 @@ class ReproduceResult:
     """
 
     config: ReproduceConfig
-    models: Mapping[str, ModelAnalysis]
     sections: Mapping[str, Any]
     claims: tuple[Claim, ...]
     figures: Mapping[str, Path]
@@ -354,13 +354,19 @@ class ReproduceResult:
         """The result of the section ``key`` (None when the run had none)."""
         return self.sections.get(key)
 
+    @property
+    def models(self) -> Mapping[str, ModelAnalysis]:
+        """The analysis of each model measured at init, by spec (the core's)."""
+        core = self.section("models")
+        return {} if core is None else core.models
+
     def record(self) -> dict[str, Any]:
         from lostmid.reproduce.sections import SECTIONS
 
         return {
             "schema": schema_of("reproduce"),
             "scale": self.config.record()["scale"],
-            "models": {m: a.record() for m, a in self.models.items()},
+            "models": {} if self.section("models") is None else self.section("models").record(),
             **{
                 s.key: None if self.section(s.key) is None else s.record(self.section(s.key))
                 for s in SECTIONS

@@ -6,12 +6,9 @@ analysis.analyse_model`) and judged (:func:`~lostmid.reproduce.claims.model_clai
 :data:`SECTION` goes through the run as the sections of
 :data:`lostmid.reproduce.sections.SECTIONS` do (:class:`lostmid.reproduce.plan.Section`:
 its check, its stages, what it makes of their results, its claims, its figures and its
-panels of the lead figure), before them: its stages are planned first and its claims
-come first. Two parts stay the run's own: ``reproduce.json`` keeps its result as
-``models`` (:meth:`lostmid.reproduce.analysis.ReproduceResult.record`), and its part of
-the report is the frame :func:`lostmid.reproduce.report.build_report` lays out around
-the sections (how to read the claims, what the numbers say, the noise floors, each
-model), since that part reads the whole run's claims table.
+panels of the lead figure, its part of the report: :mod:`lostmid.reproduce.core_report`),
+before them: its stages are planned first, its claims and report sections come first,
+and its record is reproduce.json's ``models``.
 """
 
 from __future__ import annotations
@@ -24,9 +21,11 @@ from typing import Any
 
 from lostmid.compare.claims import Claim
 from lostmid.models.spec import model_slug
+from lostmid.report.html import Report
 from lostmid.reproduce.analysis import ModelAnalysis, analyse_model
 from lostmid.reproduce.claims import model_claims
 from lostmid.reproduce.config import ReproduceConfig, Scale
+from lostmid.reproduce.core_report import core_report
 from lostmid.reproduce.figures import model_figures, model_panel
 from lostmid.reproduce.plan import PlannedStage
 from lostmid.reproduce.stages import SeedMeasurement, measure_stage
@@ -65,15 +64,19 @@ class Core:
 
     models: Mapping[str, ModelAnalysis]
     runs: Mapping[str, list[SeedMeasurement]]
+    scale: Scale | None = None  # the run's (its report states the design)
 
     @property
     def claims(self) -> tuple[Claim, ...]:
         return tuple(c for a in self.models.values() for c in model_claims(a))
 
+    def record(self) -> dict[str, Any]:
+        """reproduce.json's ``models``: each model's analysis by spec."""
+        return {m: a.record() for m, a in self.models.items()}
+
 
 class CoreSection:
-    """The core (module doc), key ``models``: a :class:`lostmid.reproduce.plan.Section`
-    but for ``record`` and ``report`` (the run's own)."""
+    """The core (module doc), key ``models``: a :class:`lostmid.reproduce.plan.Section`."""
 
     key = "models"
 
@@ -118,7 +121,8 @@ class CoreSection:
             model: [results[measure_stage_name(model, s)] for s in config.seeds()]
             for model in config.models
         }
-        return Core({model: analyse_model(model, runs[model]) for model in runs}, runs)
+        models = {model: analyse_model(model, runs[model]) for model in runs}
+        return Core(models, runs, config.scale)
 
     def figures(self, value: Core, folder: Path) -> dict[str, Path]:
         """Each model's overlay, positional and depth figures."""
@@ -126,6 +130,16 @@ class CoreSection:
         for analysis in value.models.values():
             found |= model_figures(analysis, folder)
         return found
+
+    def record(self, value: Core) -> dict[str, Any]:
+        return value.record()
+
+    def report(self, report: Report, value: Core | None, figures: Mapping[str, Path]) -> None:
+        """The core's sections of report.html (:func:`lostmid.reproduce.core_report.
+        core_report`); none when the run measured no model at init."""
+        if value is None or not value.models or value.scale is None:
+            return
+        core_report(report, value.scale, value.models, figures)
 
     def summary_panels(self, value: Core) -> list[Callable[[Any], None]]:
         """One panel of ``summary.png`` a model: its step-0 profile against the theories."""

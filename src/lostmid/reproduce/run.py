@@ -201,8 +201,7 @@ def run_opened(
     metadata["stages"] = store.record()
     result = ReproduceResult(
         config=config,
-        models=measured.models,
-        sections=sections,
+        sections={core.SECTION.key: measured, **sections},
         claims=tuple(claims),
         figures=figures,
         metadata=metadata,
