@@ -63,8 +63,9 @@ undecided; a null where the pretrained profile is only noisier; a true deepening
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -414,6 +415,21 @@ def _paired_shift(read: ReadMany, pre: np.ndarray, again: np.ndarray) -> Estimat
     return Estimate(full, interval.ci_low, interval.ci_high)
 
 
+def _three_way(
+    interval: tuple[float, float],
+    rule: str,
+    side: Callable[..., str],
+    words: Mapping[str, str],
+) -> Verdict:
+    """The verdict the word of ``side(low, high)`` names (:mod:`lostmid.stats.verdicts`),
+    inconclusive where none does; an interval with an end that is not finite is
+    inconclusive, and its rule says there was none."""
+    low, high = interval
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return Verdict(INCONCLUSIVE, rule + " (no interval)")
+    return Verdict(words.get(side(low, high), INCONCLUSIVE), rule)
+
+
 def quantisation_verdict(shift: tuple[float, float], boundary: float = DEEPENING) -> Verdict:
     """Whether a cell's depth survives a second quantisation of the weights: ``robust``
     when the 95% interval of the shift in log10 peak-to-valley lies inside (-boundary,
@@ -424,17 +440,14 @@ def quantisation_verdict(shift: tuple[float, float], boundary: float = DEEPENING
     >>> quantisation_verdict((0.3, 0.7)).verdict
     'inconclusive'
     """
-    low, high = shift
     rule = (
         f"robust if the 95% interval of the change in log10 peak-to-valley under a second "
         f"4-bit quantisation lies inside (-{boundary}, +{boundary}), not robust if wholly "
         "outside, else inconclusive; a cell that is not robust cannot decide deepens or "
         "persists"
     )
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return Verdict(INCONCLUSIVE, rule + " (no interval)")
-    side = band_side(low, high, -boundary, boundary, closed=False)
-    return Verdict({"inside": ROBUST, "outside": NOT_ROBUST}.get(side, INCONCLUSIVE), rule)
+    inside = partial(band_side, lo=-boundary, hi=boundary, closed=False)
+    return _three_way(shift, rule, inside, {"inside": ROBUST, "outside": NOT_ROBUST})
 
 
 Draws = dict[str, np.ndarray]
@@ -513,16 +526,13 @@ def deepening_verdict(difference: tuple[float, float], boundary: float = DEEPENI
     >>> deepening_verdict((0.1, 0.9)).verdict
     'inconclusive'
     """
-    low, high = difference
     rule = (
         f"reproduced if the 95% interval of the change in log10 peak-to-valley lies above "
         f"+{boundary} (deeper by more than 10^{boundary}), not reproduced if it lies below, "
         "else inconclusive"
     )
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return Verdict(INCONCLUSIVE, rule + " (no interval)")
-    side = side_of(low, high, boundary)
-    return Verdict({"above": REPRODUCED, "below": NOT_REPRODUCED}.get(side, INCONCLUSIVE), rule)
+    above = partial(side_of, boundary=boundary)
+    return _three_way(difference, rule, above, {"above": REPRODUCED, "below": NOT_REPRODUCED})
 
 
 def persists_verdict(
@@ -571,14 +581,11 @@ def middle_verdict(fraction: tuple[float, float], middle: tuple[float, float] = 
     >>> middle_verdict((0.1, 0.5)).verdict
     'inconclusive'
     """
-    low, high = fraction
     lo, hi = middle
     rule = (
         f"reproduced if the 95% interval of the valley's position (fraction of the "
         f"context) lies inside [{lo}, {hi}], not reproduced if wholly outside, else "
         "inconclusive"
     )
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return Verdict(INCONCLUSIVE, rule + " (no interval)")
-    side = band_side(low, high, lo, hi)
-    return Verdict({"inside": REPRODUCED, "outside": NOT_REPRODUCED}.get(side, INCONCLUSIVE), rule)
+    inside = partial(band_side, lo=lo, hi=hi)
+    return _three_way(fraction, rule, inside, {"inside": REPRODUCED, "outside": NOT_REPRODUCED})
