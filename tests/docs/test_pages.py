@@ -216,3 +216,4 @@ def test_every_result_kind_has_its_section_with_every_top_level_key() -> None:
         for key in schema["properties"]:
             row = next(line for line in section.splitlines() if line.startswith(f"| `{key}` |"))
             assert row.split(" | ")[2] == ("yes" if key in schema["required"] else "no")
+            assert row.split(" | ")[3].strip(" |"), f"{kind}: {key} says nothing of itself"

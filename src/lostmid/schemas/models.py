@@ -192,15 +192,25 @@ class TheoryFile(Strict):
 
     schema_: _tag("theory") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     influence: Numbers = Field(description="(L,) influence of position j on the target.")
-    log10_influence: Numbers
-    peak_to_valley: Number
-    log10_peak_to_valley: Number
+    log10_influence: Numbers = Field(
+        description="(L,) log10 of influence, exact where influence underflows."
+    )
+    peak_to_valley: Number = Field(description="Peak over valley of the profile (summary).")
+    log10_peak_to_valley: Number = Field(description="Its log10.")
     params: Object = Field(description="length, layers, alphas, mask, kernel, target ...")
     summary: ProfileSummaryRecord
-    path_weights: Numbers | None
-    continuum: Numbers | None
-    continuum_error: Object | None
-    regions: Object | None
+    path_weights: Numbers | None = Field(
+        description="(H+1,) b_k: the weight of paths with k attention hops (k = 0: residual)."
+    )
+    continuum: Numbers | None = Field(
+        description="(L,) the continuum limit of the row (causal mask); null where not computed."
+    )
+    continuum_error: Object | None = Field(
+        description="How far the exact row is from the continuum."
+    )
+    regions: Object | None = Field(
+        description="The paper's regions (primacy tail, dead zone, recency anchor) here."
+    )
     metadata: Metadata
 
 
@@ -209,34 +219,74 @@ class MeasureFile(Strict):
 
     schema_: _tag("measure") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
     positions: str = Field(description="The index convention: 1..L.")
-    influence: Numbers
-    stderr: Numbers | None
-    mean_sq: Numbers | None
-    stderr_sq: Numbers | None
-    var_probe: Numbers | None
-    var_sample: Numbers | None
-    stderr_basis: str | None
-    best_probes_per_sample: Number
-    max_relative_stderr: Number
-    per_layer: list[Numbers] | None
-    residual_strength_method: str | None
-    residual_strength_mean: Number
-    residual_strength_jacobian: Numbers | None
-    residual_strength: Numbers | None
-    branch_gain: Numbers | None
-    residual_strength_forward: Numbers | None
-    mlp_gain: Numbers | None
-    mlp_coherence: Numbers | None
-    gain_per_position: list[Numbers] | None
-    mlp_gain_per_position: list[Numbers] | None
-    mlp_coherence_per_position: list[Numbers] | None
-    gain_directions: int | None
-    layer_masks: list[str] | None
-    notes: list[str]
+    influence: Numbers = Field(
+        description="(L,) influence of position j on the target: RMS Jacobian norm."
+    )
+    stderr: Numbers | None = Field(
+        description="(L,) its standard error; null when undefined (one input, one probe)."
+    )
+    mean_sq: Numbers | None = Field(description="(L,) the unbiased estimate of E ||J_j||_F^2.")
+    stderr_sq: Numbers | None = Field(description="(L,) the standard error of mean_sq.")
+    var_probe: Numbers | None = Field(
+        description="(L,) within-input (probe) variance; null with one probe."
+    )
+    var_sample: Numbers | None = Field(
+        description="(L,) between-input variance; null with one input."
+    )
+    stderr_basis: str | None = Field(
+        description="What the standard error rests on (inputs, or probes alone with one input)."
+    )
+    best_probes_per_sample: Number = Field(
+        description="The probes per input that would minimise the error at equal cost."
+    )
+    max_relative_stderr: Number = Field(
+        description="The largest stderr / influence over positions."
+    )
+    per_layer: list[Numbers] | None = Field(
+        description="(H, L) the profile on the residual stream after each layer, or null."
+    )
+    residual_strength_method: str | None = Field(
+        description="jacobian (s_l / (1 + s_l), the theory's a_l) or forward."
+    )
+    residual_strength_mean: Number = Field(description="Mean of residual_strength over layers.")
+    residual_strength_jacobian: Numbers | None = Field(
+        description="(H,) s_l / (1 + s_l) from the branch gain."
+    )
+    residual_strength: Numbers | None = Field(
+        description="(H,) the a_l predictions use (by residual_strength_method)."
+    )
+    branch_gain: Numbers | None = Field(
+        description="(H,) s_l: the attention branch's Jacobian gain per unit of attention weight."
+    )
+    residual_strength_forward: Numbers | None = Field(
+        description="(H,) the forward ratio ||attn|| / (||x|| + ||attn||)."
+    )
+    mlp_gain: Numbers | None = Field(description="(H,) the MLP branch's gain.")
+    mlp_coherence: Numbers | None = Field(
+        description="(H,) 1: the same MLP Jacobian at every position up to scale; 0: unrelated."
+    )
+    gain_per_position: list[Numbers] | None = Field(
+        description="(H, L) the branch gain at each position."
+    )
+    mlp_gain_per_position: list[Numbers] | None = Field(
+        description="(H, L) the MLP gain at each position."
+    )
+    mlp_coherence_per_position: list[Numbers] | None = Field(
+        description="(H, L) the MLP coherence at each position; null where the MLP is zero."
+    )
+    gain_directions: int | None = Field(description="Random directions the gains were measured on.")
+    layer_masks: list[str] | None = Field(
+        description="(H,) each layer's attention mask as a theory mask spec."
+    )
+    notes: list[str] = Field(description="What the run noticed (one line each).")
     summary: ProfileSummaryRecord
-    shape: ShapeRecord | None
+    shape: ShapeRecord | None = Field(
+        description="Shape indices of positions 1..target from stderr; null without it."
+    )
     config: Object = Field(description="The model and measurement facts.")
-    requested: Object | None
+    requested: Object | None = Field(
+        description="The options as given (config holds them resolved)."
+    )
     metadata: Metadata
 
 
@@ -244,16 +294,24 @@ class CompareFile(Strict):
     """compare.json: every candidate scored against the measurements (``lostmid compare``)."""
 
     schema_: _tag("compare") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
-    measured: Object
-    theory_source: str | None
-    settings: Object
-    metric_definitions: dict[str, str]
-    noise_floor: Object | None
-    candidates: dict[str, Object]
-    ranking: Object
-    claims: list[Claim]
-    notes: list[str]
-    files: dict[str, str]
+    measured: Object = Field(
+        description="The measurement compared: its files, seeds, length, profile and gains."
+    )
+    theory_source: str | None = Field(
+        description="The theory.json compared against; null: computed from the measurement."
+    )
+    settings: Object = Field(description="Fit metric, spike policy, bins, kernels.")
+    metric_definitions: dict[str, str] = Field(description="What each agreement metric is.")
+    noise_floor: Object | None = Field(
+        description="Agreement between the seeds' own measurements; null with one seed."
+    )
+    candidates: dict[str, Object] = Field(
+        description="Each candidate (theories, predictions, baselines) and its scores."
+    )
+    ranking: Object = Field(description="The candidates ordered by each metric.")
+    claims: list[Claim] = Field(description="The claims judged from these numbers.")
+    notes: list[str] = Field(description="What the comparison noticed (one line each).")
+    files: dict[str, str] = Field(description="The figures written beside it.")
     metadata: Metadata
 
 
@@ -261,15 +319,21 @@ class TrainingFile(Strict):
     """dynamics.json: a language model's profile through training (``lostmid train``)."""
 
     schema_: _tag("training") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
-    config: Object
-    interventions: str
-    model: Object
-    corpus: Object
-    checkpoint_steps: list[int]
+    config: Object = Field(
+        description="The resolved training configuration (preset, model, optimiser, seed)."
+    )
+    interventions: str = Field(description="The interventions trained with (none: plain training).")
+    model: Object = Field(
+        description="The model trained: family, layers, hidden size, context, parameters."
+    )
+    corpus: Object = Field(description="The corpus and its held-out split.")
+    checkpoint_steps: list[int] = Field(description="The steps at which checkpoints are measured.")
     complete: bool = Field(description="false: interrupted; --resume continues it.")
     records: list[Object] = Field(description="One checkpoint each: step, loss, profile ...")
-    tokens_per_second: Number
-    metadata: Metadata | None
+    tokens_per_second: Number = Field(description="Training throughput.")
+    metadata: Metadata | None = Field(
+        description="Provenance (null in a run written before it had any)."
+    )
 
 
 class RetrievalTrainingFile(Strict):
@@ -277,18 +341,22 @@ class RetrievalTrainingFile(Strict):
     (``lostmid train --task kv|mqar``)."""
 
     schema_: _tag("retrieval training") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
-    config: Object
-    parameters: int
-    sequence_length: int
-    prompt_length: int
-    record_spans: list[list[int]]
-    checkpoints: list[Object]
+    config: Object = Field(description="The resolved preset: task, training, evaluation.")
+    parameters: int = Field(description="Trainable parameters.")
+    sequence_length: int = Field(description="Tokens a training row.")
+    prompt_length: int = Field(description="Tokens of an evaluation prompt.")
+    record_spans: list[list[int]] = Field(
+        description="Each record's [first, last] token position in a prompt."
+    )
+    checkpoints: list[Object] = Field(
+        description="One per evaluation: step, accuracy by record, influence, learning signal."
+    )
     link: Object = Field(description="Influence-accuracy rank correlation at init, final.")
-    final_accuracy: Number
+    final_accuracy: Number = Field(description="Mean accuracy at the last checkpoint.")
     learning: Object | None = Field(description="When each record was learnt.")
-    train_seconds: float
-    wall_seconds: float
-    cpu_seconds: float
+    train_seconds: float = Field(description="Seconds spent training.")
+    wall_seconds: float = Field(description="Seconds of the whole run.")
+    cpu_seconds: float = Field(description="CPU seconds of the whole run.")
     metadata: Metadata | None = Field(None, description="Absent while the run trains.")
 
 
@@ -296,10 +364,12 @@ class RemediesFile(Strict):
     """remedies.json: each remedy against its baseline (``lostmid remedies``)."""
 
     schema_: _tag("remedies") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
-    remedies: list[RemedyEntry]
-    config: Object
+    remedies: list[RemedyEntry] = Field(
+        description="Each remedy (the baselines included) over its seeds."
+    )
+    config: Object = Field(description="The resolved configuration.")
     rule: str = Field(description="The verdict rule, in words.")
-    seconds: float
+    seconds: float = Field(description="Seconds of the run.")
     metadata: Metadata
     alpha: Object | None = Field(None, description="The theory's alpha and its source.")
 
@@ -308,26 +378,46 @@ class RetrievalFile(Strict):
     """retrieve.json: accuracy by position on a retrieval task (``lostmid retrieve``)."""
 
     schema_: _tag("retrieval") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
-    task: str
-    axis: Literal["depth", "index"]
-    metric: str
-    positions: list[PositionScore]
-    summary: Object
+    task: str = Field(description="The retrieval task (kv, mqar, niah, niah-multikey, ...).")
+    axis: Literal["depth", "index"] = Field(
+        description="depth (needle depth in %) or index (gold record index): what a position is."
+    )
+    metric: str = Field(
+        description="generate (greedy answers) or teacher (teacher-forced): positions' metric."
+    )
+    positions: list[PositionScore] = Field(
+        description="Accuracy at each position, with its Wilson interval."
+    )
+    summary: Object = Field(
+        description="Mean accuracy and the gap, primacy and recency contrasts with their intervals."
+    )
     shape: ShapeRecord
-    by_metric: dict[str, Object]
-    lengths: list[int | None]
-    by_length: list[Object]
-    cells: list[Object]
-    scoring: Object
-    prompt: Object
-    calibration: Object | None
-    design: str
-    data: Object | None
-    model: Object
+    by_metric: dict[str, Object] = Field(description="The same for each metric run.")
+    lengths: list[int | None] = Field(
+        description="The context lengths of by_length (null: the one length)."
+    )
+    by_length: list[Object] = Field(description="Positions, summary and shape at each length.")
+    cells: list[Object] = Field(
+        description="Each (length, position) cell: its count, each metric's correct and interval."
+    )
+    scoring: Object = Field(description="The answer rule used, the one asked and the passes run.")
+    prompt: Object = Field(
+        description="The prompt format: template, answer prefix, a rendered example, the budget."
+    )
+    calibration: Object | None = Field(
+        description="The pilot that placed the difficulty off floor and ceiling, or null."
+    )
+    design: str = Field(
+        description="moved (one example a position) or shared (one context, every position asked)."
+    )
+    data: Object | None = Field(description="The --data file read; null for generated examples.")
+    model: Object = Field(
+        description="The model as loaded: spec, family, adapter, sizes, init, dtype, checkpoint."
+    )
     tokenizer: str | None = Field(description="null: the task's own token ids (mqar).")
-    examples: int
-    seconds: float
-    config: Object
+    examples: int = Field(description="Examples scored.")
+    seconds: float = Field(description="Seconds of the run.")
+    config: Object = Field(description="The run as asked (a rerun compares it).")
     measured_config: Object | None = Field(
         None, description="The run as measured, where --calibrate or --lead-in learn changed it."
     )
@@ -339,14 +429,20 @@ class ScoreFile(Strict):
     """score.json: accuracy by position from another tool's samples (``lostmid score``)."""
 
     schema_: _tag("score") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
-    source: str
-    format: str
-    axis: str
-    samples: int
-    positions: list[PositionScore]
-    summary: Object
+    source: str = Field(description="The samples file that was scored.")
+    format: str = Field(description="Its format: lm-eval, ruler or needle-tester.")
+    axis: str = Field(description="depth | index: what a position is.")
+    samples: int = Field(description="Samples read.")
+    positions: list[PositionScore] = Field(
+        description="Accuracy at each position, with its Wilson interval."
+    )
+    summary: Object = Field(
+        description="Mean accuracy and the paired gap, primacy and recency contrasts."
+    )
     shape: ShapeRecord
-    by_length: list[Object] | None = None
+    by_length: list[Object] | None = Field(
+        None, description="The same by context length, where the samples have several."
+    )
     metadata: Metadata
 
 
@@ -354,12 +450,16 @@ class AblationFile(Strict):
     """ablation.json: the ladder of ablations and where the gap opens (``lostmid ablate``)."""
 
     schema_: _tag("ablation") | None = Field(None, alias="schema", description=TAG)  # type: ignore[valid-type]
-    config: Object
-    definitions: Object
-    rungs: list[Object]
-    skipped: dict[str, str]
-    gap_rung: str | None
-    files: dict[str, str]
+    config: Object = Field(description="The resolved configuration.")
+    definitions: Object = Field(description="What each rung, score and rule means.")
+    rungs: list[Object] = Field(
+        description="Each rung of the ladder: its ingredients, its measurements and scores."
+    )
+    skipped: dict[str, str] = Field(description="Rungs not measured, with why.")
+    gap_rung: str | None = Field(
+        description="The first rung whose best prediction is off the noise floor; null if none."
+    )
+    files: dict[str, str] = Field(description="The figures written beside it.")
     metadata: Metadata
 
 
@@ -367,12 +467,12 @@ class SweepFile(Strict):
     """sweep.json: every unit of a sweep and what became of it (``lostmid sweep``)."""
 
     schema_: _tag("sweep") | None = Field(None, alias="schema", description=TAG)  # type: ignore[valid-type]
-    units: list[SweepUnit]
-    counts: dict[str, int]
-    seconds: float
-    config: Object
-    complete: bool
-    units_planned: int
+    units: list[SweepUnit] = Field(description="Every unit and what became of it.")
+    counts: dict[str, int] = Field(description="Units done, reused and failed.")
+    seconds: float = Field(description="Seconds of the sweep.")
+    config: Object = Field(description="The grids, backend and retries.")
+    complete: bool = Field(description="false: interrupted; a rerun resumes it.")
+    units_planned: int = Field(description="Units the grids make.")
     metadata: Metadata
     summaries: list[Object] | None = Field(None, description="Absent while it runs.")
 
@@ -381,10 +481,16 @@ class DoseFile(Strict):
     """dose.json: the depth dose-response of retrieval training runs."""
 
     schema_: _tag("dose") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
-    arms: list[Object]
-    variants: list[Object]
-    dose_response: Object | None
-    runs: list[Object]
+    arms: list[Object] = Field(
+        description="Each depth arm over seeds: structural primacy S, learning order B."
+    )
+    variants: list[Object] = Field(
+        description="Each variant against its depth's base arm (paired by seed)."
+    )
+    dose_response: Object | None = Field(
+        description="The verdict of the stated rule (does B grow with S?); null with too few arms."
+    )
+    runs: list[Object] = Field(description="Each retrieval training run summarised.")
     metadata: Metadata
 
 
@@ -394,18 +500,32 @@ class ReproduceFile(Open):
     (:data:`lostmid.reproduce.sections.SECTIONS`) adds its own key."""
 
     schema_: _tag("reproduce") | None = Field(None, alias="schema", description=TAG)  # type: ignore[valid-type]
-    scale: Object
-    models: dict[str, Object]
-    training: Object | None
-    behaviour: Object | None
-    remedies: Object | None
-    dose: Object | None
-    checkpoints: Object | None
-    real_behaviour: Object | None
-    real_remedies: Object | None
-    real_link: Object | None
-    claims: list[Claim]
-    figures: dict[str, str | None]
+    scale: Object = Field(description="The scale run (sizes, seeds, sections).")
+    models: dict[str, Object] = Field(
+        description="Each model measured at init: its analysis against the theory."
+    )
+    training: Object | None = Field(description="The training section's result; null when off.")
+    behaviour: Object | None = Field(
+        description="The behavioural section's (retrieval training) result; null when off."
+    )
+    remedies: Object | None = Field(description="The remedies section's result; null when off.")
+    dose: Object | None = Field(
+        description="The depth dose-response section's result; null when off."
+    )
+    checkpoints: Object | None = Field(
+        description="The pretrained-vs-twins study's result; null when off."
+    )
+    real_behaviour: Object | None = Field(
+        description="Accuracy by depth on the registry checkpoints; null when off."
+    )
+    real_remedies: Object | None = Field(
+        description="Inference remedies on the registry checkpoints; null when off."
+    )
+    real_link: Object | None = Field(
+        description="Influence against behaviour on the same prompts; null when off."
+    )
+    claims: list[Claim] = Field(description="The claims table (also claims.json).")
+    figures: dict[str, str | None] = Field(description="Figure name -> PNG path.")
     metadata: Metadata
 
 
