@@ -64,7 +64,7 @@ class Core:
 
     models: Mapping[str, ModelAnalysis]
     runs: Mapping[str, list[SeedMeasurement]]
-    scale: Scale | None = None  # the run's (its report states the design)
+    scale: Scale  # the run's (its report states the design)
 
     @property
     def claims(self) -> tuple[Claim, ...]:
@@ -137,7 +137,7 @@ class CoreSection:
     def report(self, report: Report, value: Core | None, figures: Mapping[str, Path]) -> None:
         """The core's sections of report.html (:func:`lostmid.reproduce.core_report.
         core_report`); none when the run measured no model at init."""
-        if value is None or not value.models or value.scale is None:
+        if value is None or not value.models:
             return
         core_report(report, value.scale, value.models, figures)
 
