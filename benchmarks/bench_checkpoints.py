@@ -154,6 +154,9 @@ def main() -> None:
     parser.add_argument("--checkpoints", default="smollm2-135m,gemma3-270m")
     parser.add_argument("--controls", default="", help="e.g. requantised")
     parser.add_argument("--kinds", default="random,text,records,chat")
+    parser.add_argument("--control-inputs", type=int, help="inputs of the control models")
+    parser.add_argument("--control-twins", type=int, help="twins of each twin control")
+    parser.add_argument("--twin-init-std", type=float, help="the twins' stated init range")
     parser.add_argument("--stage", help="time reproduce's checkpoint stage at this scale")
     parser.add_argument("--out", type=Path, help="--stage: a new folder for its files")
     args = parser.parse_args()
@@ -172,6 +175,9 @@ def main() -> None:
             probes=args.probes,
             controls=tuple(c for c in args.controls.split(",") if c),
             kinds=tuple(args.kinds.split(",")),
+            control_inputs=args.control_inputs,
+            control_twins=args.control_twins,
+            twin_init_std=args.twin_init_std,
         )
         start = time.perf_counter()
         run_study(config, args.study, progress=lambda m: print(m, flush=True))

@@ -80,3 +80,59 @@ def test_an_empty_study_folder_is_one_line(run_cli, tmp_path: Path) -> None:
     )
     assert code == 2 and "Traceback" not in err and "no cell of the study" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def _variant_study(folder: Path, *, untrained: bool = False) -> None:
+    """A study of one cell with the twin controls: the pretrained valley 1.5 decades
+    deeper than the stated twins', the same depth as twins at std 0.02 (a twin that
+    starts deeper), and quantised twins as the stated ones."""
+    from lostmid.compare.nulls import deepened, noisy_inputs, u_profile
+
+    controls = ("twin-inits", "quantised-twins")
+    config = StudyConfig(
+        checkpoints=("smollm2-135m",), lengths=(512,), kinds=("records",), inputs=8,
+        twins=2, controls=controls,
+    )  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "study.json").write_text(json.dumps(dataclasses.asdict(config)))
+    rng = np.random.default_rng(0)
+    twin = u_profile(512)
+    pre = deepened(twin, 1.5)
+    init = {"initializer_range": {"value": 0.0417, "from": "config.json of SmolLM2"}}
+    models = {"pretrained": (pre, {"untrained": untrained})}
+    for s in range(2):
+        models[f"twin{s}"] = (twin, {"twin_init": init["initializer_range"]})
+        models[f"qtwin{s}"] = (twin, {})
+        models[f"init0.02-twin{s}"] = (pre, {})  # as deep as the pretrained model
+        models[f"init0.08-twin{s}"] = (twin, {})
+    for label, (expected, facts) in models.items():
+        rows = noisy_inputs(expected, 8, 0.05, rng)
+        path = profiles_path(folder, "smollm2-135m", 512, "records", label)
+        write_rows(path, rows, {"model": label, "init_facts": init} | facts)
+
+
+def _rows(folder: Path) -> dict[str, object]:
+    found = section.CheckpointSection.of(str(folder), {}, folder, ())
+    assert found is not None
+    return {c.claim: c for c in found.claims}
+
+
+def test_a_change_that_one_twin_initialisation_undoes_is_not_robust(tmp_path: Path) -> None:
+    _variant_study(tmp_path / "s")
+    rows = _rows(tmp_path / "s")
+    deepens = rows[section.DEEPEN_CLAIM]
+    assert deepens.verdict == "not robust"
+    assert "twins at std 0.02: largest" in deepens.ours and "quantised twins:" in deepens.ours
+    assert "twins initialised with std 0.0417 (config.json of SmolLM2)" in deepens.ours
+    assert "the readings disagree" in deepens.ours and "every peak" in deepens.rule
+    # every reading against the stated, 0.08 and quantised twins says reproduced
+    stated = deepens.ours.split("stated twins: ")[1].split(";")[0]
+    assert stated.count("reproduced") == 4 and "not reproduced" not in stated
+
+
+def test_claims_about_pretraining_are_not_applicable_to_a_model_at_init(tmp_path: Path) -> None:
+    _variant_study(tmp_path / "s", untrained=True)
+    rows = _rows(tmp_path / "s")
+    for claim in (section.DEEPEN_CLAIM, section.PERSIST_CLAIM, section.MIDDLE_CLAIM):
+        assert rows[claim].verdict == "not applicable"
+        assert "the model is at initialisation" in rows[claim].ours

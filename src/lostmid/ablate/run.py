@@ -142,7 +142,7 @@ def run_ablate(
         )
         check_ablate_size(config)
     build_rung(config, config.rungs[0], config.seed)
-    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    folder = FOLDER.open(out, config.model_spec.claim(config.record()), overwrite=overwrite)
     store = folder.stages()
     start = time.perf_counter()
     rungs, skipped = [], {}

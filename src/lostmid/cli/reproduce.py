@@ -58,7 +58,7 @@ OUTPUT = "Run and output"
 PANELS = {
     "Models": (
         "models", "trained", "chat_template", "answer_prefix", "tokenizer", "dtype",
-        "trust_remote_code",
+        "trust_remote_code", "twin_init_std",
     ),
     "Sizes (override the scale's)": (
         "length", "seeds", "samples", "probes", "train_steps", "train_preset", "train_seeds",

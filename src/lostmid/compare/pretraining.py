@@ -27,7 +27,18 @@ The readouts, for either method:
   bin's centre for ``binned``);
 * ``sink_share`` / ``last_share``: the first / last position's influence over the sum;
 * ``log10_sink_depth`` / ``log10_last_depth``: log10 of the first / last position's
-  influence over the valley (both > 0: a U, the valley below both ends).
+  influence over the valley (both > 0: a U, the valley below both ends);
+* ``log10_head_depth``: log10 of the first bin's level (positions 2.., the sink left
+  out; ``single``: position 2) over the valley: primacy without the attention sink.
+
+Which peak? The paper does not define the peak of its peak-to-valley ratio, and the
+readings disagree on trained models, so every verdict on a change is read at each
+defensible peak (:data:`PEAKS`): the largest (``log10_ptv``, the paper's ratio read
+literally: its theory's profile peaks at whichever end is larger, at initialisation
+the last token's residual spike), the first position (the primacy tail's top, where a
+trained model's attention sink sits), the first bin (primacy without the sink) and the
+last position (the recency anchor: the target's own residual path). A verdict is
+robust only when the readings agree (:func:`lostmid.stats.verdicts.across`).
 
 Intervals (95%), with the inputs as the unit of resampling (the twins see the same
 inputs, so every difference is paired over inputs):
@@ -64,7 +75,7 @@ undecided; a null where the pretrained profile is only noisier; a true deepening
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -93,6 +104,7 @@ READOUTS = (
     "last_share",
     "log10_sink_depth",
     "log10_last_depth",
+    "log10_head_depth",
 )
 READOUT_METHODS = ("binned", "single")
 """The readouts by name; the first is the default (module docstring)."""
@@ -106,6 +118,15 @@ MIDDLE = MIDDLE_BAND
 """The middle half of the context, as fractions of (position - 1) / (L - 1)
 (:data:`lostmid.stats.shape.MIDDLE_BAND`)."""
 _LOCATION = "valley_fraction"  # a discrete argmin: a percentile interval, never the jackknife
+PEAKS = {
+    "largest": "log10_ptv",
+    "first": "log10_sink_depth",
+    "first bin": "log10_head_depth",
+    "last": "log10_last_depth",
+}
+"""Each defensible peak of a peak-to-valley ratio and the readout that reads it (module
+docstring): the largest of the ends and the bins, the first position (the sink), the
+first bin (primacy without the sink) and the last position (the recency anchor)."""
 
 
 def position_bins(length: int, bins: int = BINS) -> list[np.ndarray]:
@@ -170,7 +191,9 @@ def reader(method: str, length: int, bins: int = BINS) -> tuple[Reduce, ReadMany
         lowest = np.argmin(levels, axis=1)
         valley = levels[np.arange(rows.shape[0]), lowest]
         peak = np.maximum(np.maximum(rows[:, 0], rows[:, 1]), levels.max(axis=1))
-        return _readout_values(rows[:, 0], rows[:, 1], rows[:, 2], peak, valley, fractions[lowest])
+        return _readout_values(
+            rows[:, 0], rows[:, 1], rows[:, 2], peak, valley, fractions[lowest], levels[:, 0]
+        )
 
     return reduce, read_many
 
@@ -189,6 +212,7 @@ def _single_many(profiles: np.ndarray) -> dict[str, np.ndarray]:
         profiles.max(axis=1),
         profiles[rows, lowest],
         lowest / (length - 1),
+        profiles[:, 1],
     )
 
 
@@ -199,6 +223,7 @@ def _readout_values(
     peak: np.ndarray,
     valley: np.ndarray,
     fraction: np.ndarray,
+    head: np.ndarray,
 ) -> dict[str, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
 
@@ -216,6 +241,7 @@ def _readout_values(
             "last_share": np.where(share, last / np.where(share, total, 1.0), np.nan),
             "log10_sink_depth": log_ratio(sink),
             "log10_last_depth": log_ratio(last),
+            "log10_head_depth": log_ratio(head),
         }
 
 
@@ -285,6 +311,9 @@ class PretrainingComparison:
     """The change of log10 peak-to-valley when the pretrained weights are quantised once
     more (:mod:`lostmid.models.quantise`), paired over inputs; None: not measured."""
     quantisation_verdict: Verdict | None = None
+    peaks: dict[str, dict[str, Verdict]] = field(default_factory=dict)
+    """``deepens`` and ``persists`` read at each peak of :data:`PEAKS` (the field's
+    verdicts ``deepens`` / ``persists`` are the largest peak's, as first published)."""
 
     def record(self) -> dict[str, Any]:
         def block(d: dict[str, Estimate]) -> dict[str, Any]:
@@ -303,6 +332,10 @@ class PretrainingComparison:
             "deepens": {"verdict": self.deepens.verdict, "rule": self.deepens.rule},
             "persists": {"verdict": self.persists.verdict, "rule": self.persists.rule},
             "middle": {"verdict": self.middle.verdict, "rule": self.middle.rule},
+            "peaks": {
+                claim: {peak: {"verdict": v.verdict, "rule": v.rule} for peak, v in by.items()}
+                for claim, by in self.peaks.items()
+            },
             "quantisation": None
             if self.quantisation is None or self.quantisation_verdict is None
             else {
@@ -364,12 +397,17 @@ def compare_pretraining(
         est_pre[_LOCATION] = _percentile(pre_full[_LOCATION], boot[0][_LOCATION])
         est_twin[_LOCATION] = _percentile(twin_full[_LOCATION], boot[1][_LOCATION])
         est_diff[_LOCATION] = _percentile(diff_full[_LOCATION], boot[2][_LOCATION])
-    deepens = deepening_verdict(est_diff["log10_ptv"].span)
-    persists = persists_verdict(
-        est_diff["log10_ptv"].span,
-        est_pre["log10_sink_depth"].span,
-        est_pre["log10_last_depth"].span,
-    )
+    peaks = {
+        "deepens": {p: deepening_verdict(est_diff[k].span) for p, k in PEAKS.items()},
+        "persists": {
+            p: persists_verdict(
+                est_diff[k].span,
+                est_pre["log10_sink_depth"].span,
+                est_pre["log10_last_depth"].span,
+            )
+            for p, k in PEAKS.items()
+        },
+    }
     shift = control = None
     if requantised is not None:
         again = reduce(np.asarray(requantised, dtype=np.float64))
@@ -379,8 +417,10 @@ def compare_pretraining(
         control = quantisation_verdict(shift.span)
         if control.verdict != ROBUST:
             note = f" (inconclusive: the quantisation control says {control.verdict})"
-            deepens = Verdict(INCONCLUSIVE, deepens.rule + note)
-            persists = Verdict(INCONCLUSIVE, persists.rule + note)
+            peaks = {
+                claim: {p: Verdict(INCONCLUSIVE, v.rule + note) for p, v in by.items()}
+                for claim, by in peaks.items()
+            }
     return PretrainingComparison(
         inputs=n,
         seeds=s,
@@ -388,13 +428,14 @@ def compare_pretraining(
         pretrained=est_pre,
         twins=est_twin,
         difference=est_diff,
-        deepens=deepens,
+        deepens=peaks["deepens"]["largest"],
         middle=middle_verdict(est_pre["valley_fraction"].span),
-        persists=persists,
+        persists=peaks["persists"]["largest"],
         readout=readout,
         bins=bins if readout == "binned" else None,
         quantisation=shift,
         quantisation_verdict=control,
+        peaks=peaks,
     )
 
 

@@ -29,9 +29,10 @@ from lostmid.files import (
     weight_files,
 )
 from lostmid.models.build import ATTENTION, DTYPES, build_causal_lm, supports_sdpa
-from lostmid.models.checkpoints import CHECKPOINTS
+from lostmid.models.checkpoints import CHECKPOINTS, RegistryCheckpoint
 from lostmid.models.devices import resolve_device
 from lostmid.models.gguf import dequantised_dir, find_gguf, inspect_gguf, is_gguf
+from lostmid.models.identity import registry_by_sha256
 from lostmid.models.loaded import LoadedModel
 from lostmid.models.placement import (
     dispatch,
@@ -97,6 +98,7 @@ def gguf_checkpoint(spec: str) -> tuple[Path, dict[str, Any]] | None:
     gguf = inspect_gguf(file)
     if preset is not None:
         preset.check(gguf.sha256)
+    preset = preset or registry_by_sha256(gguf.sha256)  # the registry's file by its path
     record = gguf.describe()
     if preset is not None:
         record = {"preset": preset.name, "licence": preset.licence, **record}
@@ -107,11 +109,11 @@ INIT_FACTS = ("initializer_range",)
 """Configuration fields a random-init twin reads that a GGUF file does not carry."""
 
 
-def _init_facts(spec: str, config: Any) -> dict[str, dict[str, Any]]:
+def _init_facts(preset: RegistryCheckpoint | None, config: Any) -> dict[str, dict[str, Any]]:
     """Set a registry checkpoint's published init facts on ``config`` (a GGUF file lacks
     them; transformers would use its defaults) and say, for each fact the twin reads,
-    its value and where it came from (recorded with the run)."""
-    preset = CHECKPOINTS.get(spec)
+    its value and where it came from (recorded with the run). The checkpoint is known
+    by its bytes: its file by any path gets the same facts as its name."""
     facts = {}
     for name in INIT_FACTS:
         if preset is not None and name in preset.published:
@@ -145,7 +147,9 @@ def _resolve(
     if found is not None:
         folder, record = found
         config = model_config(folder, trust_remote_code=False)
-        return "gguf", config, str(folder), {**record, "init_facts": _init_facts(spec, config)}
+        preset = CHECKPOINTS.get(str(record.get("preset")))
+        facts = _init_facts(preset, config)
+        return "gguf", config, str(folder), {**record, "init_facts": facts}
     path = Path(spec).expanduser()
     if path.exists():
         if not path.is_dir():

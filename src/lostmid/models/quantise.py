@@ -53,3 +53,65 @@ def requantise(model: Any, block: int = BLOCK) -> dict[str, float]:
         param.data.copy_(new)
         changed += 1
     return {"matrices": changed, "relative_rms_change": (squared / total) ** 0.5 if total else 0.0}
+
+
+QUANTISABLE = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
+"""GGUF schemes the ``gguf`` package can quantise (its K-quants it only reads)."""
+STAND_IN = {"Q4_K": "Q4_1", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "Q3_K": "Q4_0", "Q2_K": "Q4_0"}
+"""The nearest scheme the ``gguf`` package can quantise, for one it cannot: the same
+bits a weight and an asymmetric (``_1``) or symmetric (``_0``) block of 32."""
+
+
+def file_scheme(quant_types: dict[str, int]) -> tuple[str, str]:
+    """The scheme a random-init twin is quantised with to match a GGUF file: the file's
+    most common quantised tensor type (``quant_types``: ggml type -> tensor count, as a
+    checkpoint's record holds), or its stand-in (:data:`STAND_IN`); and a note saying
+    which.
+
+    >>> file_scheme({"F32": 61, "Q4_1": 211, "Q6_K": 1})
+    ('Q4_1', "the file's own Q4_1")
+    >>> file_scheme({"F32": 73, "Q4_K": 150, "Q6_K": 20})[0]
+    'Q4_1'
+    """
+    quantised = {k: v for k, v in quant_types.items() if k.startswith("Q")}
+    if not quantised:
+        raise ValueError("the file holds no quantised tensor: nothing to match")
+    main = max(sorted(quantised), key=lambda k: quantised[k])
+    if main in QUANTISABLE:
+        return main, f"the file's own {main}"
+    if main not in STAND_IN:
+        raise ValueError(f"no scheme stands in for {main}")
+    return STAND_IN[main], (
+        f"{STAND_IN[main]}, standing in for the file's {main} (the gguf package cannot "
+        "quantise K-quants)"
+    )
+
+
+@torch.no_grad()
+def quantise_like(model: Any, scheme: str) -> dict[str, Any]:
+    """Round every matrix of ``model`` in place through a GGUF scheme (quantised, then
+    dequantised by the ``gguf`` package, as transformers reads a GGUF file): the twin of
+    a quantised checkpoint, quantised as the checkpoint was. Matrices whose rows hold a
+    whole number of the scheme's blocks; norms and biases stay as they are (as in the
+    file, where they are float). Returns the scheme, the matrices' count and the
+    relative root-mean-square change of their weights."""
+    import numpy as np
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, quants
+
+    qtype = GGMLQuantizationType[scheme]
+    block = GGML_QUANT_SIZES[qtype][0]
+    changed, squared, total = 0, 0.0, 0.0
+    seen: set[int] = set()
+    for param in model.parameters():
+        if param.ndim < 2 or param.shape[-1] % block or id(param) in seen:
+            continue
+        seen.add(id(param))  # tied embeddings are one tensor
+        data = param.data.detach().to(torch.float32).cpu().numpy()
+        new = quants.dequantize(quants.quantize(data, qtype), qtype).astype(np.float32)
+        tensor = torch.from_numpy(new.reshape(data.shape)).to(param.dtype).to(param.device)
+        squared += float(((tensor.float() - param.data.float()) ** 2).sum())
+        total += float((param.data.float() ** 2).sum())
+        param.data.copy_(tensor)
+        changed += 1
+    rms = (squared / total) ** 0.5 if total else 0.0
+    return {"scheme": scheme, "matrices": changed, "relative_rms_change": rms}

@@ -142,6 +142,14 @@ class ModelSpec:
             "trust_remote_code": self.trust_remote_code,
         }
 
+    def claim(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """A run's claim (``record``, its resolved configuration) with this model and its
+        tokenizer known by content (:func:`lostmid.models.identity.identified`): a model
+        changed in place is another configuration; a path spelled another way is not."""
+        from lostmid.models.identity import identified
+
+        return identified(record, (self.name, self.tokenizer))
+
     def options(self) -> dict[str, Any]:
         """The options that differ from the defaults (what a stage records)."""
         return {

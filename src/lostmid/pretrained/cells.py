@@ -45,9 +45,19 @@ def write_rows(path: Path, rows: np.ndarray, facts: dict[str, Any]) -> None:
     write_bytes(path, buffer.getvalue())
 
 
-def rows_to_keep(rows: np.ndarray, facts: dict[str, Any], init: str) -> np.ndarray:
+def rows_to_keep(
+    rows: np.ndarray,
+    facts: dict[str, Any],
+    init: str,
+    content: dict[str, Any] | None = None,
+) -> np.ndarray:
     """Saved rows a resumed study keeps: a twin's only when its facts say which init facts
-    built it (twins saved before the published initialiser range was read are rebuilt)."""
+    built it (twins saved before the published initialiser range was read are rebuilt);
+    for a local model (``content``: :func:`lostmid.models.identity.content_of`), only
+    rows made from the same bytes (a model changed in place is measured again)."""
     if init == "random" and "init_facts" not in facts:
         return np.zeros((0, 0))
+    if content is not None and "registry" not in content:
+        if facts.get("content_sha256") != content["sha256"]:
+            return np.zeros((0, 0))
     return rows

@@ -31,18 +31,32 @@ from lostmid.files import read_json_object, write_text
 from lostmid.influence import influence_profile
 from lostmid.models import CHECKPOINTS
 from lostmid.models.ablations import global_attention_overrides
-from lostmid.models.load import resolve_config
-from lostmid.models.quantise import requantise
+from lostmid.models.identity import content_of
+from lostmid.models.load import gguf_checkpoint, resolve_config
+from lostmid.models.quantise import file_scheme, quantise_like, requantise
 from lostmid.models.spec import ModelSpec
+from lostmid.models.untrained import untrained_facts
 from lostmid.pretrained.cells import profiles_path, read_cell, read_rows, rows_to_keep, write_rows
 from lostmid.pretrained.inputs import INPUT_KINDS, input_ids
 
-CONTROLS = ("requantised", "global-twins")
+CONTROLS = ("requantised", "global-twins", "twin-inits", "quantised-twins")
 """Models a study may add beside the pretrained one and its twins: ``requantised``, the
 pretrained weights quantised once more (:mod:`lostmid.models.quantise`), the
 quantisation control a cell's depth must clear; ``global-twins``, for a checkpoint with
 sliding-window layers, twins whose every layer attends globally (``global0``..), so that
-a change is judged with and without the windows' part (cells ``.../KIND/global-twins``)."""
+a change is judged with and without the windows' part (cells ``.../KIND/global-twins``);
+``twin-inits``, twins built with each initialiser range of :data:`INIT_RANGE` other
+than the stated one (``init0.02-twin0``.., cells ``.../KIND/twins-init0.02``), since a
+file need not say how its model was initialised; ``quantised-twins``, the twins rounded
+through the checkpoint's own GGUF scheme (:func:`lostmid.models.quantise.quantise_like`;
+``qtwin0``.., cells ``.../KIND/quantised-twins``), so that both sides of a change carry
+the same quantisation."""
+INIT_RANGE = (0.02, 0.08)
+"""The twins' initialiser ranges (std of the normal init) read beside the stated one:
+transformers' default, and four times it (GPT-2-style small values to wide ones;
+SmolLM2's published 1/24 lies between)."""
+VARIANTS = {"twin-inits": "twins-init", "quantised-twins": "quantised-twins"}
+"""The cells a control adds beside each cell (``CELL/<suffix>``)."""
 STUDY_JSON = "study.json"
 """The design of a study, in its folder."""
 
@@ -60,6 +74,9 @@ class StudyConfig:
     probes: int = 2
     seed: int = 0
     controls: tuple[str, ...] = ()
+    twin_init_std: float | None = None
+    control_inputs: int | None = None
+    control_twins: int | None = None
 
     def __post_init__(self) -> None:
         for control in self.controls:
@@ -77,6 +94,21 @@ class StudyConfig:
             raise UserError("a study needs >= 2 inputs, >= 1 twin and >= 1 probe")
         if any(length < 8 for length in self.lengths):
             raise UserError("lengths must be >= 8 tokens")
+        if self.twin_init_std is not None and not 0 < self.twin_init_std < 1:
+            raise UserError(
+                f"--twin-init-std {self.twin_init_std}: the twins' initialiser range is a "
+                "standard deviation in (0, 1), e.g. 0.02"
+            )
+        for name in ("control_inputs", "control_twins"):
+            value = getattr(self, name)
+            if value is not None and value < (2 if name == "control_inputs" else 1):
+                raise UserError(f"a study's {name} is >= 2 inputs / >= 1 twin, or unset")
+
+    def count(self, label: str) -> int:
+        """How many inputs a model of the study is measured on: every input for the
+        pretrained model and its twins, ``control_inputs`` (when set) for a control."""
+        main = label == "pretrained" or (label.startswith("twin") and label[4:].isdigit())
+        return self.inputs if main or self.control_inputs is None else self.control_inputs
 
 
 @dataclass
@@ -90,6 +122,65 @@ class StudyProgress:
         self.say(f"[{time.perf_counter() - self.start:7.0f} s] {message}")
 
 
+@dataclass(frozen=True)
+class StudyModel:
+    """One model a study measures for a checkpoint: its cells' label, how it is built
+    (``init``, ``seed``, config overrides) and what is done to its weights after."""
+
+    label: str
+    init: str
+    seed: int
+    overrides: Mapping[str, Any] | None = None
+    after: str | None = None  # "requantised" | "quantised-twin"
+
+
+def study_models(config: StudyConfig, name: str, spec: ModelSpec) -> list[StudyModel]:
+    """The models of ``config`` for checkpoint ``name``: the pretrained model, its twins
+    at the stated initialiser range, and the controls (:data:`CONTROLS`)."""
+    resolved = resolve_config(name, trust_remote_code=spec.trust_remote_code)
+    stated = (
+        {"initializer_range": config.twin_init_std} if config.twin_init_std is not None else None
+    )
+    twins = range(config.twins)
+    controls = range(config.control_twins or config.twins)
+    models = [StudyModel("pretrained", "pretrained", 0)]
+    models += [StudyModel(f"twin{s}", "random", s, stated) for s in twins]
+    if "requantised" in config.controls:
+        models.append(StudyModel("requantised", "pretrained", 0, after="requantised"))
+    globalise = global_attention_overrides(resolved)
+    if "global-twins" in config.controls and globalise is not None:
+        models += [StudyModel(f"global{s}", "random", s, globalise) for s in twins]
+    if "twin-inits" in config.controls:
+        primary = stated_init(config, resolved)
+        for value in INIT_RANGE:
+            if abs(value - primary) > 1e-9:
+                models += [
+                    StudyModel(f"init{value:g}-twin{s}", "random", s, {"initializer_range": value})
+                    for s in controls
+                ]
+    if "quantised-twins" in config.controls and _quantised(name):
+        models += [
+            StudyModel(f"qtwin{s}", "random", s, stated, after="quantised-twin") for s in controls
+        ]
+    return models
+
+
+def _quantised(name: str) -> bool:
+    """Whether ``name`` is a GGUF file with quantised tensors (the twins of any other
+    model are not quantised: there is no scheme to match)."""
+    found = gguf_checkpoint(name)
+    return found is not None and any(t.startswith("Q") for t in found[1].get("quant_types", {}))
+
+
+def stated_init(config: StudyConfig, resolved: Any) -> float:
+    """The twins' initialiser range: ``--twin-init-std`` when given, else what loading
+    the model sets (a registry checkpoint's published value, a folder's config, or
+    transformers' default)."""
+    if config.twin_init_std is not None:
+        return float(config.twin_init_std)
+    return float(getattr(resolved, "initializer_range", 0.02))
+
+
 def run_study(
     config: StudyConfig,
     out: Path,
@@ -100,8 +191,9 @@ def run_study(
     """Measure every cell of the design that is not on disk yet; return the comparisons.
 
     Resumable: each model's rows are written after every input, and rows already on
-    disk (for the same inputs: the file records the design) are kept. ``specs``: how a
-    checkpoint loads when not with the defaults (its tokenizer, dtype, remote code).
+    disk (for the same inputs and the same model content: the file records both) are
+    kept. ``specs``: how a checkpoint loads when not with the defaults (its tokenizer,
+    dtype, remote code).
     """
     out = Path(out)
     say = StudyProgress(progress or print)
@@ -112,50 +204,48 @@ def run_study(
     # took 6-10 s to build on one thread, 12 builds when the kinds were outermost.
     for name in config.checkpoints:
         tok = tokenizers[name]
-        models = [("pretrained", "pretrained", 0)] + [
-            (f"twin{s}", "random", s) for s in range(config.twins)
-        ]
-        models += [("requantised", "pretrained", 0)] if "requantised" in config.controls else []
-        globalise = global_attention_overrides(
-            resolve_config(name, trust_remote_code=spec_of[name].trust_remote_code)
-        )
-        if "global-twins" in config.controls and globalise is not None:
-            models += [(f"global{s}", "random", s) for s in range(config.twins)]
-        for label, init, seed in models:
+        content = content_of(name)
+        for model in study_models(config, name, spec_of[name]):
+            wanted = config.count(model.label)
             cells = [
-                (kind, length, path, rows_to_keep(*read_cell(path), init))
+                (kind, length, path, rows_to_keep(*read_cell(path), model.init, content))
                 for length in config.lengths
                 for kind in config.kinds
-                for path in [profiles_path(out, name, length, kind, label)]
+                for path in [profiles_path(out, name, length, kind, model.label)]
             ]
             left = [
                 cell
                 for cell in cells
-                if not _complete(cell[3], config, cell[1])
+                if not _complete(cell[3], wanted, cell[1])
                 and not (cell[0] == "chat" and tok.chat_template is None)
             ]
             if not left:
                 continue
-            overrides = globalise if label.startswith("global") else None
-            loaded = spec_of[name].load(init=init, seed=seed, config_overrides=overrides)
-            changed = requantise(loaded.model) if label == "requantised" else None
+            loaded = spec_of[name].load(
+                init=model.init, seed=model.seed, config_overrides=model.overrides
+            )
+            changed = _after(model, loaded)
             for kind, length, path, rows in left:
                 loaded.check_length(length)
                 ids = input_ids(kind, tok, loaded.vocab_size, config.inputs, length, config.seed)
                 done = list(rows) if rows.ndim == 2 and rows.shape[1:] == (length,) else []
                 facts = {
                     "checkpoint": name,
-                    "model": label,
-                    "init": init,
-                    "seed": seed,
+                    "model": model.label,
+                    "init": model.init,
+                    "seed": model.seed,
                     "length": length,
                     "kind": kind,
                     "probes": config.probes,
                     "sha256": (loaded.checkpoint or {}).get("sha256"),
+                    "content_sha256": None if content is None else content["sha256"],
                     "init_facts": (loaded.checkpoint or {}).get("init_facts", {}),
-                    "requantised": changed,
+                    "twin_init": _twin_init(config, model, loaded),
+                    "requantised": changed if model.after == "requantised" else None,
+                    "quantised": changed if model.after == "quantised-twin" else None,
+                    "untrained": untrained_facts(loaded.model) if model.init != "random" else None,
                 }
-                for i in range(len(done), config.inputs):
+                for i in range(len(done), wanted):
                     t0 = time.perf_counter()
                     profile = influence_profile(
                         loaded, ids[i : i + 1], probes=config.probes, seed=config.seed + i
@@ -163,16 +253,47 @@ def run_study(
                     done.append(profile.influence)
                     write_rows(path, np.stack(done), facts)
                     say(
-                        f"{name} L={length} {kind} {label}: input {i + 1}/{config.inputs} "
+                        f"{name} L={length} {kind} {model.label}: input {i + 1}/{wanted} "
                         f"({time.perf_counter() - t0:.1f} s)"
                     )
             del loaded
     return study_comparisons(config, out)
 
 
-def _complete(rows: np.ndarray, config: StudyConfig, length: int) -> bool:
-    """Whether a cell's saved rows hold every input at this length."""
-    return bool(rows.ndim == 2 and rows.shape[0] >= config.inputs and rows.shape[1] == length)
+def _twin_init(config: StudyConfig, model: StudyModel, loaded: Any) -> dict[str, Any] | None:
+    """A twin's initialiser range and where it came from (None for a trained model)."""
+    if model.init != "random":
+        return None
+    value = getattr(loaded.model.config, "initializer_range", None)
+    if model.overrides and "initializer_range" in model.overrides:
+        stated = config.twin_init_std is not None and model.label.startswith(("twin", "qtwin"))
+        source = "--twin-init-std" if stated else "the study's range of initialisations"
+    else:
+        facts = (loaded.checkpoint or {}).get("init_facts", {}).get("initializer_range")
+        source = facts["from"] if facts else "the model's config"
+    return {"value": value, "from": source}
+
+
+def _after(model: StudyModel, loaded: Any) -> dict[str, Any] | None:
+    """What is done to a model's weights once built: a second quantisation of the
+    pretrained model, or the checkpoint's own scheme on a twin."""
+    if model.after == "requantised":
+        return requantise(loaded.model)
+    if model.after == "quantised-twin":
+        try:
+            scheme, note = file_scheme((loaded.checkpoint or {}).get("quant_types") or {})
+        except ValueError:
+            raise UserError(
+                f"--model {loaded.spec}: quantised twins match a quantised GGUF file, and "
+                "this model's weights are not quantised; drop the quantised-twins control"
+            ) from None
+        return quantise_like(loaded.model, scheme) | {"note": note}
+    return None
+
+
+def _complete(rows: np.ndarray, wanted: int, length: int) -> bool:
+    """Whether a cell's saved rows hold every input it wants at this length."""
+    return bool(rows.ndim == 2 and rows.shape[0] >= wanted and rows.shape[1] == length)
 
 
 def study_comparisons(
@@ -204,6 +325,21 @@ def study_comparisons(
                     requantised=again,
                 )
                 found[f"{name}/L{length}/{kind}"] = comparison
+                for suffix, labels in _variant_twins(config):
+                    others = [
+                        read_rows(profiles_path(Path(out), name, length, kind, m)) for m in labels
+                    ]
+                    m = min([pre.shape[0], *(r.shape[0] if r.ndim == 2 else 0 for r in others)])
+                    if m >= 2:  # the same pretrained profiles against other twins
+                        # quantised twins carry the file's error on both sides: no gate
+                        gate = None if suffix == "quantised-twins" or again is None else again[:m]
+                        found[f"{name}/L{length}/{kind}/{suffix}"] = compare_pretraining(
+                            pre[:m],
+                            np.stack([r[:m] for r in others]),
+                            readout=readout,
+                            seed=config.seed,
+                            requantised=gate,
+                        )
                 if "global-twins" not in config.controls:
                     continue
                 globals_ = [
@@ -219,6 +355,42 @@ def study_comparisons(
                         seed=config.seed,
                     )
     return found
+
+
+def _variant_twins(config: StudyConfig) -> list[tuple[str, list[str]]]:
+    """(cell suffix, twin labels) of each control that puts other twins against the same
+    pretrained profiles (:data:`VARIANTS`); which initialiser ranges were measured is
+    read from the files, so judging needs no model."""
+    count = range(config.control_twins or config.twins)
+    found = []
+    if "twin-inits" in config.controls:
+        for value in INIT_RANGE:
+            found.append((f"twins-init{value:g}", [f"init{value:g}-twin{s}" for s in count]))
+    if "quantised-twins" in config.controls:
+        found.append(("quantised-twins", [f"qtwin{s}" for s in count]))
+    return found
+
+
+def study_facts(config: StudyConfig, out: Path) -> dict[str, dict[str, Any]]:
+    """Each checkpoint's facts as its pretrained cells saved them (the first cell found):
+    its content, whether it is at initialisation (:mod:`lostmid.models.untrained`), the
+    twins' initialiser range and where it came from."""
+    facts: dict[str, dict[str, Any]] = {}
+    for name in config.checkpoints:
+        for length in config.lengths:
+            for kind in config.kinds:
+                saved = read_cell(profiles_path(Path(out), name, length, kind, "pretrained"))[1]
+                twin = read_cell(profiles_path(Path(out), name, length, kind, "twin0"))[1]
+                if saved and name not in facts:
+                    init = twin.get("twin_init") or twin.get("init_facts", {}).get(
+                        "initializer_range", {}
+                    )
+                    facts[name] = {
+                        "untrained": saved.get("untrained"),
+                        "sha256": saved.get("content_sha256") or saved.get("sha256"),
+                        "twin_init": init,
+                    }
+    return facts
 
 
 def comparison_table(found: dict[str, PretrainingComparison]) -> list[list[str]]:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.models.devices import resolve_device
+from lostmid.models.identity import identified
 from lostmid.remedies.config import RemediesConfig
 from lostmid.remedies.registry import get_remedy
 from lostmid.remedies.summary import (
@@ -244,7 +245,9 @@ def run_remedies(
     alpha = resolve_alpha(config) if remedy_kinds(config)[0] else None
     plan = plan_remedy_stages(config, out, backend, alpha)
     # another run's folder is refused before any of its files is touched
-    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    folder = FOLDER.open(
+        out, identified(config.record(), (config.model, config.tokenizer)), overwrite=overwrite
+    )
     store = folder.stages()
     if overwrite and (out / PILOTS).is_dir():  # recomputed too, like every stage
         shutil.rmtree(out / PILOTS)

@@ -24,6 +24,7 @@ from lostmid.pretrained.study import (
     read_study_config,
     run_study,
     study_comparisons,
+    study_facts,
 )
 from lostmid.reproduce.plan import REAL_CHECKPOINT_PRIORITY, PlannedStage, StandardSection
 
@@ -42,10 +43,16 @@ CHECKPOINT_SCALES = {
         inputs=4,
         twins=2,
         probes=1,
-        controls=("requantised",),
+        controls=("requantised", "twin-inits", "quantised-twins"),
     ),
     "full": StudyConfig(
-        lengths=(512, 2048), inputs=16, twins=3, probes=1, controls=("requantised",)
+        lengths=(512, 2048),
+        inputs=16,
+        twins=3,
+        probes=1,
+        controls=("requantised", "twin-inits", "quantised-twins"),
+        control_inputs=8,
+        control_twins=2,
     ),
 }
 """The section's scales. ``quick``: SmolLM2 only, L = 128, random and text inputs, 3
@@ -64,22 +71,32 @@ MIDDLE_CLAIM = "A pretrained model's valley is in the middle"
 MIDDLE_PAPER = "the dead zone: the middle of the context"
 
 
-def scale_study(scale: str, models: Sequence[str] = ()) -> StudyConfig:
-    """The study of a scale, on ``models`` when given (else the scale's checkpoints).
+def scale_study(
+    scale: str, models: Sequence[str] = (), twin_init_std: float | None = None
+) -> StudyConfig:
+    """The study of a scale, on ``models`` when given (else the scale's checkpoints),
+    its twins initialised with ``twin_init_std`` when given.
 
     >>> scale_study("quick", ("./my-model",)).checkpoints
     ('./my-model',)
     """
     config = CHECKPOINT_SCALES[scale]
-    return replace(config, checkpoints=tuple(models)) if models else config
+    config = replace(config, checkpoints=tuple(models)) if models else config
+    return replace(config, twin_init_std=twin_init_std) if twin_init_std is not None else config
 
 
 def checkpoint_stage(
-    scale: str, folder: Path, models: Sequence[str] = (), specs: Sequence[ModelSpec] = ()
+    scale: str,
+    folder: Path,
+    models: Sequence[str] = (),
+    specs: Sequence[ModelSpec] = (),
+    twin_init_std: float | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) the study of ``scale`` (on ``models`` when given, loaded as their
-    ``specs`` say) in ``folder``; the comparisons' records."""
-    found = run_study(scale_study(scale, models), folder, specs={s.name: s for s in specs})
+    ``specs`` say, twins at ``twin_init_std`` when given) in ``folder``; the comparisons'
+    records."""
+    study = scale_study(scale, models, twin_init_std)
+    found = run_study(study, folder, specs={s.name: s for s in specs})
     return {"cells": {cell: c.record() for cell, c in found.items()}}
 
 
@@ -97,10 +114,18 @@ class CheckpointSection:
     config: StudyConfig
     cells: dict[str, dict[str, Any]]
     earlier: dict[str, dict[str, Any]] = field(default_factory=dict)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each checkpoint's facts from its saved cells (:func:`lostmid.pretrained.study.
+    study_facts`): whether it is at initialisation, the twins' initialiser range."""
 
     @classmethod
     def of(
-        cls, value: str, results: Mapping[str, Any], out: Path, models: Sequence[str] = ()
+        cls,
+        value: str,
+        results: Mapping[str, Any],
+        out: Path,
+        models: Sequence[str] = (),
+        twin_init_std: float | None = None,
     ) -> CheckpointSection | None:
         """Judged from the study's folder (its saved profiles): a scale's (on ``models``
         when given), once its stage has finished, or a finished study's folder."""
@@ -109,7 +134,7 @@ class CheckpointSection:
         if value in CHECKPOINT_SCALES:
             if results.get(f"checkpoints-{value}") is None:
                 return None
-            folder, config = out / "checkpoints", scale_study(value, models)
+            folder, config = out / "checkpoints", scale_study(value, models, twin_init_std)
             source = f"{value} scale"
         else:
             folder, config = Path(value), read_study_config(Path(value))
@@ -124,6 +149,7 @@ class CheckpointSection:
             config,
             {k: c.record() for k, c in found.items()},
             {k: c.record() for k, c in earlier.items()},
+            study_facts(config, folder),
         )
 
     @property
@@ -132,28 +158,67 @@ class CheckpointSection:
 
         claims = []
         for cell, c in self.cells.items():
-            d, p = c["difference"]["log10_ptv"], c["pretrained"]
+            if cell.rsplit("/", 1)[-1] in VARIANT_SUFFIXES or _variant(cell):
+                continue  # read inside its cell's rows
+            p = c["pretrained"]
             design = f"{cell}: {c['inputs']} inputs, {c['seeds']} twins, {c['readout']} readout"
+            name = cell.split("/", 1)[0]
+            twins = self._twin_words(name)
+            untrained = self.facts.get(name, {}).get("untrained") is True
             ours = (
                 f"{design}; log10 PtV {_fmt(p['log10_ptv'])} vs twins "
-                f"{_fmt(c['twins']['log10_ptv'])}, change {_fmt(d)}; quantised once more: "
+                f"{_fmt(c['twins']['log10_ptv'])}; {twins}; quantised once more: "
                 f"{_quantisation(c)}"
-            )
-            shape = (
-                f"{ours}; log10 first / valley {_fmt(p['log10_sink_depth'])}, last / valley "
-                f"{_fmt(p['log10_last_depth'])}"
             )
             where = (
                 f"{design}; valley at {_fmt(p['valley_fraction'])} of the context "
                 f"(twins {_fmt(c['twins']['valley_fraction'])})"
             )
-            for claim, paper, text, key in (
-                (DEEPEN_CLAIM, DEEPEN_PAPER, ours, "deepens"),
-                (PERSIST_CLAIM, PERSIST_PAPER, shape, "persists"),
-                (MIDDLE_CLAIM, MIDDLE_PAPER, where, "middle"),
+            variants = self._variants(cell)
+            for claim, paper, key in (
+                (DEEPEN_CLAIM, DEEPEN_PAPER, "deepens"),
+                (PERSIST_CLAIM, PERSIST_PAPER, "persists"),
             ):
-                claims.append(Claim(claim, paper, text, c[key]["verdict"], c[key]["rule"]))
+                verdict, rule, text = robust_change(key, c, variants)
+                shape = (
+                    f"; log10 first / valley {_fmt(p['log10_sink_depth'])}, last / valley "
+                    f"{_fmt(p['log10_last_depth'])}"
+                    if key == "persists"
+                    else ""
+                )
+                claims.append(
+                    _claim(Claim, claim, paper, f"{ours}{shape}; {text}", verdict, rule, untrained)
+                )
+            middle = c["middle"]
+            claims.append(
+                _claim(
+                    Claim,
+                    MIDDLE_CLAIM,
+                    MIDDLE_PAPER,
+                    where,
+                    middle["verdict"],
+                    middle["rule"],
+                    untrained,
+                )
+            )
         return tuple(claims)
+
+    def _variants(self, cell: str) -> dict[str, dict[str, Any]]:
+        """The cells that read the same pretrained profiles against other twins, by what
+        the twins are (their initialiser range, quantised as the file)."""
+        found = {}
+        for suffix, words in VARIANT_WORDS.items():
+            for key, value in self.cells.items():
+                if key.startswith(f"{cell}/{suffix}"):
+                    found[words(key.rsplit("/", 1)[-1])] = value
+        return found
+
+    def _twin_words(self, name: str) -> str:
+        """The stated twins' initialiser range and where it came from, in words."""
+        init = self.facts.get(name, {}).get("twin_init") or {}
+        if init.get("value") is None:
+            return "twins' initialiser range not recorded"
+        return f"twins initialised with std {init['value']:.3g} ({init.get('from', 'unknown')})"
 
     def table(self) -> list[dict[str, Any]]:
         rows = []
@@ -222,6 +287,7 @@ class CheckpointSection:
             "config": asdict(self.config),
             "cells": self.cells,
             "earlier_readout": {"readout": EARLIER_READOUT, "cells": self.earlier},
+            "facts": self.facts,
             "claims": list(self.claims),
         }
 
@@ -258,11 +324,13 @@ class CheckpointsPlugin(StandardSection):
         specs = config.trained_specs(())
         loading = {s.name: s.options() for s in specs if s.options()}
         options = {"options": loading} if loading else {}
+        init = config.twin_init_std
+        options |= {"twin_init_std": init} if init is not None else {}
         return [
             PlannedStage(
                 f"checkpoints-{scale}",
-                {"scale": scale, "seed": 0, "record": 2} | models | options,
-                partial(checkpoint_stage, scale, out / "checkpoints", config.trained, specs),
+                {"scale": scale, "seed": 0, "record": 3} | models | options,
+                partial(checkpoint_stage, scale, out / "checkpoints", config.trained, specs, init),
                 dict,
                 priority=REAL_CHECKPOINT_PRIORITY,
             )
@@ -271,13 +339,76 @@ class CheckpointsPlugin(StandardSection):
     def collect(
         self, config: Any, results: Mapping[str, Any], out: Path
     ) -> CheckpointSection | None:
-        return CheckpointSection.of(config.scale.checkpoints, results, out, config.trained)
+        return CheckpointSection.of(
+            config.scale.checkpoints, results, out, config.trained, config.twin_init_std
+        )
 
     def figures(self, value: CheckpointSection, folder: Path) -> dict[str, Path]:
         return {"checkpoints": value.figure(folder)}
 
 
 SECTION = CheckpointsPlugin()
+
+VARIANT_WORDS = {
+    "twins-init": lambda suffix: f"twins at std {suffix.removeprefix('twins-init')}",
+    "quantised-twins": lambda suffix: "quantised twins",
+}
+"""The cells a study's controls add beside a cell (:data:`lostmid.pretrained.study.
+VARIANTS`) and how a claim row names each."""
+VARIANT_SUFFIXES = ("quantised-twins",)
+ROBUST_RULE = (
+    "read at every peak (the largest of the ends and the bins, the paper's ratio read "
+    "literally; the first position; the first bin, primacy without the sink; the last "
+    "position, the recency anchor) against every set of twins measured (the stated "
+    "initialiser range, the study's range of others, twins quantised as the file): the "
+    "common verdict when every reading gives it, not robust when one reading reproduces "
+    "the claim and another does not, else inconclusive. Each reading: "
+)
+NOT_APPLICABLE_NOTE = (
+    "not applicable: the model is at initialisation (every normalisation layer's gains "
+    "are still equal, lostmid.models.untrained), so no claim about pretraining is read "
+    "from it"
+)
+
+
+def _variant(cell: str) -> bool:
+    return cell.rsplit("/", 1)[-1].startswith("twins-init")
+
+
+def robust_change(
+    key: str, cell: Mapping[str, Any], variants: Mapping[str, Mapping[str, Any]]
+) -> tuple[str, str, str]:
+    """``deepens`` or ``persists`` read at every peak against every set of twins: the
+    verdict (:func:`lostmid.stats.verdicts.across`), its rule and the readings in words."""
+    from lostmid.compare.pretraining import PEAKS
+    from lostmid.stats.verdicts import across
+
+    words, parts = [], []
+    for twins, c in {"stated twins": cell, **variants}.items():
+        peaks = c.get("peaks", {}).get(key)
+        if not peaks:  # judged before peaks were read: the largest alone
+            peaks = {"largest": c[key]}
+        shown = []
+        for peak, verdict in peaks.items():
+            change = c["difference"].get(PEAKS[peak], {})
+            shown.append(f"{peak} {_fmt(change)} {verdict['verdict']}")
+            words.append(verdict["verdict"])
+        parts.append(f"{twins}: " + ", ".join(shown))
+    verdict = across(words)
+    agree = "the readings agree" if len(set(words)) == 1 else "the readings disagree"
+    inner = cell.get("peaks", {}).get(key, {}).get("largest", cell[key])["rule"]
+    return verdict, ROBUST_RULE + inner, f"change by peak ({agree}): " + "; ".join(parts)
+
+
+def _claim(
+    make: Any, claim: str, paper: str, text: str, verdict: str, rule: str, untrained: bool
+) -> Any:
+    """A claims row; on a model at initialisation, *not applicable* with the reason."""
+    from lostmid.stats.verdicts import NOT_APPLICABLE
+
+    if untrained:
+        return make(claim, paper, f"{text}; {NOT_APPLICABLE_NOTE}", NOT_APPLICABLE, rule)
+    return make(claim, paper, text, verdict, rule)
 
 
 def _quantisation(cell: Mapping[str, Any]) -> str:

@@ -146,6 +146,10 @@ HELP = {  # the help of each ``lostmid reproduce`` option, and what it sets here
     "cached hub id or bytes.",
     "dtype": "dtype the trained models run in: float32 | float64 | bfloat16 | float16.",
     "trust_remote_code": "Run the custom code a trained model's config names (auto_map).",
+    "twin_init_std": "Initialiser range (std) of the random-init twins of the trained "
+    "models when their files do not say it (default: the registry's published value, the "
+    "model's config, else 0.02); the range 0.02 / 0.08 is read beside it where the "
+    "section measures it.",
     "seed": "First seed: model i uses seed + i, training run i too.",
     "overwrite": "Recompute every stage instead of resuming.",
 } | {option.field: option.help for option in SECTION_OPTIONS}
@@ -333,9 +337,15 @@ class ReproduceConfig:
     tokenizer: str | None = None
     dtype: str = "float32"
     trust_remote_code: bool = False
+    twin_init_std: float | None = None
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
+        if self.twin_init_std is not None and not 0 < self.twin_init_std < 1:
+            raise UserError(
+                f"--twin-init-std {self.twin_init_std}: the twins' initialiser range is a "
+                "standard deviation in (0, 1), e.g. 0.02"
+            )
         self.seeds(), self.train_seeds(), self.behaviour_seeds()  # the seeds from --seed
         object.__setattr__(self, "models", tuple(self.models))
         object.__setattr__(self, "trained", tuple(self.trained))
@@ -366,6 +376,7 @@ class ReproduceConfig:
         tokenizer: str | None = None,
         dtype: str = "float32",
         trust_remote_code: bool = False,
+        twin_init_std: float | None = None,
         **overrides: Any,
     ) -> ReproduceConfig:
         """The named scale with the fields of :class:`Scale` in ``overrides`` that are
@@ -384,6 +395,7 @@ class ReproduceConfig:
             tokenizer=tokenizer,
             dtype=dtype,
             trust_remote_code=trust_remote_code,
+            twin_init_std=twin_init_std,
         )
 
     def seeds(self) -> list[int]:
@@ -426,6 +438,8 @@ class ReproduceConfig:
         }
         # only when set, so that a folder written before these options resumes
         trained = {"trained": list(self.trained)} if self.trained else {}
+        if self.twin_init_std is not None:
+            trained["twin_init_std"] = self.twin_init_std
         return record | trained | self.trained_spec("-").options()
 
 

@@ -73,6 +73,9 @@ HELP = {
     "tokenizer": "Tokenizer when not the model's own: a directory, a cached hub id or bytes.",
     "dtype": "float32 | float64 | bfloat16 | float16.",
     "trust_remote_code": "Run the custom code the model's config names (auto_map).",
+    "twin_init_std": "Initialiser range (std) of the model's random-init twins when its "
+    "files do not say it (default: the registry's published value, the model's config, "
+    "else 0.02); the range 0.02 / 0.08 is read beside it at the default and full scales.",
     "seed": "Seed of the inputs, the items and the twins.",
     "overwrite": "Recompute every stage instead of resuming.",
 }
@@ -89,6 +92,7 @@ class DiagnoseConfig:
     tokenizer: str | None = None
     dtype: str = "float32"
     trust_remote_code: bool = False
+    twin_init_std: float | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -114,6 +118,7 @@ class DiagnoseConfig:
             tokenizer=self.tokenizer,
             dtype=self.dtype,
             trust_remote_code=self.trust_remote_code,
+            twin_init_std=self.twin_init_std,
             train_steps=0,
             behaviour_steps=0,
             dose="off",
@@ -163,5 +168,5 @@ def run_diagnose(
             f"{config.scale} scale: about {minutes:.0f} min on 2 cores (resumable)",
             sep="\n",
         )
-    folder = FOLDER.open(out, inner.record(), overwrite=overwrite)
+    folder = FOLDER.open(out, spec.claim(inner.record()), overwrite=overwrite)
     return run_opened(inner, folder, out=out, device=device, console=console, backend=backend)

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from lostmid.compare.claims import Claim
 from lostmid.influence.record import MeasureRecord, write_measure
+from lostmid.models.identity import identified
 from lostmid.models.spec import model_slug
 from lostmid.report.layout import fit_table
 from lostmid.reproduce import core
@@ -137,7 +138,8 @@ def run_reproduce(
     model and ``train/``. A finished stage is reused unless ``overwrite``.
     """
     device = check_run(config, out)
-    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    claim = identified(config.record(), (*config.trained, config.tokenizer))
+    folder = FOLDER.open(out, claim, overwrite=overwrite)
     return run_opened(config, folder, out=out, device=device, console=console, backend=backend)
 
 

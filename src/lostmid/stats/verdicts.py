@@ -8,7 +8,10 @@ its own:
 
 * a claim of the paper against our numbers (``compare``, ``reproduce``): *reproduced*,
   *partly*, *not reproduced*, *inconclusive*, *below resolution* (the effect is smaller
-  than the noise floor);
+  than the noise floor), *not robust* (the defensible readings of an open definition
+  disagree: reproduced under one, not reproduced under another, :func:`across`), *not
+  applicable* (the claim is about something the model is not: a claim about
+  pretraining, on a model at initialisation);
 * a hypothesis about our own data (dose-response, the structure-behaviour link):
   *supported*, *not supported*, *inconclusive*;
 * a remedy against its baseline: *works*, *does not work*, *worse*, *inconclusive*;
@@ -27,6 +30,7 @@ its own:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 INCONCLUSIVE = "inconclusive"
 REPRODUCED, PARTLY, NOT_REPRODUCED = "reproduced", "partly", "not reproduced"
@@ -36,7 +40,16 @@ WORKS, DOES_NOT_WORK, WORSE = "works", "does not work", "worse"
 ROBUST, NOT_ROBUST = "robust", "not robust"
 AGREES, CONTRADICTS, UNRESOLVED = "agrees", "contradicts", "unresolved"
 HOLDS, FAILS = "holds", "fails"
-CLAIM_VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, BELOW_RESOLUTION)
+NOT_APPLICABLE = "not applicable"
+CLAIM_VERDICTS = (
+    REPRODUCED,
+    PARTLY,
+    NOT_REPRODUCED,
+    INCONCLUSIVE,
+    BELOW_RESOLUTION,
+    NOT_ROBUST,
+    NOT_APPLICABLE,
+)
 """Every verdict a claim of the paper can get, in the order tables count them."""
 REMEDY_VERDICTS = (WORKS, DOES_NOT_WORK, WORSE, INCONCLUSIVE)
 """Every verdict a remedy against its baseline can get."""
@@ -94,3 +107,23 @@ def agreement(prediction: str, low: float, high: float) -> str:
     side = side_of(low, high, 0.0)
     wanted = {"+": "above", "-": "below", "none": "below"}[prediction]
     return UNRESOLVED if side == "spans" else AGREES if side == wanted else CONTRADICTS
+
+
+def across(verdicts: Iterable[str]) -> str:
+    """One verdict from the same claim judged under every defensible reading of an open
+    definition (which peak, which initialisation of the twins, which precision): the
+    common word when every reading gives it; *not robust* when one reading reproduces
+    the claim and another does not; else *inconclusive* (some reading undecided). A
+    verdict is robust only when the readings agree.
+
+    >>> across(["reproduced", "reproduced"]), across(["reproduced", "not reproduced"])
+    ('reproduced', 'not robust')
+    >>> across(["not reproduced", "inconclusive"]), across([])
+    ('inconclusive', 'inconclusive')
+    """
+    words = set(verdicts)
+    if len(words) == 1:
+        return words.pop()
+    if {REPRODUCED, NOT_REPRODUCED} <= words:
+        return NOT_ROBUST
+    return INCONCLUSIVE

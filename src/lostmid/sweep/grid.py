@@ -131,8 +131,20 @@ class Unit:
         return dict(self.params)
 
     def record(self) -> dict[str, Any]:
-        """What identifies the unit's result: the stage store reuses it only on equality."""
-        return {"task": self.task, "params": self.params_dict()}
+        """What identifies the unit's result: the stage store reuses it only on equality.
+        A local model or tokenizer is known by its content (its sha256, :func:`lostmid.
+        models.identity.content_of`): a model changed in place is another unit."""
+        from lostmid.models.identity import content_of
+
+        params = self.params_dict()
+        record: dict[str, Any] = {"task": self.task, "params": params}
+        content = {}
+        for name in ("model", "tokenizer"):
+            value = params.get(name)
+            found = content_of(value) if isinstance(value, str) else None
+            if found is not None and "registry" not in found:
+                content[name] = found["sha256"]
+        return record | ({"content": content} if content else {})
 
     @property
     def key(self) -> str:

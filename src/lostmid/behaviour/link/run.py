@@ -15,6 +15,7 @@ from lostmid.behaviour.link.design import PRETRAINED, TWIN, grows
 from lostmid.behaviour.link.example import link_example
 from lostmid.behaviour.link.summary import plot_link, summarise
 from lostmid.files import write_text
+from lostmid.models.identity import identified
 from lostmid.models.spec import ModelSpec
 from lostmid.runs.folder import RunFolder
 
@@ -64,7 +65,8 @@ def link_run(
     begin = time.perf_counter()
     folder = Path(folder)
     with RUN_FOLDER.lock(folder):
-        opened = RUN_FOLDER.open(folder, dict(design), overwrite=overwrite, grows=grows)
+        claim = identified(design, (design.get("model"), design.get("tokenizer")))
+        opened = RUN_FOLDER.open(folder, claim, overwrite=overwrite, grows=grows)
         path = folder / EXAMPLES
         if overwrite and path.exists():
             path.unlink()

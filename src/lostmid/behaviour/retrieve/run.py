@@ -101,7 +101,7 @@ def _check_out(out: Path, config: RetrieveConfig, overwrite: bool) -> OpenRun:
         UserError: ``out`` holds a run with another configuration, or ``--export`` would
             replace a file of another run, without ``overwrite``.
     """
-    folder = FOLDER.open(out, config.record(), overwrite=overwrite)
+    folder = FOLDER.open(out, config.model_spec.claim(config.record()), overwrite=overwrite)
     same = folder.resumed
     export = config.export
     if export is not None and Path(export).exists() and not (overwrite or same):
