@@ -18,6 +18,7 @@ from lostmid.compare.claims import (
     verdict_at_most,
     verdict_no_worse,
     verdict_order_of_magnitude,
+    verdict_within_floor,
 )
 from lostmid.errors import UserError
 from lostmid.stats import seed_interval as stats_seed_interval
@@ -120,6 +121,30 @@ def test_no_worse_comes_out_each_way() -> None:
     assert verdict_no_worse((-0.001, 0.002)).verdict == INCONCLUSIVE
     assert verdict_no_worse((0.0, 0.0)).verdict == REPRODUCED  # equal: no worse
     assert verdict_no_worse((float("nan"), 0.1)).verdict == NOT_REPRODUCED
+
+
+def test_within_floor_comes_out_each_way() -> None:
+    """Constructed changes against a floor [0.001, 0.004]: wholly at or below its upper
+    end (yes), wholly above it (no: GPT-2's encoding at the saved run's numbers), across
+    it (undecided); the boundary approached from both sides."""
+    floor = (0.001, 0.004)
+    assert verdict_within_floor((0.0, 0.0035), floor).verdict == REPRODUCED
+    assert verdict_within_floor((0.0, 0.004), floor).verdict == REPRODUCED  # on the edge
+    assert verdict_within_floor((0.00732, 0.026), floor).verdict == NOT_REPRODUCED
+    assert verdict_within_floor((0.0041, 0.01), floor).verdict == NOT_REPRODUCED
+    assert verdict_within_floor((0.0039, 0.01), floor).verdict == INCONCLUSIVE
+    assert verdict_within_floor((0.002, 0.0041), floor).verdict == INCONCLUSIVE
+    unbounded = (-float("inf"), float("inf"))  # one seed
+    assert verdict_within_floor(unbounded, floor).verdict == INCONCLUSIVE
+    assert verdict_within_floor((0.0, 0.001), None).verdict == INCONCLUSIVE  # no floor
+    assert verdict_within_floor((float("nan"), 0.1), floor).verdict == NOT_REPRODUCED
+    rule = verdict_within_floor((0.00732, 0.026), (0.000927, 0.00394), "W1 on vs off").rule
+    assert "W1 on vs off lies wholly <= the noise floor's upper end 0.00394" in rule
+    assert rule.endswith("it is [0.00732, 0.026]")
+    with pytest.raises(UserError, match="noise floor must be an interval"):
+        verdict_within_floor((0.0, 0.1), (0.2, 0.1))
+    with pytest.raises(UserError, match="low <= high"):
+        verdict_within_floor((0.2, 0.1), floor)
 
 
 @pytest.mark.parametrize(("paper", "tol", "partial"), [(100.0, 0.5, 1.0), (1e3, 0.2, 0.7)])

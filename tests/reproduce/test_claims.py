@@ -128,3 +128,89 @@ def test_the_encoding_claim_is_judged_against_the_floor_of_its_paired_design(mak
                       halves=tuple(np.sqrt(r.on.halves)))
             for s, r in enumerate(runs)]  # fmt: skip
     assert keyed_claims(analyse_model("m", same))["encoding"].verdict == "reproduced"
+
+
+def uniform_row(g: np.ndarray) -> np.ndarray:
+    """The paper's uniform theory (jacobian kernel) with a_l = s_l/(1+s_l), s_l the mean
+    gain of layer l: what predicted:jacobian predicts from these gains."""
+    s = g.mean(axis=1)
+    return influence_row(L, H, s / (1 + s), kernel="jacobian")
+
+
+def test_every_row_says_which_theory_it_judges(make_seed) -> None:
+    runs = [
+        make_seed(s, gains(s), uniform_row(gains(s)), layer1=depth1_row(gains(s))) for s in range(3)
+    ]
+    claims = keyed_claims(analyse_model("m", runs))
+    for key in ("uniform_w1", "uniform_spearman", "depth1"):
+        assert "the paper's uniform theory" in claims[key].claim
+        assert "extension" not in claims[key].claim
+    for key in ("w1", "w1_mlp", "spearman", "baseline"):
+        assert "lostmid's position-resolved extension" in claims[key].claim
+        assert "uniform" not in claims[key].claim
+    for key in ("encoding", "encoding_binned", "encoding_w1", "peak_to_valley"):
+        assert "a measurement, no theory" in claims[key].claim
+    assert claims["uniform_w1"].paper == "0.02" and claims["uniform_spearman"].paper == "0.99"
+
+
+def test_the_paper_uniform_theory_is_judged_on_its_own_rows(make_seed) -> None:
+    """Seeds whose profile is the uniform prediction from their own gains reproduce the
+    uniform rows (yes); mirrored, they do not (no); two exact seeds and a mirrored one
+    leave an interval across the boundary (undecided)."""
+    exact = [make_seed(s, gains(s), uniform_row(gains(s))) for s in range(3)]
+    a = analyse_model("m", exact)
+    assert a.candidates["predicted:jacobian"].score("wasserstein1").mean < 1e-12
+    v = verdicts(exact)
+    assert (v["uniform_w1"], v["uniform_spearman"]) == ("reproduced",) * 2
+    mirrored = [make_seed(s, gains(s), uniform_row(gains(s))[::-1].copy()) for s in range(3)]
+    v = verdicts(mirrored)
+    assert (v["uniform_w1"], v["uniform_spearman"]) == ("not reproduced",) * 2
+    mixed = exact[:2] + mirrored[2:]
+    a = analyse_model("m", mixed)
+    low, high = a.candidates["predicted:jacobian"].score("wasserstein1").interval()
+    assert low < 0.03 < high  # the W1 threshold 0.02 + 0.01 inside the interval
+    assert verdicts(mixed)["uniform_w1"] == "inconclusive"
+
+
+def test_the_encoding_is_judged_on_w1_against_the_seed_floor(make_seed) -> None:
+    """The W1 with vs without the encoding against the W1 between seeds (here 3 seeds of
+    one shape with 5% noise each): no change (yes), a change far beyond the floor on every
+    seed (no), and one seed changed while two are not (undecided)."""
+    rng = np.random.default_rng(3)
+    shape = uniform_row(gains(0))
+    on = [shape * np.exp(0.05 * rng.standard_normal(L)) for _ in range(3)]
+    tilted = [p * np.linspace(0.3, 3.0, L) for p in on]  # a real change of the profile
+
+    def claim(offs):
+        runs = [make_seed(s, gains(s), on[s], off=offs[s]) for s in range(3)]
+        a = analyse_model("m", runs)
+        return a, keyed_claims(a)["encoding_w1"]
+
+    a, same = claim(on)
+    assert a.positional_on_vs_off["wasserstein1"].mean == 0.0
+    assert same.verdict == "reproduced"
+    a, moved = claim(tilted)
+    floor_high = a.scorecard.noise_floor.wasserstein1.interval()[1]
+    assert a.positional_on_vs_off["wasserstein1"].interval()[0] > floor_high
+    assert moved.verdict == "not reproduced"
+    assert "x the floor's mean" in moved.ours and "noise floor (between seeds)" in moved.ours
+    _, one = claim([tilted[0], on[1], on[2]])
+    assert one.verdict == "inconclusive"
+
+
+def test_a_saved_run_is_judged_again_from_its_record(make_seed) -> None:
+    """Read back from reproduce.json's record alone (no stages), a model's numbers give
+    the claims its analysis gives, byte for byte."""
+    import json
+
+    from lostmid.reproduce.claims import saved_claims
+    from lostmid.runinfo import to_jsonable
+
+    runs = []
+    for seed in range(3):
+        g = gains(seed)
+        row = positional_influence_row(g, kernel="jacobian") * (1 + 0.1 * seed)
+        runs.append(make_seed(seed, g, row, layer1=depth1_row(g), off=row[::-1].copy()))
+    a = analyse_model("m", runs)
+    record = json.loads(json.dumps(to_jsonable({"m": a.record()})))
+    assert [c.record() for c in saved_claims(record)] == [c.record() for c in model_claims(a)]

@@ -24,6 +24,17 @@ def test_a_small_run_makes_the_saved_claims(tmp_path: Path, run_cli) -> None:
     claims = json.loads((tmp_path / "r" / "claims.json").read_text())
     if os.environ.get("LOSTMID_UPDATE_GOLDEN"):
         GOLDEN.write_text(json.dumps(claims, indent=1) + "\n")
+    # each seed's measurement is kept, compact: the core's claims judged again from it
+    from lostmid.reproduce.analysis import analyse_model
+    from lostmid.reproduce.claims import model_claims
+    from lostmid.reproduce.stages import read_at_init_folder
+
+    again = []
+    for model in ("tiny-gpt2", "tiny-qwen2"):
+        runs = read_at_init_folder(tmp_path / "r" / model)
+        assert len(runs) == 2
+        again += [c.record() for c in model_claims(analyse_model(model, runs))]
+    assert again == claims[: len(again)]
     saved = json.loads(GOLDEN.read_text())
     assert [c["claim"] for c in claims] == [c["claim"] for c in saved]
     for new, old in zip(claims, saved, strict=True):

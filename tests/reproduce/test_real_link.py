@@ -95,6 +95,10 @@ def test_the_section_runs_on_each_checkpoint_and_reads_it_back(
         assert code == 0, err
         back = json.loads((tmp_path / f"again{i}" / "reproduce.json").read_text())
         assert [c for c in back["claims"] if c["claim"] == rl.CLAIM] == [claim]
+        # the runs it read are kept in its own folder, per-example rows included
+        kept = tmp_path / f"again{i}" / "real-link" / rl.READ / folder.name
+        assert (kept / EXAMPLES).read_text() == (folder / EXAMPLES).read_text()
+        assert json.loads((kept / RESULT).read_text()) == saved
     # more examples a depth grow the run: the first ones are kept, not recomputed
     first = [json.loads(x) for x in lines]
     grown = link_run(LinkScale("quick", (str(bpe_model_dir),), 600, 2, 1).design(

@@ -13,6 +13,8 @@ from cli_args import SECTIONS_OFF
 
 import lostmid.reproduce.core as core
 from lostmid.influence.record import read_measure
+from lostmid.reproduce.stages import read_at_init
+from lostmid.runinfo import to_jsonable
 from lostmid.stats.verdicts import CLAIM_VERDICTS
 
 TINY = [
@@ -90,7 +92,7 @@ def quick_run(tmp_path_factory) -> Path:
 
 def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
     claims = json.loads((quick_run / "claims.json").read_text())
-    assert len(claims) == 16  # eight per model
+    assert len(claims) == 22  # eleven per model
     for c in claims:
         assert set(c) >= {"claim", "paper", "ours", "verdict", "rule"}
         assert c["verdict"] in CLAIM_VERDICTS
@@ -126,7 +128,9 @@ def test_writes_report_claims_and_intermediates(quick_run: Path) -> None:
         json.loads((quick_run / "stages" / f"measure-tiny-qwen2-seed{s}.json").read_text())
         for s in (0, 1)
     ]
-    for seed, stage in enumerate(stages):
+    for seed, stage in enumerate(stages):  # each stage kept whole, compact, beside it
+        kept = read_at_init(quick_run / "tiny-qwen2" / f"seed-{seed}" / "at-init.npz")
+        assert to_jsonable(kept.record()) == stage["result"]
         measured = read_measure(quick_run / "tiny-qwen2" / f"seed-{seed}" / "measure.json")
         assert measured.layers == 2 and measured.residual_strength_method == "jacobian"
         assert measured.gain_per_position.shape == (2, 24)

@@ -14,8 +14,9 @@ The public surface, by task:
   :class:`Candidate` by name; :func:`predict_theory`;
 * fair scoring from arrays: :func:`noise_floor`, :func:`score_out_of_sample`;
 * claims: :class:`Claim`, judged by :func:`verdict_at_least`, :func:`verdict_at_most`,
-  :func:`verdict_no_worse`, :func:`verdict_order_of_magnitude` on 95% intervals, with our
-  number written by :func:`format_interval`.
+  :func:`verdict_no_worse`, :func:`verdict_order_of_magnitude`,
+  :func:`verdict_within_floor` on 95% intervals, with our number written by
+  :func:`format_interval`.
 
 Everything else lives in the submodules: :mod:`~lostmid.compare.metrics`,
 :mod:`~lostmid.compare.fitting` (the objective and spike policy every fit shares),

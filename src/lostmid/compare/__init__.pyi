@@ -28,6 +28,9 @@ from .claims import (
 from .claims import (
     verdict_order_of_magnitude as verdict_order_of_magnitude,
 )
+from .claims import (
+    verdict_within_floor as verdict_within_floor,
+)
 from .config import CompareConfig as CompareConfig
 from .fit import predict_theory as predict_theory
 from .metrics import (

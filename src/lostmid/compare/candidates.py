@@ -91,6 +91,22 @@ class Candidate:
         """The JSON layout of one candidate (compare.json, reproduce.json)."""
         return fields_record(self, skip=("name",))
 
+    @classmethod
+    def from_record(cls, name: str, record: Mapping[str, Any]) -> Candidate:
+        """Read back :meth:`record` of the candidate ``name``."""
+        scores = record.get("out_of_sample")
+        return cls(
+            name=name,
+            kind=str(record["kind"]),
+            kernel=record["kernel"],
+            description=str(record["description"]),
+            parameters=dict(record["parameters"]),
+            parameter_count=int(record["parameter_count"]),
+            profile=np.asarray(record["profile"], dtype=np.float64),
+            metrics=ProfileComparison.from_record(record["metrics"]),
+            out_of_sample=None if scores is None else OutOfSample.from_record(name, scores),
+        )
+
     def score(self, metric: str) -> MeanSpread:
         """``metric`` out of sample (mean and spread over held-out seeds) when there
         are several seeds, else in sample (spread 0, n 1)."""

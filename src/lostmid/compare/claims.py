@@ -38,6 +38,7 @@ from lostmid.stats.verdicts import (
     NOT_REPRODUCED,
     PARTLY,
     REPRODUCED,
+    side_of,
 )
 
 UNCERTAINTY = (
@@ -289,6 +290,47 @@ def verdict_no_worse(difference: Span, what: str = "ours - theirs") -> Verdict:
     if low > _SLACK:
         return Verdict(NOT_REPRODUCED, rule)
     return Verdict(INCONCLUSIVE, rule)
+
+
+def verdict_within_floor(change: Span, floor: Span | None, what: str = "the change") -> Verdict:
+    """Verdict on "a change moves the quantity no more than noise does" (e.g. the W1
+    between a profile measured with and without the positional encoding), against the
+    95% interval of a noise floor of the same metric (e.g. the W1 between independently
+    initialised models): the boundary is the floor's upper end (the largest noise the
+    design allows, so a change is called real only beyond it); reproduced if the change's
+    95% interval lies wholly at or below it, not reproduced if wholly above it, else
+    inconclusive (:func:`lostmid.stats.verdicts.side_of`; also without a floor).
+
+    >>> verdict_within_floor((0.003, 0.011), (0.0, 0.02)).verdict
+    'reproduced'
+    >>> verdict_within_floor((0.0073, 0.026), (0.00093, 0.0039)).verdict
+    'not reproduced'
+    >>> verdict_within_floor((0.002, 0.01), (0.001, 0.004)).verdict
+    'inconclusive'
+    """
+    low, high = (float("nan") if v is None else float(v) for v in change)
+    if np.isfinite(low) and np.isfinite(high) and low > high + _SLACK:
+        raise UserError(f"an interval needs low <= high, got ({low}, {high})")
+    if floor is None:
+        return Verdict(
+            INCONCLUSIVE,
+            f"95% interval of {what} against the noise floor's upper end; no floor (one "
+            "seed), so: inconclusive",
+        )
+    if np.isnan(floor[0]) or np.isnan(floor[1]) or floor[0] > floor[1]:
+        raise UserError(f"the noise floor must be an interval, got {floor}")
+    boundary = floor[1]
+    rule = (
+        f"95% intervals; reproduced if {what} lies wholly <= the noise floor's upper end "
+        f"{boundary:.3g} (floor {_interval_text(floor)}), not reproduced if wholly above "
+        f"it, else inconclusive; it is {_interval_text((low, high))}"
+    )
+    if np.isnan(low) or np.isnan(high):  # undefined; an unbounded end (one seed) is not
+        return Verdict(NOT_REPRODUCED, rule + _UNDEFINED)
+    if high <= boundary + _SLACK:
+        return Verdict(REPRODUCED, rule)
+    side = side_of(low, high, boundary + _SLACK)
+    return Verdict(NOT_REPRODUCED if side == "above" else INCONCLUSIVE, rule)
 
 
 def verdict_order_of_magnitude(

@@ -19,7 +19,9 @@ influence, no longer dominates the ranks with its noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -233,6 +235,22 @@ class ProfileComparison:
     def record(self) -> dict[str, float | None]:
         """The JSON form: one key per attribute, the same names everywhere."""
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ProfileComparison:
+        """Read back :meth:`record` (an undefined number, null in JSON, is nan; the peak-to-
+        valley ratios stay None when they were)."""
+        optional = ("log10_peak_to_valley", "log10_peak_to_valley_measured")
+        return cls(
+            **{
+                name: (record[name] if name in optional else _number(record[name]))
+                for name in cls.__dataclass_fields__
+            }
+        )
+
+
+def _number(x: Any) -> float:
+    return float("nan") if x is None else float(x)
 
 
 def log10_rmse(a: np.ndarray, b: np.ndarray) -> float:

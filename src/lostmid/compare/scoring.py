@@ -77,6 +77,12 @@ class NoiseFloor:
             "metrics": {name: value.record() for name, value in self.metrics.items()},
         }
 
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> NoiseFloor:
+        """Read back :meth:`record`: its summaries; the pairs' own comparisons are not in
+        the record (``pairs`` is empty)."""
+        return cls(int(record["seeds"]), (), _summaries(record["metrics"]))
+
 
 def noise_floor(
     profiles: Sequence[np.ndarray] | Float[np.ndarray, "S L"],
@@ -143,6 +149,22 @@ class OutOfSample:
                 for c, p in zip(self.folds, self.parameters, strict=True)
             ],
         }
+
+    @classmethod
+    def from_record(cls, name: str, record: Mapping[str, Any]) -> OutOfSample:
+        """Read back :meth:`record` of candidate ``name``."""
+        folds = record["per_fold"]
+        return cls(
+            name,
+            tuple(ProfileComparison.from_record(f["metrics"]) for f in folds),
+            tuple(dict(f["parameters"]) for f in folds),
+            _summaries(record["metrics"]),
+        )
+
+
+def _summaries(metrics: Mapping[str, Any]) -> dict[str, MeanSpread]:
+    """Recorded summaries of agreement metrics, each with its metric's range."""
+    return {m: MeanSpread.from_record(v, METRIC_RANGES[m]) for m, v in metrics.items()}
 
 
 def score_out_of_sample(

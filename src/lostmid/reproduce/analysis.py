@@ -41,9 +41,9 @@ import numpy as np
 from lostmid.compare.candidates import Candidate, Scorecard, compare_measurements
 from lostmid.compare.claims import Claim
 from lostmid.compare.config import LOG_BINS
-from lostmid.compare.metrics import compare_profiles
+from lostmid.compare.metrics import METRIC_RANGES, compare_profiles
 from lostmid.compare.predicted import pooled_measurement
-from lostmid.compare.scoring import summarise
+from lostmid.compare.scoring import NoiseFloor, summarise
 from lostmid.files import schema_of
 from lostmid.influence.record import MeasureRecord
 from lostmid.reproduce.config import ReproduceConfig
@@ -73,7 +73,14 @@ and residual only) with its missing ingredient, the per-position gains, measured
 WITH_MLP = "predicted:positional-mlp"
 """The same with the MLP's measured per-position gain and coherence: the theory of the
 whole block, also judged."""
-SHOWN_BESIDE = ("predicted:jacobian", "predicted:rollout")
+UNIFORM = "predicted:jacobian"
+"""The paper's own, uniform theory as the claims judge it: one residual strength a_l per
+layer, a_l = s_l/(1+s_l) from each seed's measured branch gains, the Jacobian-norm
+kernel, nothing fitted."""
+UNIFORM_ROLLOUT = "predicted:rollout"
+"""The same a_l through the rollout kernel (the paper's N^H read literally), shown
+beside :data:`UNIFORM`."""
+SHOWN_BESIDE = (UNIFORM, UNIFORM_ROLLOUT)
 """The uniform-theory predictions the claims show next to the judged ones."""
 
 
@@ -95,6 +102,38 @@ def scorecard_record(card: Scorecard) -> dict[str, Any]:
         "claims": [c.record() for c in card.claims],
         "notes": list(card.notes),
     }
+
+
+def scorecard_from_record(record: Mapping[str, Any]) -> Scorecard:
+    """Read back :func:`scorecard_record` (reproduce.json's ``scorecard`` and ``depth1``):
+    every candidate with its scores, the noise floor's summaries (not its pairs), the
+    pooled measurement's profile and residual strengths; what the step-0 claims read."""
+    measured = record["measured"]
+    influence = np.asarray(measured["influence"], dtype=np.float64)
+    strength = measured.get("residual_strength")
+    floor = record.get("noise_floor")
+    return Scorecard(
+        measured=MeasureRecord(
+            influence=influence,
+            stderr=None
+            if measured.get("stderr") is None
+            else np.asarray(measured["stderr"], dtype=np.float64),
+            layers=0 if strength is None else len(strength),
+            target=influence.size,
+            residual_strength=None if strength is None else np.asarray(strength, dtype=float),
+            residual_strength_method=measured.get("residual_strength_method"),
+        ),
+        seeds=int(record["seeds"]),
+        candidates={
+            name: Candidate.from_record(name, c) for name, c in record["candidates"].items()
+        },
+        noise_floor=None if floor is None else NoiseFloor.from_record(floor),
+        claims=tuple(Claim(**c) for c in record["claims"]),
+        notes=tuple(record["notes"]),
+        fit_metric=str(record["fit_metric"]),
+        spike=str(record["spike"]),
+        bins=int(record["bins"]),
+    )
 
 
 def measured_profiles(
@@ -272,6 +311,42 @@ class ModelAnalysis:
             if self.depth_growth is None
             else {"seed": self.depth_run.seed, "per_layer": self.depth_run.on.per_layer},
         }
+
+
+@dataclass(frozen=True, eq=False)
+class SavedModel:
+    """What the step-0 claims read of one model, read back from a finished run's
+    reproduce.json (``models.NAME``, :meth:`ModelAnalysis.record`) without its stages: a
+    saved run is judged again by today's rules from the numbers it saved (the attributes
+    are :class:`ModelAnalysis`'s of the same names)."""
+
+    name: str
+    switch: str
+    scorecard: Scorecard
+    positional_on_vs_off: Mapping[str, MeanSpread]
+    sampling_floor: Mapping[str, MeanSpread] | None
+    log10_peak_to_valley: MeanSpread
+    depth1: Scorecard | None
+
+    @property
+    def candidates(self) -> Mapping[str, Candidate]:
+        return self.scorecard.candidates
+
+    @classmethod
+    def from_record(cls, name: str, record: Mapping[str, Any]) -> SavedModel:
+        def metrics(block: Mapping[str, Any]) -> dict[str, MeanSpread]:
+            return {m: MeanSpread.from_record(v, METRIC_RANGES[m]) for m, v in block.items()}
+
+        sampling, depth1 = record.get("sampling_floor"), record.get("depth1")
+        return cls(
+            name=name,
+            switch=str(record["switch"]),
+            scorecard=scorecard_from_record(record["scorecard"]),
+            positional_on_vs_off=metrics(record["positional_on_vs_off"]),
+            sampling_floor=None if sampling is None else metrics(sampling),
+            log10_peak_to_valley=MeanSpread.from_record(record["log10_peak_to_valley"]),
+            depth1=None if depth1 is None else scorecard_from_record(depth1),
+        )
 
 
 def analyse_model(name: str, runs: Sequence[SeedMeasurement]) -> ModelAnalysis:

@@ -132,8 +132,11 @@ def findings(a: ModelAnalysis) -> list[str]:
         f"noise floor {floor_w1}): {FAITHFUL} (the paper's model with the measured "
         f"per-position gains, nothing fitted) reaches W1 {w1(FAITHFUL)} per seed: "
         f"{claims['w1'].verdict}; {WITH_MLP} (the MLP's per-position gain and coherence "
-        f"added) {w1(WITH_MLP)}: {claims['w1_mlp'].verdict}. The uniform theory with the "
-        f"Jacobian a_l: {beside}; with the peer's forward ratio as a_l "
+        f"added) {w1(WITH_MLP)}: {claims['w1_mlp'].verdict}; both are lostmid's "
+        "position-resolved extension, not the paper's theory. The paper's uniform theory "
+        f"with the Jacobian a_l: {beside}; judged on its own rows: W1 "
+        f"{claims['uniform_w1'].verdict}, Spearman {claims['uniform_spearman'].verdict}; "
+        "with the peer's forward ratio as a_l "
         f"(predicted:jacobian-forward) {w1('predicted:jacobian-forward')}. "
         + (
             f"The paper's number holds (mean W1 <= {PAPER_WASSERSTEIN1:g} + "
@@ -162,7 +165,8 @@ def findings(a: ModelAnalysis) -> list[str]:
         f"{pm(a.positional_on_vs_off['spearman'], 3)}, W1 "
         f"{pm(a.positional_on_vs_off['wasserstein1'])}: {claims['encoding'].verdict}; on "
         f"log bins {pm(a.positional_on_vs_off['binned_spearman'])}: "
-        f"{claims['encoding_binned'].verdict}. "
+        f"{claims['encoding_binned'].verdict}; W1 against the W1 between seeds "
+        f"{floor_w1}: {claims['encoding_w1'].verdict}. "
         f"Peak-to-valley 10^{a.log10_peak_to_valley.mean:.2f}: "
         f"{claims['peak_to_valley'].verdict}.",
     ]

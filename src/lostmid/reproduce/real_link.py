@@ -34,12 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.behaviour.link.design import LinkScale
-from lostmid.behaviour.link.run import RESULT, link_run
+from lostmid.behaviour.link.run import EXAMPLES, RESULT, link_run
 from lostmid.behaviour.link.summary import SCORES
 from lostmid.compare.claims import Claim
 from lostmid.errors import UserError
-from lostmid.files import read_json_object
-from lostmid.models.spec import ModelSpec
+from lostmid.files import read_bytes, read_json_object, write_bytes
+from lostmid.models.spec import ModelSpec, model_slug
+from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.reproduce.real_behaviour import CHECKPOINTS
 from lostmid.stats.verdicts import (
@@ -209,6 +210,36 @@ class RealLinkPlugin(PerModelSection):
     result_type = RealLink
     stage = staticmethod(link_stage)
     needs_layout = True  # the needle's share of the Jacobian hooks the embeddings
+
+    def collect(self, config: ReproduceConfig, results: Mapping[str, Any], out: Path) -> Any:
+        """The runs (:class:`PerModelSection`'s); runs read from a finished folder
+        elsewhere (``--real-link DIR``) are kept in the run folder too:
+        ``real-link/read/<run>/`` gets each one's ``link.json`` and its per-example rows,
+        ``examples.jsonl`` (:func:`keep_runs`)."""
+        value = super().collect(config, results, out)
+        if value is not None and config.scale.real_link not in self.scales:
+            keep_runs(value, out / FOLDER / READ)
+        return value
+
+
+READ = "read"
+"""Under ``real-link/``: the runs a ``--real-link DIR`` read, copied (:func:`keep_runs`)."""
+
+
+def keep_runs(value: RealLink, folder: Path) -> list[Path]:
+    """Copy each run's ``link.json`` and ``examples.jsonl`` (the per-example rows the
+    claim is judged from) into ``folder/<run folder's name>/``, so that the run folder
+    holds what ``--real-link folder`` reads back; a run already inside ``folder`` stays."""
+    kept = []
+    for run in value.runs:
+        source = Path(run["folder"])
+        target = folder / (source.name or model_slug(str(run["model"])))
+        if source.resolve() == target.resolve():
+            continue
+        for name in (RESULT, EXAMPLES):
+            if (source / name).is_file():
+                kept.append(write_bytes(target / name, read_bytes(source / name)))
+    return kept
 
 
 SECTION = RealLinkPlugin()

@@ -24,7 +24,13 @@ from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.figures import summary_figure
 from lostmid.reproduce.plan import PlannedStage, claims_of, panels_of
 from lostmid.reproduce.report import build_report
-from lostmid.reproduce.stages import SeedMeasurement, check_models, run_device
+from lostmid.reproduce.stages import (
+    AT_INIT,
+    SeedMeasurement,
+    check_models,
+    run_device,
+    write_at_init,
+)
 from lostmid.runinfo import write_json
 from lostmid.runs.backend import Backend
 from lostmid.runs.folder import OpenRun, RunFolder
@@ -135,7 +141,9 @@ def run_reproduce(
 
     Writes under ``out``: ``report.html``, ``claims.json``, ``reproduce.json`` (the
     result's record), ``stages/*.json``, ``figures/*.png``, ``MODEL/measure.json`` per
-    model and ``train/``. A finished stage is reused unless ``overwrite``.
+    model with ``MODEL/seed-S/measure.json`` and ``MODEL/seed-S/at-init.npz`` per seed
+    (:data:`lostmid.reproduce.stages.AT_INIT`: the stage's whole measurement, to judge
+    again without a model) and ``train/``. A finished stage is reused unless ``overwrite``.
     """
     device = check_run(config, out)
     claim = identified(config.record(), (*config.trained, config.tokenizer))
@@ -212,6 +220,8 @@ def run_opened(
         write_measure_json(
             out / model_slug(model), analysis, measured.runs[model], config, metadata
         )
+        for run in measured.runs[model]:  # each seed's whole measurement, compact
+            write_at_init(run, out / model_slug(model) / f"seed-{run.seed}" / AT_INIT)
     write_json(out / "claims.json", list(result.claims))
     write_json(out / "reproduce.json", result)
     build_report(result).write(out / "report.html")

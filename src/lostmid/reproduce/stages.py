@@ -19,9 +19,12 @@ inputs are random token ids.
 
 from __future__ import annotations
 
+import io
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +32,7 @@ import torch
 
 from lostmid.attention_choice import attention_for
 from lostmid.errors import UserError
+from lostmid.files import write_bytes
 from lostmid.influence import gains_and_forward_ratio, influence_profile, random_token_ids
 from lostmid.influence.gains import BranchGains
 from lostmid.influence.profile import InfluenceProfile
@@ -37,6 +41,7 @@ from lostmid.models.devices import resolve_device
 from lostmid.models.spec import ModelSpec
 from lostmid.recordable import fields_record
 from lostmid.reproduce.config import ReproduceConfig, Scale
+from lostmid.runinfo import to_jsonable
 from lostmid.typing import Float
 
 SECOND_PART = 1_000_003  # offset of the probe seed of the second part of the inputs
@@ -208,6 +213,73 @@ class SeedMeasurement:
             seconds=float(record["seconds"]),
             gain_seconds=float(record["gain_seconds"]),
         )
+
+
+AT_INIT = "at-init.npz"
+"""A measure stage's whole result, kept in the run folder as ``MODEL/seed-S/at-init.npz``
+(:func:`write_at_init`): each seed's profiles with and without the positional encoding,
+the two parts of its inputs, the per-layer profiles and the gains, so that the core's
+per-seed numbers and claims can be judged again without a model (:func:`read_at_init`)."""
+ARRAY_KEY = "__array__"  # in the npz's JSON layout: "this list is the array named so"
+
+
+def write_at_init(run: SeedMeasurement, path: Path) -> Path:
+    """``run``'s stage record (what the stage store saves as JSON) as a compressed npz:
+    every list of numbers an array (float64 or int64, an undefined value NaN), the rest of
+    the record as JSON beside them. :func:`read_at_init` gives the same measurement back.
+    """
+    arrays: dict[str, np.ndarray] = {}
+
+    def pack(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {k: pack(v) for k, v in value.items()}
+        numbers = _numbers(value)
+        if numbers is None:
+            return [pack(v) for v in value] if isinstance(value, list) else value
+        name = f"a{len(arrays)}"
+        arrays[name] = numbers
+        return {ARRAY_KEY: name}
+
+    layout = pack(to_jsonable(run.record()))
+    buffer = io.BytesIO()
+    arrays["record"] = np.asarray(json.dumps(layout))
+    np.savez_compressed(buffer, allow_pickle=False, **arrays)
+    return write_bytes(path, buffer.getvalue())
+
+
+def read_at_init(path: Path) -> SeedMeasurement:
+    """The measurement :func:`write_at_init` saved in ``path``."""
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files if k != "record"}
+        layout = json.loads(str(data["record"]))
+
+    def unpack(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            if set(value) == {ARRAY_KEY}:
+                return arrays[value[ARRAY_KEY]].tolist()
+            return {k: unpack(v) for k, v in value.items()}
+        return [unpack(v) for v in value] if isinstance(value, list) else value
+
+    return SeedMeasurement.from_record(unpack(layout))
+
+
+def read_at_init_folder(folder: Path) -> list[SeedMeasurement]:
+    """Every seed a run kept for one model (``folder/seed-S/at-init.npz``), by seed."""
+    runs = [read_at_init(p) for p in Path(folder).glob(f"seed-*/{AT_INIT}")]
+    return sorted(runs, key=lambda r: r.seed)
+
+
+def _numbers(value: Any) -> np.ndarray | None:
+    """A JSON list of numbers (None for an undefined one) as an array, else None."""
+    if not isinstance(value, list) or not value:
+        return None
+    try:
+        array = np.asarray(value)
+        if array.dtype == object:  # None among the numbers: NaN
+            array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):  # ragged, or not numbers
+        return None
+    return array if array.dtype.kind in "iuf" else None
 
 
 def depth_layers(layers: int, points: int | None) -> list[int]:

@@ -329,6 +329,23 @@ class MeanSpread:
         spread = float(v.std(ddof=1)) if v.size > 1 else 0.0
         return cls(float(v.mean()), spread, int(v.size), bounds)
 
+    @classmethod
+    def from_record(
+        cls, record: Mapping[str, Any], bounds: tuple[float, float] = UNBOUNDED
+    ) -> MeanSpread:
+        """Read back :meth:`record` (its interval is recomputed from mean, spread and n;
+        ``bounds`` are not in the record: give the metric's).
+
+        >>> m = MeanSpread.of([0.2, 0.4, 0.9], (0.0, 1.0))
+        >>> MeanSpread.from_record(m.record(), (0.0, 1.0)).interval() == m.interval()
+        True
+        """
+
+        def number(x: Any) -> float:
+            return math.nan if x is None else float(x)
+
+        return cls(number(record["mean"]), number(record["spread"]), int(record["n"]), bounds)
+
     def t_interval(self) -> tuple[float, float]:
         """:func:`t_interval` of this summary, unclipped (one value: unbounded, so a
         verdict on one value is inconclusive; none: (nan, nan)).
