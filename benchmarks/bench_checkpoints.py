@@ -109,6 +109,22 @@ def table(folder: Path, readout: str = "binned") -> None:
             f"{cell}: deepens: {c.deepens.verdict}; the U persists: {c.persists.verdict}; "
             f"valley in the middle: {c.middle.verdict}; quantisation control: {said}"
         )
+    if readout == "binned":
+        robust(folder)
+
+
+def robust(folder: Path) -> None:
+    """Each cell's deepens / persists rows as reproduce judges them: read at every peak
+    against every set of twins the study measured, one verdict across them."""
+    from lostmid.reproduce.checkpoints import CheckpointSection
+
+    section = CheckpointSection.of(str(folder), {}, folder, ())
+    assert section is not None
+    for claim in section.claims:
+        if "change by peak" in claim.ours:
+            cell = claim.ours.split(":", 1)[0]
+            print(f"{cell} | {claim.claim}: {claim.verdict}")
+            print("    " + claim.ours[claim.ours.index("change by peak") :])
 
 
 def _control_words(control: dict) -> str:
