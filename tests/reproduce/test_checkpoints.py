@@ -82,7 +82,7 @@ def test_an_empty_study_folder_is_one_line(run_cli, tmp_path: Path) -> None:
     assert len(err.strip().splitlines()) == 1
 
 
-def _variant_study(folder: Path, *, untrained: bool = False) -> None:
+def _variant_study(folder: Path, *, untrained: bool = False, name: str = "smollm2-135m") -> None:
     """A study of one cell with the twin controls: the pretrained valley 1.5 decades
     deeper than the stated twins', the same depth as twins at std 0.02 (a twin that
     starts deeper), and quantised twins as the stated ones."""
@@ -90,7 +90,7 @@ def _variant_study(folder: Path, *, untrained: bool = False) -> None:
 
     controls = ("twin-inits", "quantised-twins")
     config = StudyConfig(
-        checkpoints=("smollm2-135m",), lengths=(512,), kinds=("records",), inputs=8,
+        checkpoints=(name,), lengths=(512,), kinds=("records",), inputs=8,
         twins=2, controls=controls,
     )  # fmt: skip
     folder.mkdir(parents=True, exist_ok=True)
@@ -99,7 +99,9 @@ def _variant_study(folder: Path, *, untrained: bool = False) -> None:
     twin = u_profile(512)
     pre = deepened(twin, 1.5)
     init = {"initializer_range": {"value": 0.0417, "from": "config.json of SmolLM2"}}
-    models = {"pretrained": (pre, {"untrained": untrained})}
+    # as the study writes it (lostmid.models.untrained.untrained_facts)
+    weights = {"untrained": untrained, "norm_tensors": 9, "constant_norm_tensors": 9 * untrained}
+    models = {"pretrained": (pre, {"untrained": weights})}
     for s in range(2):
         models[f"twin{s}"] = (twin, {"twin_init": init["initializer_range"]})
         models[f"qtwin{s}"] = (twin, {})
@@ -107,7 +109,7 @@ def _variant_study(folder: Path, *, untrained: bool = False) -> None:
         models[f"init0.08-twin{s}"] = (twin, {})
     for label, (expected, facts) in models.items():
         rows = noisy_inputs(expected, 8, 0.05, rng)
-        path = profiles_path(folder, "smollm2-135m", 512, "records", label)
+        path = profiles_path(folder, name, 512, "records", label)
         write_rows(path, rows, {"model": label, "init_facts": init} | facts)
 
 
@@ -131,7 +133,7 @@ def test_a_change_that_one_twin_initialisation_undoes_is_not_robust(tmp_path: Pa
 
 
 def test_claims_about_pretraining_are_not_applicable_to_a_model_at_init(tmp_path: Path) -> None:
-    _variant_study(tmp_path / "s", untrained=True)
+    _variant_study(tmp_path / "s", untrained=True, name="./runs/my-model")  # a path, slashes
     rows = _rows(tmp_path / "s")
     for claim in (section.DEEPEN_CLAIM, section.PERSIST_CLAIM, section.MIDDLE_CLAIM):
         assert rows[claim].verdict == "not applicable"

@@ -214,3 +214,12 @@ def test_a_saved_run_is_judged_again_from_its_record(make_seed) -> None:
     a = analyse_model("m", runs)
     record = json.loads(json.dumps(to_jsonable({"m": a.record()})))
     assert [c.record() for c in saved_claims(record)] == [c.record() for c in model_claims(a)]
+
+
+def test_every_claim_verdict_has_a_colour_and_a_style() -> None:
+    from lostmid.report.html import _CSS as STYLE
+    from lostmid.reproduce.claims import CLAIM_VERDICTS, VERDICT_COLOURS
+
+    assert set(VERDICT_COLOURS) == set(CLAIM_VERDICTS)
+    for verdict in CLAIM_VERDICTS:
+        assert f".verdict-{verdict.replace(' ', '-')} " in STYLE

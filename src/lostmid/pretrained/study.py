@@ -385,8 +385,10 @@ def study_facts(config: StudyConfig, out: Path) -> dict[str, dict[str, Any]]:
                     init = twin.get("twin_init") or twin.get("init_facts", {}).get(
                         "initializer_range", {}
                     )
+                    untrained = saved.get("untrained") or {}
                     facts[name] = {
-                        "untrained": saved.get("untrained"),
+                        "untrained": untrained.get("untrained"),
+                        "weights": untrained,
                         "sha256": saved.get("content_sha256") or saved.get("sha256"),
                         "twin_init": init,
                     }

@@ -51,6 +51,8 @@ pre { background: #f6f8fa; padding: .8em; overflow-x: auto; }
 .verdict-not-reproduced { background: #ffd9d6; color: #8a1c12; }
 .verdict-inconclusive { background: #eadcff; color: #4b2a82; }
 .verdict-below-resolution { background: #d6ecff; color: #0b4a7a; }
+.verdict-not-robust { background: #ffe4c7; color: #7a3b00; }
+.verdict-not-applicable { background: #eeeeee; color: #555555; }
 .rule { color: #555; font-size: .85em; }
 table.claims td.detail { border-top: none; padding-top: 0; background: #fafafa; }
 details summary { cursor: pointer; color: #555; font-size: .85em; }

@@ -162,7 +162,8 @@ class CheckpointSection:
                 continue  # read inside its cell's rows
             p = c["pretrained"]
             design = f"{cell}: {c['inputs']} inputs, {c['seeds']} twins, {c['readout']} readout"
-            name = cell.split("/", 1)[0]
+            # the cell is CHECKPOINT/L<L>/KIND, and a checkpoint's path may hold slashes
+            name = next((n for n in self.config.checkpoints if cell.startswith(f"{n}/")), "")
             twins = self._twin_words(name)
             untrained = self.facts.get(name, {}).get("untrained") is True
             ours = (
@@ -246,7 +247,18 @@ class CheckpointSection:
         return rows
 
     def paragraphs(self) -> tuple[str, ...]:
-        return (
+        untrained = [n for n, f in self.facts.items() if f.get("untrained") is True]
+        said = (
+            (
+                f"{', '.join(untrained)}: at initialisation (every normalisation layer's "
+                "gains are still equal), so it is compared with its twins as one untrained "
+                "model with others: 'pretrained' below means the model as given, and its "
+                "rows about pretraining read not applicable.",
+            )
+            if untrained
+            else ()
+        )
+        return said + (
             f"Profiles: {self.source}. Each checkpoint and its random-init twins "
             "(same architecture and initialiser range, one per seed) are measured on the "
             "same inputs of each kind (random token ids, English prose, Liu's key-value "

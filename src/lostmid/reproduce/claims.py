@@ -79,7 +79,9 @@ from lostmid.stats.intervals import MeanSpread
 from lostmid.stats.verdicts import (
     BELOW_RESOLUTION,
     INCONCLUSIVE,
+    NOT_APPLICABLE,
     NOT_REPRODUCED,
+    NOT_ROBUST,
     PARTLY,
     REPRODUCED,
 )
@@ -95,7 +97,10 @@ VERDICT_COLOURS = {
     NOT_REPRODUCED: "red",
     INCONCLUSIVE: "magenta",
     BELOW_RESOLUTION: "cyan",
+    NOT_ROBUST: "bright_red",
+    NOT_APPLICABLE: "dim",
 }
+"""A colour for every claim verdict (a test holds it to :data:`CLAIM_VERDICTS`)."""
 
 
 def pm(value: MeanSpread, digits: int = 3) -> str:
