@@ -69,6 +69,7 @@ class Section:
     figures: list[tuple[bytes, str]] = field(default_factory=list)
     verdicts: list[Mapping[str, Any]] = field(default_factory=list)
     code: str | None = None
+    literal: bool = False
 
 
 class Report:
@@ -77,11 +78,17 @@ class Report:
     Args:
         title: the page title and top heading.
         subtitle: an optional line under the title.
+        labels: long names (a model's path as typed) -> the short label every section
+            shows instead, but a ``literal`` one (provenance, where the full name is
+            said once): a path repeated in every row would widen every table.
     """
 
-    def __init__(self, title: str, subtitle: str | None = None) -> None:
+    def __init__(
+        self, title: str, subtitle: str | None = None, labels: Mapping[str, str] | None = None
+    ) -> None:
         self.title = title
         self.subtitle = subtitle
+        self.labels = dict(labels or {})
         self.sections: list[Section] = []
 
     def add_section(
@@ -92,6 +99,7 @@ class Report:
         figures: Sequence[FigureLike | tuple[FigureLike, str]] = (),
         verdicts: Sequence[Any] = (),
         code: str | None = None,
+        literal: bool = False,
     ) -> Report:
         """Append a section; returns the report so calls can be chained.
 
@@ -107,6 +115,7 @@ class Report:
                 optional ``rule`` (dicts or dataclasses such as
                 :class:`lostmid.compare.claims.Claim`), shown as a claims table.
             code: preformatted text, e.g. the command that made the section.
+            literal: show every name as given (the report's ``labels`` not applied).
         """
         if isinstance(paragraphs, str):
             paragraphs = [paragraphs]
@@ -117,6 +126,7 @@ class Report:
             figures=[_figure_entry(f) for f in figures],
             verdicts=[_verdict_entry(v) for v in verdicts],
             code=code,
+            literal=literal,
         )
         self.sections.append(section)
         return self
@@ -144,9 +154,21 @@ class Report:
                 parts.append(f'<li><a href="#{anchor}">{escape(section.heading)}</a></li>')
             parts.append("</ol></nav>")
         for section, anchor in zip(self.sections, anchors, strict=True):
-            parts.append(_render_section(section, anchor))
+            html = _render_section(section, anchor)
+            parts.append(html if section.literal else self.labelled(html))
         parts += ["</body>", "</html>"]
         return "\n".join(parts) + "\n"
+
+    def labelled(self, html: str) -> str:
+        """``html`` with each long name of :attr:`labels` (escaped as rendered) replaced
+        by its label, the longest first.
+
+        >>> Report("t", labels={"/home/me/m1": "m1"}).labelled("<td>/home/me/m1/L64</td>")
+        '<td>m1/L64</td>'
+        """
+        for long in sorted(self.labels, key=len, reverse=True):
+            html = html.replace(escape(long), escape(self.labels[long]))
+        return html
 
     def write(self, path: Path) -> Path:
         """Write the rendered document to ``path`` (atomically: temp file, then rename)."""
