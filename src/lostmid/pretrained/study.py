@@ -35,7 +35,7 @@ from lostmid.models.load import resolve_config
 from lostmid.models.quantise import requantise
 from lostmid.models.spec import ModelSpec
 from lostmid.pretrained.cells import profiles_path, read_cell, read_rows, rows_to_keep, write_rows
-from lostmid.pretrained.inputs import INPUT_KINDS, input_ids
+from lostmid.pretrained.inputs import INPUT_KINDS, INPUT_LABELS, input_ids
 
 CONTROLS = ("requantised", "global-twins")
 """Models a study may add beside the pretrained one and its twins: ``requantised``, the
@@ -163,7 +163,8 @@ def run_study(
                     done.append(profile.influence)
                     write_rows(path, np.stack(done), facts)
                     say(
-                        f"{name} L={length} {kind} {label}: input {i + 1}/{config.inputs} "
+                        f"{name} L={length} {INPUT_LABELS[kind]}, {label}: input "
+                        f"{i + 1}/{config.inputs} "
                         f"({time.perf_counter() - t0:.1f} s)"
                     )
             del loaded

@@ -164,4 +164,6 @@ def run_diagnose(
             sep="\n",
         )
     folder = FOLDER.open(out, inner.record(), overwrite=overwrite)
-    return run_opened(inner, folder, out=out, device=device, console=console, backend=backend)
+    return run_opened(
+        inner, folder, out=out, device=device, console=console, backend=backend, label="diagnose"
+    )
