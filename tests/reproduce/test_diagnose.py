@@ -79,6 +79,7 @@ def test_diagnose_runs_every_trained_study_on_a_folder_and_reproduce_agrees(
     before, provenance = html.split('<section id="provenance">')
     assert str(bpe_model_dir) not in before and f"{bpe_model_dir.name}:" in before
     assert f"<td>{bpe_model_dir}</td>" in provenance and "<pre>" not in provenance
+    assert provenance.count("<td>seed</td>") == 1
     # no zero-width interval (identical arms have none); the link section says its n
     assert not re.search(r"([+-]\d\.\d\d) \[\1, \1\]", html), "a zero-width interval"
     assert "no interval: no spread" in html

@@ -10,6 +10,7 @@ import numpy as np
 from lostmid.pretrained.cells import profiles_path, read_rows
 from lostmid.pretrained.inputs import INPUT_KINDS, INPUT_LABELS
 from lostmid.pretrained.study import StudyConfig
+from lostmid.report.html import model_label
 
 
 def plot_study(folder: Path, config: StudyConfig) -> Any:
@@ -46,7 +47,7 @@ def plot_study(folder: Path, config: StudyConfig) -> Any:
                 tw = np.mean([t.mean(axis=0) / t.mean(axis=0).sum() for t in twins], axis=0)
                 ax.plot(x, tw, color=colours[kind], lw=1, ls="--", label=f"{said}, twins")
         ax.set_yscale("log")
-        ax.set_title(f"{Path(name).name or name}, L = {length}")  # a path: its last part
+        ax.set_title(f"{model_label(name)}, L = {length}")
         ax.set_xlabel("position j / L")
         ax.set_ylabel("influence share")
         ax.legend(fontsize=7)

@@ -175,6 +175,17 @@ class Report:
         return write_text(Path(path), self.render())
 
 
+def model_label(name: str) -> str:
+    """A model as a figure or a report's text names it: a path by its last part (the
+    full path is said once, in the report's provenance), anything else as it is.
+
+    >>> model_label("/data/ckpt/qwen3-0.6b"), model_label("smollm2-135m")
+    ('qwen3-0.6b', 'smollm2-135m')
+    """
+    last = Path(name).name
+    return last if "/" in name and last else name
+
+
 def png_data_uri(png: bytes) -> str:
     """A ``data:image/png;base64,...`` URI for PNG bytes.
 

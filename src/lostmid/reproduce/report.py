@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lostmid.compare.claims import UNCERTAINTY
-from lostmid.report.html import Report
+from lostmid.report.html import Report, model_label
 from lostmid.reproduce import core
 from lostmid.reproduce import sections as registry
 from lostmid.reproduce.analysis import (
@@ -97,7 +97,7 @@ def model_labels(models: Sequence[str]) -> dict[str, str]:
     >>> model_labels(["/data/ckpt/qwen3-0.6b", "smollm2-135m", "/a/m", "/b/m"])
     {'/data/ckpt/qwen3-0.6b': 'qwen3-0.6b'}
     """
-    short = {m: Path(m).name for m in models if "/" in m and Path(m).name}
+    short = {m: model_label(m) for m in models if model_label(m) != m}
     names = list(short.values())
     return {m: name for m, name in short.items() if names.count(name) == 1}
 
@@ -126,9 +126,9 @@ def provenance_table(
     for model in config.get("trained") or []:
         rows.append([f"model {labels.get(model, model)}", model])
     for key, value in config.items():
-        if key != "trained":
+        if key not in ("trained", "seed"):  # the models above, the seed below
             rows.append([key, _compact(value)])
-    rows.append(["seed", str(meta.get("seed", "none"))])
+    rows.append(["seed", str(meta.get("seed", config.get("seed", "none")))])
     rows.append(["versions", _compact(meta.get("versions", {}))])
     rows.append(["machine", f"{meta.get('platform', 'unknown')}, {meta.get('cpu_count')} CPUs"])
     if meta.get("backend"):
