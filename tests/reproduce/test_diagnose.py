@@ -70,6 +70,7 @@ def test_diagnose_runs_every_trained_study_on_a_folder_and_reproduce_agrees(
     )
     assert code == 0, err
     assert "about" in said and "min on 2 cores" in said  # the time, said before it starts
+    assert "diagnose: started" in said and "reproduce:" not in said  # its own name
     html = (out / "report.html").read_text()
     assert all(title in html for title in TITLES), [t for t in TITLES if t not in html]
     assert "Noise floor" not in html  # no at-init core in a diagnosis
