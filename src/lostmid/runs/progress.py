@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -72,6 +73,43 @@ def time_left(
     if total is None or not elapsed or done <= 0:
         return None
     return (total - done) * elapsed / done
+
+
+@dataclass(frozen=True)
+class ItemCount:
+    """A stage's own count as a worker process sends it to the driver: which of its bars
+    (``bar``), the bar's description, items done and their total."""
+
+    bar: tuple[int, int]
+    what: str
+    done: float
+    total: float | None
+
+
+class ItemSender:
+    """The sink of a stage run in a worker process (:func:`reporting_items`): each count
+    sent to the driver through ``send`` as an :class:`ItemCount`, at most one a
+    ``every`` seconds per bar but always a bar's first and last (done = total).
+
+    >>> sent = []
+    >>> sink = ItemSender(sent.append, every=3600.0)
+    >>> for done in range(4):
+    ...     sink((1, 0), "scoring", done, 3)
+    >>> [count.done for count in sent]
+    [0, 3]
+    """
+
+    def __init__(self, send: Callable[[ItemCount], None], every: float = 1.0) -> None:
+        self.send, self.every = send, every
+        self._last: dict[tuple[int, int], float] = {}
+
+    def __call__(self, bar: tuple[int, int], what: str, done: float, total: float | None) -> None:
+        now = time.monotonic()
+        final = total is not None and done >= total
+        if bar in self._last and not final and now - self._last[bar] < self.every:
+            return
+        self._last[bar] = now
+        self.send(ItemCount(bar, what, done, total))
 
 
 ItemsSink = Callable[[tuple[int, int], str, float, float | None], None]

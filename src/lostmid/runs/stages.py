@@ -26,7 +26,13 @@ from lostmid.errors import UserError
 from lostmid.runs.backend import Backend, available_cpus
 from lostmid.runs.eta import StageClock, StageCosts
 from lostmid.runs.jobs import Job, UnitOutcome, run_jobs, share_the_gpu, threads_set
-from lostmid.runs.progress import LeftColumn, clock_text, progress, reporting_items
+from lostmid.runs.progress import (
+    ItemCount,
+    LeftColumn,
+    clock_text,
+    progress,
+    reporting_items,
+)
 from lostmid.runs.store import StageStore
 
 
@@ -150,13 +156,22 @@ def _run_elsewhere(
     clock = _clock(todo, costs, workers=min(_workers(backend), max(len(todo), 1)))
     _announce(progress, bar, clock)
 
+    counts: dict[str, StageItems] = {}  # each running stage's own count, from its worker
+
     def start(job: Job) -> None:
         clock.start(job.name)
         lines[job.name] = progress.add_task(f"  running {job.name}", total=None)
+        counts[job.name] = StageItems(job.name, progress, clock)
+
+    def progressed(job: Job, count: ItemCount) -> None:
+        if job.name in counts:
+            counts[job.name](count.bar, count.what, count.done, count.total)
 
     def report(job: Job, outcome: UnitOutcome) -> None:
         if job.name in lines:
             progress.remove_task(lines.pop(job.name))
+        if job.name in counts:
+            counts.pop(job.name).close()
         if outcome.status == "failed":
             failed[job.name] = outcome.error or "failed"
             clock.drop(job.name)
@@ -175,7 +190,16 @@ def _run_elsewhere(
 
     where = "on Ray" if backend.name == "ray" else f"in {backend.local_jobs()} processes"
     progress.update(bar, description=f"{len(todo)} stages {where}")
-    run_jobs(todo, store.dir.parent, backend, report, noun="stage", warn=warn, started=start)
+    run_jobs(
+        todo,
+        store.dir.parent,
+        backend,
+        report,
+        noun="stage",
+        warn=warn,
+        started=start,
+        progressed=progressed,
+    )
     if failed:
         named = "; ".join(f"{name} ({error})" for name, error in failed.items())
         raise UserError(
