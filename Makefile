@@ -1,15 +1,18 @@
 # The two commands of the README: `make reproduce` (main job) and `make test`.
-# Both set up .venv first if needed (scripts/setup.sh).
+# Both set up .venv first if needed (scripts/setup.sh); `make setup` does only that.
 VENV := .venv
 STAMP := $(VENV)/.lostmid-installed
 OUT ?= results
 # the mkdocs banner about its successor is noise in a build log
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
 
-.PHONY: reproduce test lint bench docs
+.PHONY: setup reproduce test lint bench docs
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	bash scripts/setup.sh
+
+# .venv with lostmid (editable), every extra and the registry checkpoints; nothing run
+setup: $(STAMP)
 
 reproduce: $(STAMP)
 	$(VENV)/bin/lostmid reproduce --out $(OUT)/reproduce

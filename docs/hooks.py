@@ -385,7 +385,21 @@ def on_files(files: Any, config: Any) -> Any:
     for kind in RESULT_KINDS:  # the published JSON Schemas, beside result-files.md
         content = json.dumps(json_schema(kind), indent=1) + "\n"
         files.append(File.generated(config, f"schemas/{schema_file_name(kind)}", content=content))
+    script = mathjax_script()
+    files.append(File.generated(config, f"javascripts/{script.name}", abs_src_path=str(script)))
     return files
+
+
+def mathjax_script() -> Path:
+    """MathJax's single-file SVG build (every TeX extension, fonts as paths: one file,
+    nothing else loaded) from the installed ``django-static-mathjax`` package (the docs
+    build's dependency, pyproject's ``dev`` extra): the maths renders with no CDN."""
+    from importlib import resources
+
+    found = Path(str(resources.files("mathjax"))) / "static/mathjax/es5/tex-svg-full.js"
+    if not found.is_file():
+        raise FileNotFoundError(f"{found}: install the dev extra (django-static-mathjax)")
+    return found
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pretrained",),
     ("remedies",),
     ("reproduce",),
-    ("capabilities",),
+    ("capabilities", "listing"),
     ("sweep",),
     ("cli",),
 )

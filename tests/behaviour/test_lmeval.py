@@ -29,7 +29,12 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("chat", ["off", "on"])
 def test_lm_eval_round_trip(
-    chat_model_dir: Path, tmp_path: Path, run_cli: Cli, offline: None, chat: str
+    chat_model_dir: Path,
+    tmp_path: Path,
+    run_cli: Cli,
+    offline: None,
+    chat: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     import warnings
 
@@ -56,16 +61,31 @@ def test_lm_eval_round_trip(
     )  # fmt: skip
     assert code == 0, err
     assert sorted(p.name for p in export.iterdir()) == [
+        "README.md",
+        "lm_eval_config.yaml",
         "lostmid_kv.jsonl",
         "lostmid_kv.yaml",
         "utils.py",
     ]
+    # the command to run is written out whole, with the flag exactly when it is needed
+    readme, yaml = (export / "README.md").read_text(), (export / "lostmid_kv.yaml").read_text()
+    command = readme.split("```bash")[2].split("```")[0]  # the flags written out
+    assert "--log_samples" in command and f"pretrained={chat_model_dir}" in command
+    assert ("--apply_chat_template" in command) == (chat == "on")
+    assert f"lostmid_chat_template: {'true' if chat == 'on' else 'false'}" in yaml
+    assert ("--apply_chat_template" in yaml.split("task:")[0]) == (chat == "on")
     result = json.loads((out / "retrieve.json").read_text())
     mine = {c["index"]: c["generate_accuracy"] for c in result["cells"]}
     answers = {
         (r["item"], r["position"]): r["answer"]
         for r in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())
     }
+    # lm-eval's own reader of its run configuration: the flag is where lm-eval reads it
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+
+    run = EvaluatorConfig.from_config(export / "lm_eval_config.yaml")
+    assert run.apply_chat_template is (chat == "on") and run.log_samples is True
+    assert run.tasks == ["lostmid_kv"] and Path(str(run.include_path)) == export.resolve()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         manager = TaskManager(include_path=str(export), include_defaults=False)
@@ -78,7 +98,7 @@ def test_lm_eval_round_trip(
         lm = HFLM(pretrained=model, tokenizer=tok, batch_size=1, device="cpu", add_bos_token=bos)
         evaluated = lm_eval.simple_evaluate(
             model=lm, tasks=["lostmid_kv"], task_manager=manager, log_samples=True,
-            bootstrap_iters=0, apply_chat_template=chat == "on",
+            bootstrap_iters=0, apply_chat_template=run.apply_chat_template,
         )  # fmt: skip
     samples = evaluated["samples"]["lostmid_kv"]
     assert len(samples) == 18
@@ -108,6 +128,26 @@ def test_lm_eval_round_trip(
         for key in ("index", "n", "correct", "accuracy", "ci_low", "ci_high"):
             assert theirs_p[key] == pytest.approx(ours_p[key]), key
     assert scored["shape"] == result["shape"]
+    if chat == "off":
+        return
+    # the same task run by lm-eval without --apply_chat_template: refused in one line
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = lm_eval.simple_evaluate(
+            model=lm, tasks=["lostmid_kv"], task_manager=manager, log_samples=True,
+            bootstrap_iters=0, apply_chat_template=False, limit=2,
+        )  # fmt: skip
+    tracker = EvaluationTracker(output_path=str(tmp_path / "raw-out"))
+    tracker.save_results_aggregated(
+        results={k: v for k, v in raw.items() if k != "samples"}, samples=raw["samples"]
+    )
+    tracker.save_results_samples(task_name="lostmid_kv", samples=raw["samples"]["lostmid_kv"])
+    (unprompted,) = (tmp_path / "raw-out").rglob("samples_lostmid_kv_*.jsonl")
+    capsys.readouterr()  # lm-eval's own progress bars are not score's
+    code, _, err = run_cli("score", unprompted, "--out", tmp_path / "score-raw")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "without --apply_chat_template" in err and "<|end|><|assistant|>" in err
+    assert not (tmp_path / "score-raw" / "score.json").exists()
 
 
 def test_the_exported_rule_agrees_with_lostmids_on_every_rule(tmp_path: Path) -> None:
@@ -138,3 +178,18 @@ def test_the_exported_rule_agrees_with_lostmids_on_every_rule(tmp_path: Path) ->
                     assert utils.process_results(doc, [answer]) == {"acc": float(mine)}
                     outcomes.add((rule, mine))
     assert len(outcomes) == 6  # every rule said yes and no somewhere
+
+
+def test_the_documented_lm_eval_command_asks_for_the_template_as_lm_eval_parses_it() -> None:
+    """score.md's step 2, read by lm-eval's own command-line parser: the chat template is
+    applied and every sample logged (what score needs and checks)."""
+    import shlex
+
+    from lm_eval._cli import HarnessCLI
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "commands" / "score.md").read_text()
+    block = page.split("```bash")[1].split("```")[0].replace("\\\n", " ")
+    (line,) = [ln for ln in block.splitlines() if ln.startswith("lm_eval ")]
+    args = HarnessCLI()._parser.parse_args(["run", *shlex.split(line)[1:]])
+    assert args.apply_chat_template is True and args.log_samples is True
+    assert args.include_path == "tasks/" and args.tasks == ["lostmid_niah-multikey"]

@@ -167,3 +167,17 @@ def test_the_compact_claims_table_shows_the_first_clause_and_keeps_the_rest() ->
     assert "noise floor 0.0105</p>" in html  # everything, in the details
     assert 'class="verdict verdict-inconclusive"' in html and ".verdict-inconclusive" in html
     assert short_text("x" * 300).endswith("\u2026") and len(short_text("x" * 300)) == 160
+
+
+def test_a_long_name_is_its_label_everywhere_but_a_literal_section() -> None:
+    from lostmid.report.html import Report
+
+    path = "/data/models/<qwen3>-0.6b"  # escaped as rendered, brackets and all
+    report = Report("t", labels={path: "<qwen3>-0.6b"})
+    report.add_section("A", paragraphs=[f"{path}: 5/6"], table=[{"model": f"{path}/L64"}])
+    report.add_section("Provenance", table=[{"what": "model", "value": path}], literal=True)
+    html = report.render()
+    body, provenance = html.split('<section id="provenance">')
+    assert "/data/models" not in body and "&lt;qwen3&gt;-0.6b: 5/6" in body
+    assert "<td>&lt;qwen3&gt;-0.6b/L64</td>" in body
+    assert provenance.count("/data/models/&lt;qwen3&gt;-0.6b") == 1

@@ -5,6 +5,7 @@ study, the same numbers both ways, and what does not fit refused before any comp
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -69,11 +70,21 @@ def test_diagnose_runs_every_trained_study_on_a_folder_and_reproduce_agrees(
     )
     assert code == 0, err
     assert "about" in said and "min on 2 cores" in said  # the time, said before it starts
+    assert "diagnose: started" in said and "reproduce:" not in said  # its own name
     html = (out / "report.html").read_text()
     assert all(title in html for title in TITLES), [t for t in TITLES if t not in html]
     assert "Noise floor" not in html  # no at-init core in a diagnosis
     assert "Remedies at equal budget" not in html  # nor a section it did not run
     assert f"Where does {bpe_model_dir.name} lose the middle?" in html
+    # the model by its short label; its full path in Provenance only (a table, no JSON)
+    before, provenance = html.split('<section id="provenance">')
+    assert str(bpe_model_dir) not in before and f"{bpe_model_dir.name}:" in before
+    assert f"<td>{bpe_model_dir}</td>" in provenance and "<pre>" not in provenance
+    assert provenance.count("<td>seed</td>") == 1
+    # no zero-width interval (identical arms have none); the link section says its n
+    assert not re.search(r"([+-]\d\.\d\d) \[\1, \1\]", html), "a zero-width interval"
+    assert "no interval: no spread" in html
+    assert "n = 5 prompts" in html and "on other items" in html
     # the summary leads with the trained-model figures: profile vs twins, accuracy by depth
     summary = html.split('id="summary"')[1].split('id="claims"')[0]
     assert "Pretrained: each real checkpoint" in summary and "by needle depth" in summary

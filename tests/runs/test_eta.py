@@ -68,8 +68,11 @@ def test_the_estimate_follows_the_run_s_speed_and_its_unknowns() -> None:
     assert scheduled_left(order, known, {"a": 30.0}, {"long": 100.0}, workers=2) == 200.0
     # twice as slow: twice
     assert scheduled_left(order, known, {"a": 120.0}, {"long": 100.0}, workers=2) == 1100.0
-    # a running stage past its cost has no time left, never negative
-    assert scheduled_left(order, known, {"a": 60.0}, {"long": 900.0, "b": 0.0}, workers=2) == 60.0
+    # a running stage past its cost is not nearly done: unknown until it says how far it is
+    assert scheduled_left(order, known, {"a": 60.0}, {"long": 900.0, "b": 0.0}, workers=2) is None
+    # ... then its measured cost per item: 900 s for 3/4 of its items, 300 s left
+    over = {"long": 900.0, "b": 0.0}
+    assert scheduled_left(order, known, {"a": 60.0}, over, 2, done={"long": 0.75}) == 300.0
     # a stage never computed costs the mean of this run's finished stages...
     unknown = dict(known, b=None)
     assert scheduled_left(order, unknown, {"long": 600.0, "a": 60.0}, {}, workers=2) == 330.0
@@ -182,3 +185,56 @@ def test_the_terminal_bar_shows_the_clock_s_estimate_at_every_refresh() -> None:
         assert column.render(bar.tasks[without]).plain == ""
         bar.update(with_eta, completed=2)
         assert column.render(bar.tasks[with_eta]).plain == ""  # done
+
+
+def _counted(items: int, seconds_each: float, now: list[float]) -> float:
+    """A stage whose work has its own bar and no console, as retrieve's does in a stage:
+    ``items`` items of ``seconds_each`` (on the shared fake clock ``now``)."""
+    from lostmid.runs.progress import progress
+
+    with progress("retrieve", console=None) as bar:
+        task = bar.add_task("scoring", total=items)
+        for _ in range(items):
+            now[0] += seconds_each
+            bar.advance(task)
+    return float(items)
+
+
+def test_a_stage_s_own_items_show_under_the_command_and_set_its_time_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside a stage that runs long, its items are counted on a line under the run's
+    label (not the inner command's), and the time left is the stage's cost per item so
+    far times the items left, even past the stage's remembered cost."""
+    import lostmid.runs.stages as stages
+
+    now = [0.0]
+    seen: list[float | None] = []
+    made: list[eta.StageClock] = []
+
+    def clock(todo, costs, workers):  # the run's clock on the fake time, kept to read
+        made.append(eta.StageClock([j.name for j in todo], {"long": 2.0}, workers, lambda: now[0]))
+        return made[-1]
+
+    monkeypatch.setattr(stages, "_clock", clock)
+    original = eta.StageClock.items
+
+    def items(self, name, done, total):  # what the run's estimate says after each item
+        original(self, name, done, total)
+        seen.append(self.left())
+
+    monkeypatch.setattr(eta.StageClock, "items", items)
+    log = io.StringIO()
+    job = Job("long", {"n": 4}, partial(_counted, 4, 10.0, now))
+    run_stages(
+        [job],
+        StageStore(tmp_path),
+        Backend(),
+        label="diagnose",
+        console=Console(file=log, width=160),
+    )
+    # 10 s an item, remembered as 2 s in all: after 1, 2, 3 items 30, 20, 10 s are left
+    assert seen[-4:-1] == [30.0, 20.0, 10.0]
+    text = log.getvalue()
+    assert "diagnose:" in text and "reproduce:" not in text and "retrieve:" not in text
+    assert "long: scoring" in text  # the stage's own line, in the log too

@@ -190,3 +190,25 @@ def test_an_interrupt_says_what_is_kept_and_how_to_resume(tmp_path: Path) -> Non
     assert "interrupted during stage stop; 1 finished stages are saved in" in said
     assert f"keeps those under {tmp_path}" in said and "run the same command again" in said
     assert StageStore(tmp_path / "stages").load("one", {"i": 1}) == 1
+
+
+def test_a_stage_in_a_worker_process_sends_its_own_count_to_the_run(tmp_path: Path) -> None:
+    """Stages in worker processes (the default on 2 cores) are not silent: each one's
+    own bar reaches the driver's display and log, under the command's name."""
+    import io
+
+    import items_helpers
+    from rich.console import Console
+
+    from lostmid.runs.stages import run_stages
+
+    jobs = [Job(f"n{i}", {"i": i}, partial(items_helpers.counted, 3, 0.4)) for i in range(2)]
+    log = io.StringIO()
+    done = run_stages(
+        jobs, StageStore(tmp_path / "stages"), Backend(jobs=2), label="diagnose",
+        console=Console(file=log, width=160),
+    )  # fmt: skip
+    assert [r["items"] for r in done.values()] == [3, 3]
+    text = log.getvalue()
+    assert "n0: scoring" in text and "n1: scoring" in text  # each stage's own line
+    assert "diagnose:" in text and "retrieve:" not in text

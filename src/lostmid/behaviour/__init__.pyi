@@ -28,6 +28,12 @@ from .formats.files import (
     write_records as write_records,
 )
 from .formats.records import data_examples as data_examples
+from .formats.samples import (
+    ScoreConfig as ScoreConfig,
+)
+from .formats.samples import (
+    run_score as run_score,
+)
 from .retrieve.calibrate import (
     Calibration as Calibration,
 )

@@ -52,6 +52,10 @@ def _root(
 COMMANDS = tuple(importlib.import_module(f"lostmid.cli.{name}") for name in commands())
 for _module in COMMANDS:
     app.command(_module.__name__.rsplit(".", 1)[1])(_module.COMMAND)
+# after them, the commands that run nothing: what there is (lostmid.listing)
+UTILITIES = ("list",)
+for _name in UTILITIES:
+    app.command(_name)(importlib.import_module(f"lostmid.cli.{_name}").COMMAND)
 
 err_console = Console(stderr=True, markup=False)  # a path with [brackets] is text
 # typer's own copy of click's exceptions (newer typer) and click's (older typer)

@@ -342,6 +342,12 @@ def _complete(folder: Path, gguf: GGUFFile) -> bool:
     )
 
 
+def dequantised_folder(sha256: str, *, root: Path | None = None) -> Path:
+    """Where the plain model directory of the GGUF file with this sha256 is (or will be):
+    ``ROOT/gguf/<sha256[:16]>`` (``lostmid list models`` names it for lm-eval)."""
+    return (root or cache_root()) / "gguf" / sha256[:16]
+
+
 def dequantised_dir(gguf: GGUFFile, *, root: Path | None = None, option: str = "--model") -> Path:
     """The plain model directory of a GGUF file: built on first use, then reused.
 
@@ -349,8 +355,8 @@ def dequantised_dir(gguf: GGUFFile, *, root: Path | None = None, option: str = "
     renamed when complete, under a lock, so parallel runs build it once and a killed
     build leaves nothing that is read.
     """
-    base = (root or cache_root()) / "gguf"
-    folder = base / gguf.sha256[:16]
+    folder = dequantised_folder(gguf.sha256, root=root)
+    base = folder.parent
     if _complete(folder, gguf):
         return folder
     try:

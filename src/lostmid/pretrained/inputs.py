@@ -25,6 +25,14 @@ from lostmid.behaviour.tasks.kv import format_kv_records, kv_records
 from lostmid.errors import UserError
 
 INPUT_KINDS = ("random", "text", "records", "chat")
+INPUT_LABELS = {
+    "random": "random-token inputs",
+    "text": "prose inputs",
+    "records": "key-value record inputs",
+    "chat": "chat-turn inputs",
+}
+"""What a figure's legend calls each kind: they are kinds of *input* (``random`` is not
+a model with random weights; those are the twins)."""
 CHAT_BODY = "\x00lostmid-body\x00"  # where the prose goes in a rendered chat template
 KV_HEAD = (
     "Extract the value corresponding to the specified key in the JSON object below.\n\nJSON data:\n"

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from lostmid.pretrained.cells import profiles_path, read_rows
-from lostmid.pretrained.inputs import INPUT_KINDS
+from lostmid.pretrained.inputs import INPUT_KINDS, INPUT_LABELS
 from lostmid.pretrained.study import StudyConfig
+from lostmid.report.html import model_label
 
 
 def plot_study(folder: Path, config: StudyConfig) -> Any:
@@ -35,7 +36,8 @@ def plot_study(folder: Path, config: StudyConfig) -> Any:
             if pre.shape[0] == 0:
                 continue
             mean = pre.mean(axis=0)
-            ax.plot(x, mean / mean.sum(), color=colours[kind], lw=1.2, label=f"{kind} pretrained")
+            said = INPUT_LABELS[kind]
+            ax.plot(x, mean / mean.sum(), color=colours[kind], lw=1.2, label=f"{said}, pretrained")
             twins = [
                 read_rows(profiles_path(folder, name, length, kind, f"twin{s}"))
                 for s in range(config.twins)
@@ -43,9 +45,9 @@ def plot_study(folder: Path, config: StudyConfig) -> Any:
             twins = [t for t in twins if t.shape[0]]
             if twins:
                 tw = np.mean([t.mean(axis=0) / t.mean(axis=0).sum() for t in twins], axis=0)
-                ax.plot(x, tw, color=colours[kind], lw=1, ls="--", label=f"{kind} twins")
+                ax.plot(x, tw, color=colours[kind], lw=1, ls="--", label=f"{said}, twins")
         ax.set_yscale("log")
-        ax.set_title(f"{name}, L = {length}")
+        ax.set_title(f"{model_label(name)}, L = {length}")
         ax.set_xlabel("position j / L")
         ax.set_ylabel("influence share")
         ax.legend(fontsize=7)

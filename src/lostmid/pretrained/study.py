@@ -37,7 +37,7 @@ from lostmid.models.quantise import file_scheme, quantise_like, requantise
 from lostmid.models.spec import ModelSpec
 from lostmid.models.untrained import untrained_facts
 from lostmid.pretrained.cells import profiles_path, read_cell, read_rows, rows_to_keep, write_rows
-from lostmid.pretrained.inputs import INPUT_KINDS, input_ids
+from lostmid.pretrained.inputs import INPUT_KINDS, INPUT_LABELS, input_ids
 
 CONTROLS = ("requantised", "global-twins", "twin-inits", "quantised-twins")
 """Models a study may add beside the pretrained one and its twins: ``requantised``, the
@@ -253,7 +253,8 @@ def run_study(
                     done.append(profile.influence)
                     write_rows(path, np.stack(done), facts)
                     say(
-                        f"{name} L={length} {kind} {model.label}: input {i + 1}/{wanted} "
+                        f"{name} L={length} {INPUT_LABELS[kind]}, {model.label}: input "
+                        f"{i + 1}/{wanted} "
                         f"({time.perf_counter() - t0:.1f} s)"
                     )
             del loaded

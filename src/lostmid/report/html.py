@@ -71,6 +71,7 @@ class Section:
     figures: list[tuple[bytes, str]] = field(default_factory=list)
     verdicts: list[Mapping[str, Any]] = field(default_factory=list)
     code: str | None = None
+    literal: bool = False
 
 
 class Report:
@@ -79,11 +80,17 @@ class Report:
     Args:
         title: the page title and top heading.
         subtitle: an optional line under the title.
+        labels: long names (a model's path as typed) -> the short label every section
+            shows instead, but a ``literal`` one (provenance, where the full name is
+            said once): a path repeated in every row would widen every table.
     """
 
-    def __init__(self, title: str, subtitle: str | None = None) -> None:
+    def __init__(
+        self, title: str, subtitle: str | None = None, labels: Mapping[str, str] | None = None
+    ) -> None:
         self.title = title
         self.subtitle = subtitle
+        self.labels = dict(labels or {})
         self.sections: list[Section] = []
 
     def add_section(
@@ -94,6 +101,7 @@ class Report:
         figures: Sequence[FigureLike | tuple[FigureLike, str]] = (),
         verdicts: Sequence[Any] = (),
         code: str | None = None,
+        literal: bool = False,
     ) -> Report:
         """Append a section; returns the report so calls can be chained.
 
@@ -109,6 +117,7 @@ class Report:
                 optional ``rule`` (dicts or dataclasses such as
                 :class:`lostmid.compare.claims.Claim`), shown as a claims table.
             code: preformatted text, e.g. the command that made the section.
+            literal: show every name as given (the report's ``labels`` not applied).
         """
         if isinstance(paragraphs, str):
             paragraphs = [paragraphs]
@@ -119,6 +128,7 @@ class Report:
             figures=[_figure_entry(f) for f in figures],
             verdicts=[_verdict_entry(v) for v in verdicts],
             code=code,
+            literal=literal,
         )
         self.sections.append(section)
         return self
@@ -146,13 +156,36 @@ class Report:
                 parts.append(f'<li><a href="#{anchor}">{escape(section.heading)}</a></li>')
             parts.append("</ol></nav>")
         for section, anchor in zip(self.sections, anchors, strict=True):
-            parts.append(_render_section(section, anchor))
+            html = _render_section(section, anchor)
+            parts.append(html if section.literal else self.labelled(html))
         parts += ["</body>", "</html>"]
         return "\n".join(parts) + "\n"
+
+    def labelled(self, html: str) -> str:
+        """``html`` with each long name of :attr:`labels` (escaped as rendered) replaced
+        by its label, the longest first.
+
+        >>> Report("t", labels={"/home/me/m1": "m1"}).labelled("<td>/home/me/m1/L64</td>")
+        '<td>m1/L64</td>'
+        """
+        for long in sorted(self.labels, key=len, reverse=True):
+            html = html.replace(escape(long), escape(self.labels[long]))
+        return html
 
     def write(self, path: Path) -> Path:
         """Write the rendered document to ``path`` (atomically: temp file, then rename)."""
         return write_text(Path(path), self.render())
+
+
+def model_label(name: str) -> str:
+    """A model as a figure or a report's text names it: a path by its last part (the
+    full path is said once, in the report's provenance), anything else as it is.
+
+    >>> model_label("/data/ckpt/qwen3-0.6b"), model_label("smollm2-135m")
+    ('qwen3-0.6b', 'smollm2-135m')
+    """
+    last = Path(name).name
+    return last if "/" in name and last else name
 
 
 def png_data_uri(png: bytes) -> str:

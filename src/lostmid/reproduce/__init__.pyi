@@ -19,4 +19,10 @@ from .config import (
 from .config import (
     Scale as Scale,
 )
+from .diagnose import (
+    DiagnoseConfig as DiagnoseConfig,
+)
+from .diagnose import (
+    run_diagnose as run_diagnose,
+)
 from .run import run_reproduce as run_reproduce

@@ -1,4 +1,4 @@
-"""``lostmid diagnose MODEL``: every trained-model study of lostmid on one model.
+"""``lostmid diagnose --model MODEL``: every trained-model study of lostmid on one model.
 
 The model (a registry checkpoint, a Hugging Face folder, a GGUF file, a cached hub id)
 goes through the four trained-model sections of ``lostmid reproduce`` and nothing else:
@@ -169,4 +169,6 @@ def run_diagnose(
             sep="\n",
         )
     folder = FOLDER.open(out, spec.claim(inner.record()), overwrite=overwrite)
-    return run_opened(inner, folder, out=out, device=device, console=console, backend=backend)
+    return run_opened(
+        inner, folder, out=out, device=device, console=console, backend=backend, label="diagnose"
+    )

@@ -249,8 +249,11 @@ class RealBehaviour(SectionRuns):
         for run in self.runs:
             how = "chat template" if run["chat_template"] else "raw prompt"
             order = ", fixed order" if _fixed(run) else ""
+            n = sum(int(p["n"]) for p in run["positions"])
             lines.append(
-                f"{run['model']} ({how}{order}, {run['seconds']:.0f} s): "
+                f"{run['model']} ({how}{order}, {run['seconds']:.0f} s; n = {n} answers, "
+                f"{len(run['positions'])} depths x {run['positions'][0]['n']} at "
+                f"{run['length']} tokens): "
                 + (run["calibration"] or "difficulty fixed, no pilot")
                 + f". Files: {run['folder']}."
             )
@@ -286,9 +289,9 @@ def _acc(p: Mapping[str, Any]) -> str:
 
 
 def _ci(c: Mapping[str, Any]) -> str:
-    """``+0.40 [+0.09, +0.62]``; an end without information (None in a record) as inf."""
-    i = Interval.from_record(c)
-    return f"{i.estimate:+.2f} [{i.ci_low:+.2f}, {i.ci_high:+.2f}]"
+    """``+0.40 [+0.09, +0.62]``; the estimate alone where the interval is undefined (an
+    end without information, None in a record; no width): :meth:`Interval.text`."""
+    return Interval.from_record(c).text()
 
 
 class RealBehaviourPlugin(PerModelSection):

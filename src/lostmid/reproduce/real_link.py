@@ -28,6 +28,7 @@ thread: about 30 min a checkpoint, off unless asked).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ from lostmid.models.spec import ModelSpec, model_slug
 from lostmid.reproduce.config import ReproduceConfig
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.reproduce.real_behaviour import CHECKPOINTS
+from lostmid.stats.intervals import Interval
 from lostmid.stats.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -94,9 +96,30 @@ def link_stage(scale: str, model: ModelSpec | str, seed: int, folder: Path) -> d
 def _ci(block: Mapping[str, Any] | None) -> str:
     if not block or block.get("value") is None:
         return "n/a"
-    if block.get("low") is None:
-        return f"{block['value']:+.2f} [n/a]"
-    return f"{block['value']:+.2f} [{block['low']:+.2f}, {block['high']:+.2f}]"
+    low, high = block.get("low"), block.get("high")
+    ends = (-math.inf, math.inf) if low is None or high is None else (low, high)
+    return Interval(block["value"], *ends).text()
+
+
+def items_note(run: Mapping[str, Any]) -> str:
+    """What this section's counts are made of, said beside the behaviour section's: the
+    same model read on other prompts, so its correct counts differ from that section's.
+
+    >>> run = {"model": "m", "design": {"task": "niah-multikey", "length": 512,
+    ...        "per_depth": 1}, "by_depth": [{"n": 1}, {"n": 1}, {"n": 1}]}
+    >>> items_note(run)[:69]
+    'm: n = 3 prompts (3 depths x 1 a depth, niah-multikey at 512 tokens).'
+    """
+    d, depths = run["design"], run["by_depth"]
+    n = sum(int(r["n"]) for r in depths)
+    return (
+        f"{run['model']}: n = {n} prompts ({len(depths)} depths x {d['per_depth']} a depth, "
+        f"{d['task']} at {d['length']} tokens). These are this section's own prompts, "
+        "built for the link and read with a gradient pass each: the same model as in the "
+        "behaviour section, on other items (and there at its own length and calibrated "
+        "difficulty), so the correct counts of the two sections differ; each answers its "
+        "own question."
+    )
 
 
 def _share(x: float | None) -> str:
@@ -192,6 +215,7 @@ class RealLink(SectionRuns):
                         f"{block['within_depths']['verdict']}"
                     )
             lines.append(f"{run['model']}: " + ("; ".join(parts) or "too few examples") + ".")
+            lines.append(items_note(run))
             lines.append(f"Files: {run['folder']}.")
         lines.append("Rule: " + RULE + ".")
         return tuple(lines)

@@ -37,6 +37,7 @@ from lostmid.models.spec import ModelSpec
 from lostmid.remedies.stats import RULE as REMEDY_RULE
 from lostmid.reproduce.plan import PerModelSection, SectionRuns, run_replacing
 from lostmid.reproduce.real_behaviour import CHECKPOINTS
+from lostmid.stats.intervals import Interval
 from lostmid.stats.verdicts import (
     DOES_NOT_WORK,
     INCONCLUSIVE,
@@ -155,7 +156,7 @@ def summary_record(result: Mapping[str, Any], folder: Path) -> dict[str, Any]:
 def _ci(c: Mapping[str, Any] | None) -> str:
     if c is None or c.get("ci_low") is None:
         return "n/a"
-    return f"{c['estimate']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"
+    return Interval.from_record(c).text()  # no zero-width interval where none is defined
 
 
 def _curve(arm: Mapping[str, Any]) -> str:

@@ -107,9 +107,7 @@ def _interval(record: Mapping[str, Any] | None) -> Interval | None:
 
 
 def _fmt(i: Interval | None) -> str:
-    if i is None:
-        return "n/a"
-    return f"{i.estimate:+.2f} [{i.ci_low:+.2f}, {i.ci_high:+.2f}]"
+    return "n/a" if i is None else i.text()
 
 
 @dataclass(frozen=True)

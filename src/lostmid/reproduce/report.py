@@ -7,13 +7,13 @@ spelled out, e.g. ``n/a (one seed)``), so an empty cell would be a bug.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from lostmid.compare.claims import UNCERTAINTY
-from lostmid.report.html import Report
+from lostmid.report.html import Report, model_label
 from lostmid.reproduce import core
 from lostmid.reproduce import sections as registry
 from lostmid.reproduce.analysis import (
@@ -32,7 +32,8 @@ def build_report(result: ReproduceResult) -> Report:
     depth 1, positional encodings, depth growth, training dynamics, behaviour, remedies
     and provenance."""
     scale, meta = result.config.scale, result.metadata
-    trained = ", ".join(Path(m).name if "/" in m else m for m in result.config.trained)
+    labels = model_labels(result.config.trained)
+    trained = ", ".join(labels.get(m, m) for m in result.config.trained)
     title = (
         "Lost in the middle at birth: does the exact theory predict real models?"
         if result.models or not trained
@@ -47,6 +48,7 @@ def build_report(result: ReproduceResult) -> Report:
     )
     report = Report(
         title,
+        labels=labels,
         subtitle=(
             f"{design}, "
             f"finished {meta['finished_utc']}; stages took {_stage_seconds(meta):.0f} s of "
@@ -82,11 +84,62 @@ def build_report(result: ReproduceResult) -> Report:
             "per-seed measurements (lostmid compare --predict --measured ... scores them "
             "the same way).",
         ],
-        code=json.dumps(
-            {k: meta[k] for k in ("config", "versions", "timings_s", "platform")}, indent=1
-        ),
+        table=provenance_table(meta, labels),
+        literal=True,  # the one place where each model's full name is written
     )
     return report
+
+
+def model_labels(models: Sequence[str]) -> dict[str, str]:
+    """A short label for each model named by a path (its last part), where that label is
+    unique: the report writes it, and the full path once, in Provenance.
+
+    >>> model_labels(["/data/ckpt/qwen3-0.6b", "smollm2-135m", "/a/m", "/b/m"])
+    {'/data/ckpt/qwen3-0.6b': 'qwen3-0.6b'}
+    """
+    short = {m: model_label(m) for m in models if model_label(m) != m}
+    names = list(short.values())
+    return {m: name for m, name in short.items() if names.count(name) == 1}
+
+
+def _compact(value: Any) -> str:
+    """A configuration value on one line: ``key value`` pairs for a mapping, a list as
+    commas, None as "none".
+
+    >>> _compact({"name": "quick", "length": 128, "dose": None})
+    'name quick, length 128, dose none'
+    """
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {_compact(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_compact(v) for v in value) or "none"
+    return "none" if value is None else str(value)
+
+
+def provenance_table(
+    meta: Mapping[str, Any], labels: Mapping[str, str]
+) -> tuple[list[str], list[list[str]]]:
+    """What made the report, one row a fact: the command as typed, each model's full
+    name beside its label, the configuration, versions, machine and timings."""
+    config = dict(meta.get("config", {}))
+    rows = [["command", shlex.join(meta["argv"]) if meta.get("argv") else meta["command"]]]
+    for model in config.get("trained") or []:
+        rows.append([f"model {labels.get(model, model)}", model])
+    for key, value in config.items():
+        if key not in ("trained", "seed"):  # the models above, the seed below
+            rows.append([key, _compact(value)])
+    rows.append(["seed", str(meta.get("seed", config.get("seed", "none")))])
+    rows.append(["versions", _compact(meta.get("versions", {}))])
+    rows.append(["machine", f"{meta.get('platform', 'unknown')}, {meta.get('cpu_count')} CPUs"])
+    if meta.get("backend"):
+        rows.append(["backend", _compact(meta["backend"])])
+    timings = meta.get("timings_s", {})
+    spent = [
+        f"{k} {v:.0f} s" if isinstance(v, int | float) else f"{k} {v}" for k, v in timings.items()
+    ]
+    rows.append(["time", ", ".join(spent) or "none"])
+    rows.append(["finished (UTC)", str(meta.get("finished_utc", "unknown"))])
+    return ["what", "value"], rows
 
 
 SUMMARY_FIGURES = (

@@ -55,8 +55,10 @@ def run_stages(
     *,
     backend: Backend | None = None,
     device: str = "cpu",
+    label: str = "reproduce",
 ) -> dict[str, Any]:
     """Each stage's result (saved or computed, read back from its record), by name.
+    ``label``: the command whose progress lines these are (``diagnose`` runs this too).
 
     ``backend``: where the stages not saved yet run (:func:`lostmid.runs.stages.run_stages`;
     default in this process, one after the other). On Ray each stage asks for
@@ -67,7 +69,7 @@ def run_stages(
     jobs = [
         Job(s.name, s.config, s.compute, resources, s.threads, priority=s.priority) for s in plan
     ]
-    records = run_backend_stages(jobs, store, backend, label="reproduce", console=console)
+    records = run_backend_stages(jobs, store, backend, label=label, console=console)
     return {stage.name: stage.read(records[stage.name]) for stage in plan}
 
 
@@ -179,15 +181,16 @@ def run_opened(
     device: str,
     console: Console | None = None,
     backend: Backend | None = None,
+    label: str = "reproduce",
 ) -> ReproduceResult:
     """The run in an opened folder (:func:`run_reproduce`, ``lostmid diagnose``): the
-    stages, the claims, the numbers and the report."""
+    stages, the claims, the numbers and the report; ``label``: the command, as its
+    progress lines say it."""
     store = folder.stages()
     start = time.perf_counter()
     backend = backend or Backend()
-    results = run_stages(
-        plan_stages(config, device, out), store, console, backend=backend, device=device
-    )
+    plan = plan_stages(config, device, out)
+    results = run_stages(plan, store, console, backend=backend, device=device, label=label)
 
     measured = core.SECTION.collect(config, results, out)
     sections = {s.key: s.collect(config, results, out) for s in registry.SECTIONS}

@@ -147,15 +147,21 @@ def scheduled_left(
     finished: Mapping[str, float],
     running: Mapping[str, float],
     workers: int,
+    done: Mapping[str, float] | None = None,
 ) -> float | None:
     """Seconds until the stages in ``order`` (the order they start in) are done.
 
     ``expected``: each stage's remembered cost (None: never computed with its
     configuration); ``finished``: the seconds each stage finished in this run took;
-    ``running``: the seconds each running stage has run so far. Remembered costs are
+    ``running``: the seconds each running stage has run so far; ``done``: the share of
+    its items (0..1) a running stage has reported finished. Remembered costs are
     scaled by this run's speed against them (finished stages' seconds over their
     remembered costs); a stage never computed before costs the mean of this run's
-    finished stages. None when a stage left has no cost to go on.
+    finished stages. A running stage that reports its items has left what its items
+    so far cost each, times the items left: the measured cost per item, corrected with
+    every item. A running stage past its cost that reports nothing has an unknown time
+    left (it is not nearly done just because it took longer than remembered). None when
+    a stage left has no cost to go on.
 
     >>> order = ["long", "a", "b", "c"]
     >>> known = {"long": 300.0, "a": 60.0, "b": 60.0, "c": 60.0}
@@ -166,6 +172,10 @@ def scheduled_left(
     400.0
     >>> scheduled_left(order, dict(known, c=None), {}, {"long": 1.0}, workers=2) is None
     True
+    >>> over = {"long": 400.0}  # past its 300 s: 3 of 4 items done, so 400/3 s left
+    >>> scheduled_left(["long"], known, {}, over, 1) is None, scheduled_left(
+    ...     ["long"], known, {}, over, 1, done={"long": 0.75})
+    (True, 133.33333333333334)
     """
     left = [name for name in order if name not in finished]
     paired = [
@@ -186,7 +196,17 @@ def scheduled_left(
         if cost is None:
             return None
         costs[name] = cost
-    busy = [max(costs[name] - running[name], 0.0) for name in left if name in running]
+    busy = []
+    for name in left:
+        if name not in running:
+            continue
+        share = (done or {}).get(name, 0.0)
+        if share > 0:  # the stage's own items: measured cost per item, items left
+            busy.append(running[name] * (1.0 - min(share, 1.0)) / share)
+        elif running[name] > costs[name]:
+            return None  # past its remembered cost with nothing to say how far it is
+        else:
+            busy.append(costs[name] - running[name])
     queued = [costs[name] for name in left if name not in running]
     return makespan(busy, queued, workers)
 
@@ -216,24 +236,35 @@ class StageClock:
         self.workers = workers
         self._now = now
         self._started: dict[str, float] = {}
+        self._done: dict[str, float] = {}
         self.finished: dict[str, float] = {}
 
     def start(self, name: str) -> None:
         self._started[name] = self._now()
 
+    def items(self, name: str, done: float, total: float | None) -> None:
+        """Running stage ``name`` has finished ``done`` of its ``total`` items (its own
+        progress bar's count): its time left is then read from its cost per item."""
+        if total and total > 0 and name in self._started:
+            self._done[name] = max(0.0, min(done / total, 1.0))
+
     def finish(self, name: str, seconds: float | None = None) -> None:
         """Stage ``name`` is done; ``seconds``: what it cost (default: since it started)."""
         began = self._started.pop(name, None)
+        self._done.pop(name, None)
         took = seconds if seconds is not None else (0.0 if began is None else self._now() - began)
         self.finished[name] = float(took)
 
     def drop(self, name: str) -> None:
         """Stage ``name`` failed: it costs no more time and says nothing of the speed."""
         self._started.pop(name, None)
+        self._done.pop(name, None)
         self.order = [other for other in self.order if other != name]
 
     def left(self) -> float | None:
         """Seconds left (None: a stage left has no cost to go on)."""
         now = self._now()
         running = {name: now - began for name, began in self._started.items()}
-        return scheduled_left(self.order, self.expected, self.finished, running, self.workers)
+        return scheduled_left(
+            self.order, self.expected, self.finished, running, self.workers, self._done
+        )

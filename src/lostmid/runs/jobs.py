@@ -27,6 +27,7 @@ from typing import Any
 from lostmid.errors import UserError
 from lostmid.recordable import fields_record
 from lostmid.runs.backend import Backend, import_ray, infeasible, one_line, start_ray
+from lostmid.runs.progress import ItemCount, ItemSender, reporting_items
 from lostmid.runs.store import StageStore
 
 STATUSES = ("done", "reused", "failed")
@@ -254,12 +255,16 @@ def _worker_loop(out: str, retries: int, conn: Any, parent: int | None = None) -
             break
         job, threads = message
         set_threads(threads)
-        outcome = execute_job(job, Path(out), retries)
+        with reporting_items(ItemSender(conn.send)):  # the stage's own counts, as it goes
+            outcome = execute_job(job, Path(out), retries)
         conn.send(replace(outcome, summary=None))
     conn.close()
 
 
 Started = Callable[[Job], None]
+Progressed = Callable[[Job, ItemCount], None]
+"""Told a running job's own count (:class:`~lostmid.runs.progress.ItemCount`), as its
+worker process sends it."""
 
 
 def run_processes(
@@ -271,10 +276,12 @@ def run_processes(
     workers: int,
     threads: int,
     started: Started | None = None,
+    progressed: Progressed | None = None,
 ) -> None:
     """Run the jobs ``workers`` at once in long-lived worker processes, each job with
     ``threads`` torch threads (fewer when the job asks), in plan order (the next starts as
-    one ends); report each as it ends.
+    one ends); report each as it ends, and pass ``progressed`` the counts of the bars a
+    job's work makes without a console, as its worker sends them.
 
     A worker imports torch, transformers and lostmid once and runs one job after another
     (an interpreter's start and those imports cost seconds a job: docs/BENCHMARKS.md,
@@ -320,10 +327,16 @@ def run_processes(
                 started(job)
 
     def finish(conn: Any) -> None:
-        process, _, job, t0 = running.pop(conn)
         try:
-            outcome: UnitOutcome = conn.recv()
+            outcome: UnitOutcome | ItemCount | None = conn.recv()
         except (EOFError, OSError):  # the worker died before it could say anything
+            outcome = None
+        if isinstance(outcome, ItemCount):  # the job's own count: it is still running
+            if progressed is not None:
+                progressed(running[conn][2], outcome)
+            return
+        process, _, job, t0 = running.pop(conn)
+        if outcome is None:
             process.join()
             conn.close()
             outcome = UnitOutcome(
@@ -440,10 +453,12 @@ def dispatch(
     report: Report,
     retries: int = 0,
     started: Started | None = None,
+    progressed: Progressed | None = None,
 ) -> None:
     """:func:`run_ray`, :func:`run_processes` (local, several jobs at once) or one after
     the other in this process, inside :func:`open_backend`; jobs of higher
-    :attr:`Job.priority` first, plan order among equals."""
+    :attr:`Job.priority` first, plan order among equals. ``progressed``: a job's own
+    counts from a worker process (in this process the stage runner reads them itself)."""
     jobs = sorted(jobs, key=lambda job: -job.priority)  # stable
     if backend.name == "ray":
         run_ray(jobs, out, retries, report)
@@ -457,6 +472,7 @@ def dispatch(
             workers=workers,
             threads=backend.local_threads(),
             started=started,
+            progressed=progressed,
         )
     else:
         for job in jobs:
@@ -491,10 +507,11 @@ def run_jobs(
     noun: str = "unit",
     warn: Callable[[str], None] | None = None,
     started: Started | None = None,
+    progressed: Progressed | None = None,
 ) -> None:
     """Compute every job on ``backend`` into the stage store under ``out`` (none is looked
     up there first: the caller decided), reporting each as it ends; Ray is set up and
     stopped by :func:`open_backend`."""
     backend = share_the_gpu(jobs, backend)
     with open_backend(jobs, backend, noun=noun, warn=warn):
-        dispatch(jobs, out, backend, report, retries, started)
+        dispatch(jobs, out, backend, report, retries, started, progressed)

@@ -28,6 +28,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -71,14 +75,88 @@ def time_left(
     return (total - done) * elapsed / done
 
 
+@dataclass(frozen=True)
+class ItemCount:
+    """A stage's own count as a worker process sends it to the driver: which of its bars
+    (``bar``), the bar's description, items done and their total."""
+
+    bar: tuple[int, int]
+    what: str
+    done: float
+    total: float | None
+
+
+class ItemSender:
+    """The sink of a stage run in a worker process (:func:`reporting_items`): each count
+    sent to the driver through ``send`` as an :class:`ItemCount`, at most one a
+    ``every`` seconds per bar but always a bar's first and last (done = total).
+
+    >>> sent = []
+    >>> sink = ItemSender(sent.append, every=3600.0)
+    >>> for done in range(4):
+    ...     sink((1, 0), "scoring", done, 3)
+    >>> [count.done for count in sent]
+    [0, 3]
+    """
+
+    def __init__(self, send: Callable[[ItemCount], None], every: float = 1.0) -> None:
+        self.send, self.every = send, every
+        self._last: dict[tuple[int, int], float] = {}
+
+    def __call__(self, bar: tuple[int, int], what: str, done: float, total: float | None) -> None:
+        now = time.monotonic()
+        final = total is not None and done >= total
+        if bar in self._last and not final and now - self._last[bar] < self.every:
+            return
+        self._last[bar] = now
+        self.send(ItemCount(bar, what, done, total))
+
+
+ItemsSink = Callable[[tuple[int, int], str, float, float | None], None]
+"""Where a silent bar's counts go: (which bar, its description, items done, total)."""
+
+_ITEMS: ContextVar[ItemsSink | None] = ContextVar("lostmid_stage_items", default=None)
+
+
+@contextmanager
+def reporting_items(sink: ItemsSink) -> Iterator[None]:
+    """While inside, every bar made without a console (the work of a stage: retrieve's
+    examples, the link's, a profile's inputs) sends its counts to ``sink``: the stage
+    runner shows them under the command's name and reads the time left from them.
+
+    >>> seen = []
+    >>> with reporting_items(lambda key, what, done, total: seen.append((done, total))):
+    ...     with progress("retrieve", console=None) as bar:
+    ...         task = bar.add_task("scoring", total=2)
+    ...         bar.advance(task)
+    >>> seen
+    [(0, 2), (1, 2)]
+    """
+    token = _ITEMS.set(sink)
+    try:
+        yield
+    finally:
+        _ITEMS.reset(token)
+
+
 class LoggedProgress(Progress):
     """:class:`rich.progress.Progress` that, on a console that is not a terminal, also
-    prints a line as work finishes (module doc). Everything else is rich's."""
+    prints a line as work finishes (module doc), and without a console sends its counts
+    to the stage runner's sink when there is one (:func:`reporting_items`). Everything
+    else is rich's."""
 
-    def __init__(self, *columns: str | ProgressColumn, label: str, every: float, **kwargs: Any):
+    def __init__(
+        self,
+        *columns: str | ProgressColumn,
+        label: str,
+        every: float,
+        sink: ItemsSink | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(*columns, **kwargs)
         self.label = label
         self.every = every
+        self.sink = sink
         self.logging = not kwargs.get("disable", False) and not self.console.is_terminal
         self._done: dict[TaskID, float] = {}
         self._resumed: dict[TaskID, float] = {}  # completed when added (not this run's)
@@ -87,13 +165,22 @@ class LoggedProgress(Progress):
     def update(self, task_id: TaskID, **kwargs: Any) -> None:
         super().update(task_id, **kwargs)
         self._log(task_id)
+        self._send(task_id)
 
     def advance(self, task_id: TaskID, advance: float = 1) -> None:
         super().advance(task_id, advance)
         self._log(task_id)
+        self._send(task_id)
+
+    def _send(self, task_id: TaskID) -> None:
+        task = self._tasks[task_id]
+        if self.sink is not None and not task.fields.get("stage_line"):  # not a stage's own
+            what = str(task.fields.get("last") or task.description or self.label).strip()
+            self.sink((id(self), int(task_id)), what, task.completed, task.total)
 
     def add_task(self, description: str, *args: Any, **kwargs: Any) -> TaskID:
         task_id = super().add_task(description, *args, **kwargs)
+        self._send(task_id)
         task = self._tasks[task_id]
         self._done[task_id] = task.completed  # resumed work is not news
         self._resumed[task_id] = task.completed
@@ -185,11 +272,13 @@ def progress(
     transient: bool = True,
 ) -> LoggedProgress:
     """The bar of a long command (``label``: ``train``, ``sweep``...): rich's
-    ``columns`` on a terminal (silent without ``console``), plain lines in a log."""
+    ``columns`` on a terminal, plain lines in a log; without ``console`` silent, or,
+    inside a stage, its counts sent to the stage runner (:func:`reporting_items`)."""
     return LoggedProgress(
         *columns,
         label=label,
         every=every,
+        sink=_ITEMS.get() if console is None else None,
         console=console,
         disable=console is None,
         transient=transient,

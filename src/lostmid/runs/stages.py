@@ -26,7 +26,13 @@ from lostmid.errors import UserError
 from lostmid.runs.backend import Backend, available_cpus
 from lostmid.runs.eta import StageClock, StageCosts
 from lostmid.runs.jobs import Job, UnitOutcome, run_jobs, share_the_gpu, threads_set
-from lostmid.runs.progress import LeftColumn, clock_text, progress
+from lostmid.runs.progress import (
+    ItemCount,
+    LeftColumn,
+    clock_text,
+    progress,
+    reporting_items,
+)
 from lostmid.runs.store import StageStore
 
 
@@ -44,6 +50,37 @@ def stage_progress(label: str, console: Console | None) -> Progress:
         LeftColumn(),
         console=console,
     )
+
+
+class StageItems:
+    """The counts of a stage's own bars (retrieve's examples, a profile's inputs: the
+    bars its work makes without a console) as a line under the run's bar: ``label:
+    STAGE: what done/total``, elapsed and the time left from its cost per item, in a log
+    every :data:`~lostmid.runs.progress.EVERY_S` s like the run's own lines; the run's
+    clock reads the stage's share done from it (:meth:`StageClock.items`)."""
+
+    def __init__(self, stage: str, progress: Progress, clock: StageClock) -> None:
+        self.stage, self.progress, self.clock = stage, progress, clock
+        self.line: Any = None
+        self.bar: tuple[int, int] | None = None
+
+    def __call__(self, bar: tuple[int, int], what: str, done: float, total: float | None) -> None:
+        if bar != self.bar:  # another bar of the stage (a pilot, then the scoring)
+            self.close()
+            self.bar = bar
+            self.line = self.progress.add_task(
+                f"  {self.stage}: {what}", total=total, stage_line=True
+            )
+        self.progress.update(
+            self.line, completed=done, total=total, description=f"  {self.stage}: {what}"
+        )
+        self.clock.items(self.stage, done, total)
+
+    def close(self) -> None:
+        """The stage's line goes (its bar finished, or the stage did)."""
+        if self.line is not None:
+            self.progress.remove_task(self.line)
+            self.line = None
 
 
 def run_stages(
@@ -76,10 +113,12 @@ def run_stages(
                     current = job.name
                     progress.update(bar, description=job.name)
                     clock.start(job.name)
-                    with threads_set(job.threads):
+                    items = StageItems(job.name, progress, clock)
+                    with threads_set(job.threads), reporting_items(items):
                         results[job.name] = store.run(
                             job.name, dict(job.config), job.compute, job.outputs
                         )
+                    items.close()
                     costs.remember(job.name, job.config, store.seconds[job.name])
                     clock.finish(job.name, store.seconds[job.name])
                     progress.advance(bar)
@@ -117,13 +156,22 @@ def _run_elsewhere(
     clock = _clock(todo, costs, workers=min(_workers(backend), max(len(todo), 1)))
     _announce(progress, bar, clock)
 
+    counts: dict[str, StageItems] = {}  # each running stage's own count, from its worker
+
     def start(job: Job) -> None:
         clock.start(job.name)
         lines[job.name] = progress.add_task(f"  running {job.name}", total=None)
+        counts[job.name] = StageItems(job.name, progress, clock)
+
+    def progressed(job: Job, count: ItemCount) -> None:
+        if job.name in counts:
+            counts[job.name](count.bar, count.what, count.done, count.total)
 
     def report(job: Job, outcome: UnitOutcome) -> None:
         if job.name in lines:
             progress.remove_task(lines.pop(job.name))
+        if job.name in counts:
+            counts.pop(job.name).close()
         if outcome.status == "failed":
             failed[job.name] = outcome.error or "failed"
             clock.drop(job.name)
@@ -142,7 +190,16 @@ def _run_elsewhere(
 
     where = "on Ray" if backend.name == "ray" else f"in {backend.local_jobs()} processes"
     progress.update(bar, description=f"{len(todo)} stages {where}")
-    run_jobs(todo, store.dir.parent, backend, report, noun="stage", warn=warn, started=start)
+    run_jobs(
+        todo,
+        store.dir.parent,
+        backend,
+        report,
+        noun="stage",
+        warn=warn,
+        started=start,
+        progressed=progressed,
+    )
     if failed:
         named = "; ".join(f"{name} ({error})" for name, error in failed.items())
         raise UserError(

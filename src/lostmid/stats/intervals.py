@@ -249,6 +249,27 @@ class Interval:
             None if n is None else int(n),
         )
 
+    def text(self, digits: int = 2, *, signed: bool = True) -> str:
+        """How a report writes it: ``+0.40 [+0.09, +0.62]``; the estimate alone, saying
+        why, where the interval is undefined: an infinite end (one seed, one item) or no
+        width at all (every item or seed the same, so no spread to estimate it from);
+        ``n/a`` for an undefined estimate.
+
+        >>> Interval(0.4, 0.09, 0.62).text(), Interval(0.71, 0.71, 0.71).text()
+        ('+0.40 [+0.09, +0.62]', '+0.71 (no interval: no spread between items or seeds)')
+        >>> Interval(0.5, -math.inf, math.inf).text(signed=False)
+        '0.50 (no interval: one item or seed)'
+        """
+        form = f"{'+' if signed else ''}.{digits}f"
+        if not math.isfinite(self.estimate):
+            return "n/a"
+        value = format(self.estimate, form)
+        if not (math.isfinite(self.ci_low) and math.isfinite(self.ci_high)):
+            return f"{value} (no interval: one item or seed)"
+        if self.ci_low == self.ci_high:
+            return f"{value} (no interval: no spread between items or seeds)"
+        return f"{value} [{format(self.ci_low, form)}, {format(self.ci_high, form)}]"
+
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "estimate": self.estimate,

@@ -370,6 +370,10 @@ def run_score(
 
     start = time.perf_counter()
     rows = read_samples(config)
+    if config.resolved_format() == "lm-eval":  # prompted as the export says lostmid did
+        from lostmid.behaviour.formats.lmeval import check_chat_template
+
+        check_chat_template(config.samples)
     folder = FOLDER.open(out, overwrite=overwrite)
     scored = score_rows(rows, config.margin)
     metadata = folder.metadata(

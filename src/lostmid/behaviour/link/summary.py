@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from lostmid.behaviour.link.design import PRETRAINED, TWIN
+from lostmid.report.html import model_label
 
 SCORES = ("jacobian_share", "gradient_share")
 """The needle's shares the link rule is asked about (the claim reads the first)."""
@@ -81,7 +82,7 @@ def plot_link(summary: Mapping[str, Any], path: Path) -> Path:
     hi = [0.0 if r["ci_high"] is None else r["ci_high"] - a for a, r in zip(acc, rows, strict=True)]
     left.errorbar(depth, acc, yerr=[lo, hi], marker="o", capsize=3, color="tab:blue")
     left.set(xlabel="needle depth (%)", ylabel="greedy accuracy", ylim=(-0.02, 1.02))
-    left.set_title(f"{summary['model']}: accuracy", fontsize=9)
+    left.set_title(f"{model_label(str(summary['model']))}: accuracy", fontsize=9)
     for key, label, style in (
         ("jacobian_share", "Jacobian share", "-o"),
         ("gradient_share", "gradient share", "--s"),

@@ -25,6 +25,7 @@ from lostmid.behaviour.tasks.example import RetrievalExample
 from lostmid.behaviour.tasks.registry import index_task
 from lostmid.files import write_text
 from lostmid.recordable import fields_record
+from lostmid.report.html import model_label
 from lostmid.runinfo import Timer
 from lostmid.stats.shape import ShapeIndices
 
@@ -202,7 +203,8 @@ def write_outputs(out: Path, result: RetrieveResult, rows: list[dict[str, Any]])
     config = result.config
     indexed = index_task(result.task)
     chance = indexed.chance(config) if indexed is not None else None
-    label = f"{result.task} retrieval, {config.model} ({result.examples} examples)"
+    model = model_label(config.model)  # a path by its last part: the title stays short
+    label = f"{result.task} retrieval, {model} ({result.examples} examples)"
     series: dict[str, Sequence[PositionScore]]
     if len(result.by_length) == 1:
         series = {s.metric: s.positions for s in result.scores}

@@ -308,8 +308,11 @@ def _export(
 
         write_records(examples, Path(config.export), tokens)
     if config.export_lm_eval is not None:
-        from lostmid.behaviour.formats.lmeval import export_lm_eval
+        from lostmid.behaviour.formats.lmeval import export_lm_eval, template_markers
 
+        markers = (
+            template_markers(tokenizer.render_chat) if fmt.applied and tokenizer is not None else []
+        )
         export_lm_eval(
             examples,
             Path(config.export_lm_eval),
@@ -318,6 +321,8 @@ def _export(
             tokenizer=None if tokenizer is None else tokenizer.name,
             add_special_tokens=fmt.add_special_tokens,
             chat_template=fmt.applied,
+            markers=markers,
+            model=config.model if Path(config.model).is_dir() else "MODEL_FOLDER",
         )
 
 
