@@ -162,14 +162,22 @@ def test_a_trained_series_gives_its_trajectory_figure_and_verdict(
     assert "deepens along the series" in printed and "valley at" in printed
     # the numbers are the saved profiles' (one set of twins, the first checkpoint's)
     rows = [
-        read_rows(profiles_path(out, str(trained / f"step_{s:06d}"), 32, "random", "pretrained"))
+        read_rows(
+            profiles_path(
+                out, str((trained / f"step_{s:06d}").resolve()), 32, "random", "pretrained"
+            )
+        )
         for s in (0, 10, 30)
     ]
-    twin = read_rows(profiles_path(out, str(trained / "step_000000"), 32, "random", "twin0"))
+    twin = read_rows(
+        profiles_path(out, str((trained / "step_000000").resolve()), 32, "random", "twin0")
+    )
     points = series_trajectory(rows, twin[None], [0, 10, 30])
     for saved, point in zip(kind["trajectory"], points, strict=True):
         assert saved["change"]["largest"]["value"] == pytest.approx(point.change["largest"].value)
-    step10 = str(trained / "step_000010")  # the twins are measured once, not per checkpoint
+    step10 = str(
+        (trained / "step_000010").resolve()
+    )  # the twins are measured once, not per checkpoint
     assert not profiles_path(out, step10, 32, "random", "twin0").exists()
     # resumed: nothing is measured again, the same numbers
     calls: list[int] = []
@@ -181,6 +189,13 @@ def test_a_trained_series_gives_its_trajectory_figure_and_verdict(
     assert code == 0 and calls == [], err
     again = json.loads((out / "series.json").read_text())
     assert again["kinds"] == document["kinds"]
+    # the same checkpoints spelt another way are the same run and the same cells
+    monkeypatch.chdir(trained)
+    code, _, err = run_cli(
+        "series", "--models", "step_000000,./step_000010,../checkpoints/step_000030",
+        *_args(trained, out)[3:],
+    )  # fmt: skip
+    assert code == 0 and calls == [], err
     # another configuration in the same folder is refused in one line
     code, _, err = run_cli(*_args(trained, out, "--seed", "1"))
     assert code == 2 and "another configuration" in err and len(err.strip().splitlines()) == 1

@@ -44,6 +44,15 @@ def architecture(config: Any) -> dict[str, Any]:
     }
 
 
+def cell_names(config: SeriesConfig) -> list[str]:
+    """Each checkpoint's name in its cells' paths: one spelling of a local path (the
+    resolved one, :func:`lostmid.models.identity.canonical_name`), so a rerun that types
+    a path another way resumes the same cells, as its claim does."""
+    from lostmid.models.identity import canonical_name, content_of
+
+    return [canonical_name(name, content_of(name)) for name in config.models]
+
+
 def check_series(config: SeriesConfig) -> None:
     """Refuse in one line, before any compute: a checkpoint that is neither a file, a
     folder, a registry checkpoint nor a cached hub id; one without weights, too short
@@ -93,15 +102,16 @@ def run_series(
     folder = FOLDER.open(out, identified(config.record(), config.models), overwrite=overwrite)
     folder.clear()
     study = config.study_config()
-    specs = {name: ModelSpec(name) for name in config.models}
-    first = config.models[0]
+    names = cell_names(config)
+    specs = {name: ModelSpec(name) for name in names}
+    first = names[0]
     tok = tokenizer_for_spec(specs[first])  # the same inputs for every checkpoint
     say = StudyProgress(console.print if console is not None else (lambda _: None))
     twins = [m for m in study_models(study, first, specs[first]) if m.init == "random"]
     for twin in twins:
         measure_model(study, out, first, specs[first], twin, tok, say)
     timings = {"twins": time.perf_counter() - start}
-    for name in config.models:
+    for name in names:
         checkpoint = StudyModel(PRETRAINED, "pretrained", 0)
         measure_model(study, out, name, specs[name], checkpoint, tok, say)
     timings["checkpoints"] = time.perf_counter() - start - timings["twins"]
@@ -125,12 +135,12 @@ def series_record(config: SeriesConfig, out: Path) -> dict[str, Any]:
     from lostmid.pretrained.cells import profiles_path, read_rows
     from lostmid.pretrained.series.trajectory import SERIES_RULE, deepens_along, series_trajectory
 
-    first, steps = config.models[0], config.steps_or_names()
+    names, steps = cell_names(config), config.steps_or_names()
+    first = names[0]
     points, verdicts, kinds = {}, {}, {}
     for kind in config.kinds:
         rows = [
-            read_rows(profiles_path(out, name, config.length, kind, PRETRAINED))
-            for name in config.models
+            read_rows(profiles_path(out, name, config.length, kind, PRETRAINED)) for name in names
         ]
         twins = [
             read_rows(profiles_path(out, first, config.length, kind, f"twin{s}"))
