@@ -14,7 +14,7 @@ only when used, so ``lostmid --help`` stays free of torch.
 
 >>> [c.name for c in CAPABILITIES]  # doctest: +NORMALIZE_WHITESPACE
 ['theory', 'measure', 'train', 'train-retrieval', 'compare', 'reproduce', 'diagnose',
- 'ablate', 'sweep', 'retrieve', 'score', 'remedies']
+ 'ablate', 'sweep', 'retrieve', 'score', 'remedies', 'series']
 >>> capability("theory").result_file, capability("train-retrieval").command
 ('theory.json', 'train')
 """
@@ -262,6 +262,16 @@ CAPABILITIES: tuple[Capability, ...] = (
         "remedies",
         "remedies.json",
         _remedies,
+    ),
+    Capability(
+        "series",
+        "A training run's checkpoints against the same random-init twins: the change at "
+        "each peak by step, and whether the valley deepens along the series.",
+        "lostmid.pretrained.series.config:SeriesConfig",
+        "lostmid.pretrained.series.run:run_series",
+        "series",
+        "series.json",
+        sweepable=False,
     ),
 )
 BY_NAME: Mapping[str, Capability] = {c.name: c for c in CAPABILITIES}

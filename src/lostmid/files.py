@@ -122,6 +122,7 @@ RESULT_KINDS: Mapping[str, ResultKind] = {
             "sweep",
             "the dose.json of lostmid sweep --task train-retrieval",
         ),
+        ResultKind("series", "lostmid.series/1", "series", "the series.json of lostmid series"),
         ResultKind(
             "reproduce",
             "lostmid.reproduce/1",

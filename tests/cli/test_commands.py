@@ -23,6 +23,8 @@ from lostmid.compare.config import CompareConfig
 from lostmid.errors import UserError
 from lostmid.influence.config import HELP as MEASURE_HELP
 from lostmid.influence.config import MeasureConfig
+from lostmid.pretrained.series.config import HELP as SERIES_HELP
+from lostmid.pretrained.series.config import SeriesConfig
 from lostmid.remedies.config import HELP as REMEDIES_HELP
 from lostmid.remedies.config import RemediesConfig
 from lostmid.reproduce.config import HELP as REPRODUCE_HELP
@@ -59,6 +61,7 @@ CONFIG_COMMANDS = [
     ("compare", CompareConfig, COMPARE_HELP),
     ("retrieve", RetrieveConfig, RETRIEVE_HELP),
     ("remedies", RemediesConfig, REMEDIES_HELP | BACKEND),
+    ("series", SeriesConfig, SERIES_HELP),
 ]
 
 
@@ -95,7 +98,7 @@ def test_options_are_the_config_fields_with_their_help_and_defaults(
 
 def test_every_config_field_default_reaches_the_config_unchanged() -> None:
     """The options' defaults, fed back, build the config's own defaults (tuples parsed)."""
-    from lostmid.cli import ablate, compare, remedies, retrieve
+    from lostmid.cli import ablate, compare, remedies, retrieve, series
     from lostmid.cli.options import parsed
 
     for module, config, required in [
@@ -103,6 +106,7 @@ def test_every_config_field_default_reaches_the_config_unchanged() -> None:
         (compare, CompareConfig, {"measured": ["m.json"]}),
         (retrieve, RetrieveConfig, {"model": "m"}),
         (remedies, RemediesConfig, {}),
+        (series, SeriesConfig, {"models": "run/step_0,run/step_10"}),
     ]:
         name = module.__name__.rsplit(".", 1)[1]
         values = {

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.behaviour.decoding.tokenizers import tokenizer_for_spec
+from lostmid.behaviour.decoding.tokenizers import Tokenizer, tokenizer_for_spec
 from lostmid.compare.pretraining import PretrainingComparison, compare_pretraining
 from lostmid.errors import UserError
 from lostmid.files import read_json_object, write_text
@@ -203,62 +203,75 @@ def run_study(
     # Each model is built once and measured on every input kind: a random twin of Gemma 3
     # took 6-10 s to build on one thread, 12 builds when the kinds were outermost.
     for name in config.checkpoints:
-        tok = tokenizers[name]
-        content = content_of(name)
         for model in study_models(config, name, spec_of[name]):
-            wanted = config.count(model.label)
-            cells = [
-                (kind, length, path, rows_to_keep(*read_cell(path), model.init, content))
-                for length in config.lengths
-                for kind in config.kinds
-                for path in [profiles_path(out, name, length, kind, model.label)]
-            ]
-            left = [
-                cell
-                for cell in cells
-                if not _complete(cell[3], wanted, cell[1])
-                and not (cell[0] == "chat" and tok.chat_template is None)
-            ]
-            if not left:
-                continue
-            loaded = spec_of[name].load(
-                init=model.init, seed=model.seed, config_overrides=model.overrides
-            )
-            changed = _after(model, loaded)
-            for kind, length, path, rows in left:
-                loaded.check_length(length)
-                ids = input_ids(kind, tok, loaded.vocab_size, config.inputs, length, config.seed)
-                done = list(rows) if rows.ndim == 2 and rows.shape[1:] == (length,) else []
-                facts = {
-                    "checkpoint": name,
-                    "model": model.label,
-                    "init": model.init,
-                    "seed": model.seed,
-                    "length": length,
-                    "kind": kind,
-                    "probes": config.probes,
-                    "sha256": (loaded.checkpoint or {}).get("sha256"),
-                    "content_sha256": None if content is None else content["sha256"],
-                    "init_facts": (loaded.checkpoint or {}).get("init_facts", {}),
-                    "twin_init": _twin_init(config, model, loaded),
-                    "requantised": changed if model.after == "requantised" else None,
-                    "quantised": changed if model.after == "quantised-twin" else None,
-                    "untrained": untrained_facts(loaded.model) if model.init != "random" else None,
-                }
-                for i in range(len(done), wanted):
-                    t0 = time.perf_counter()
-                    profile = influence_profile(
-                        loaded, ids[i : i + 1], probes=config.probes, seed=config.seed + i
-                    )
-                    done.append(profile.influence)
-                    write_rows(path, np.stack(done), facts)
-                    say(
-                        f"{name} L={length} {INPUT_LABELS[kind]}, {model.label}: input "
-                        f"{i + 1}/{wanted} "
-                        f"({time.perf_counter() - t0:.1f} s)"
-                    )
-            del loaded
+            measure_model(config, out, name, spec_of[name], model, tokenizers[name], say)
     return study_comparisons(config, out)
+
+
+def measure_model(
+    config: StudyConfig,
+    out: Path,
+    name: str,
+    spec: ModelSpec,
+    model: StudyModel,
+    tok: Tokenizer,
+    say: Callable[[str], None],
+) -> None:
+    """Measure one model of checkpoint ``name`` (built once) on every cell of the design
+    (each length and input kind) whose rows are not all on disk yet, writing its rows
+    after every input; ``tok`` makes the inputs, so models measured with the same
+    tokenizer see the same inputs. Rows on disk for other inputs or other model bytes
+    are measured again (:func:`lostmid.pretrained.cells.rows_to_keep`)."""
+    content = content_of(name)
+    wanted = config.count(model.label)
+    cells = [
+        (kind, length, path, rows_to_keep(*read_cell(path), model.init, content))
+        for length in config.lengths
+        for kind in config.kinds
+        for path in [profiles_path(out, name, length, kind, model.label)]
+    ]
+    left = [
+        cell
+        for cell in cells
+        if not _complete(cell[3], wanted, cell[1])
+        and not (cell[0] == "chat" and tok.chat_template is None)
+    ]
+    if not left:
+        return
+    loaded = spec.load(init=model.init, seed=model.seed, config_overrides=model.overrides)
+    changed = _after(model, loaded)
+    for kind, length, path, rows in left:
+        loaded.check_length(length)
+        ids = input_ids(kind, tok, loaded.vocab_size, config.inputs, length, config.seed)
+        done = list(rows) if rows.ndim == 2 and rows.shape[1:] == (length,) else []
+        facts = {
+            "checkpoint": name,
+            "model": model.label,
+            "init": model.init,
+            "seed": model.seed,
+            "length": length,
+            "kind": kind,
+            "probes": config.probes,
+            "sha256": (loaded.checkpoint or {}).get("sha256"),
+            "content_sha256": None if content is None else content["sha256"],
+            "init_facts": (loaded.checkpoint or {}).get("init_facts", {}),
+            "twin_init": _twin_init(config, model, loaded),
+            "requantised": changed if model.after == "requantised" else None,
+            "quantised": changed if model.after == "quantised-twin" else None,
+            "untrained": untrained_facts(loaded.model) if model.init != "random" else None,
+        }
+        for i in range(len(done), wanted):
+            t0 = time.perf_counter()
+            profile = influence_profile(
+                loaded, ids[i : i + 1], probes=config.probes, seed=config.seed + i
+            )
+            done.append(profile.influence)
+            write_rows(path, np.stack(done), facts)
+            say(
+                f"{name} L={length} {INPUT_LABELS[kind]}, {model.label}: input "
+                f"{i + 1}/{wanted} ({time.perf_counter() - t0:.1f} s)"
+            )
+    del loaded
 
 
 def _twin_init(config: StudyConfig, model: StudyModel, loaded: Any) -> dict[str, Any] | None:

@@ -437,7 +437,7 @@ class ReproduceConfig:
             "remedies": self.remedies,
         }
         # only when set, so that a folder written before these options resumes
-        trained = {"trained": list(self.trained)} if self.trained else {}
+        trained: dict[str, Any] = {"trained": list(self.trained)} if self.trained else {}
         if self.twin_init_std is not None:
             trained["twin_init_std"] = self.twin_init_std
         return record | trained | self.trained_spec("-").options()

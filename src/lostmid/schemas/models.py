@@ -494,6 +494,30 @@ class DoseFile(Strict):
     metadata: Metadata
 
 
+class SeriesFile(Strict):
+    """series.json: a training run's checkpoints against the same random-init twins
+    (``lostmid series``)."""
+
+    schema_: _tag("series") = Field(alias="schema", description=TAG)  # type: ignore[valid-type]
+    models: list[str] = Field(description="The checkpoints, in step order, as given.")
+    steps: list[int] = Field(description="Each checkpoint's training step.")
+    length: int = Field(description="Tokens an input (L).")
+    peaks: dict[str, str] = Field(
+        description="Each peak of the peak-to-valley ratio and the readout that reads it."
+    )
+    kinds: dict[str, Object] = Field(
+        description="Each input kind: its inputs and twins, the trajectory (each checkpoint's "
+        "change against the twins at each peak with its 95% interval, where its valley is, "
+        "the full comparison) and the verdict of the last checkpoint against the first."
+    )
+    deepens: Object = Field(
+        description="Deepens along the series: the verdict over every kind and peak, its "
+        "rule, and each kind's verdict."
+    )
+    figures: dict[str, str] = Field(description="Figure name -> PNG file in the folder.")
+    metadata: Metadata
+
+
 class ReproduceFile(Open):
     """reproduce.json: the paper's claims judged, section by section (``lostmid
     reproduce``); each section null when it was off. A section registered beside these
@@ -541,6 +565,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "ablation": AblationFile,
     "sweep": SweepFile,
     "dose": DoseFile,
+    "series": SeriesFile,
     "reproduce": ReproduceFile,
 }
 """Result kind (:data:`lostmid.files.RESULT_KINDS`) -> its model."""
