@@ -218,7 +218,8 @@ def test_a_saved_run_is_judged_again_from_its_record(make_seed) -> None:
 
 def test_every_claim_verdict_has_a_colour_and_a_style() -> None:
     from lostmid.report.html import _CSS as STYLE
-    from lostmid.reproduce.claims import CLAIM_VERDICTS, VERDICT_COLOURS
+    from lostmid.reproduce.claims import VERDICT_COLOURS
+    from lostmid.stats.verdicts import CLAIM_VERDICTS
 
     assert set(VERDICT_COLOURS) == set(CLAIM_VERDICTS)
     for verdict in CLAIM_VERDICTS:
