@@ -64,7 +64,7 @@ from lostmid.behaviour.retrieve.scoring import (
     score_members,
 )
 from lostmid.behaviour.tasks.example import RetrievalExample
-from lostmid.behaviour.tasks.registry import task_is_text
+from lostmid.behaviour.tasks.registry import depth_task, task_is_text
 from lostmid.errors import UserError
 from lostmid.files import schema_of, write_text
 from lostmid.report.layout import fit_table
@@ -182,6 +182,27 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
     )
 
 
+def check_requested_lengths(config: RetrieveConfig, model_max: int | None) -> None:
+    """One line, before a haystack is built, when a needle task's ``--length`` or
+    ``--lengths`` asks for more tokens than the model (or ``--max-length``) takes: every
+    prompt would be refused after minutes of building it (:func:`guard_lengths` checks
+    each prompt once it is made)."""
+    if depth_task(config.task) is None or config.data is not None:
+        return
+    asked = [n for n in (config.length, *(config.lengths or ())) if n]
+    limits = [(m, w) for m, w in ((model_max, "the model"), (config.max_length, "--max-length"))]
+    limits = [(m, w) for m, w in limits if m]
+    if not asked or not limits:
+        return
+    limit, who = min(limits)
+    if max(asked) > limit:
+        option = "--lengths" if config.lengths else "--length"
+        raise UserError(
+            f"{option} {max(asked):,}: longer than {who} takes ({limit:,} tokens); give "
+            f"{option} of at most {limit:,}, or another model"
+        )
+
+
 @FOLDER.holds
 def run_retrieve(
     config: RetrieveConfig,
@@ -217,6 +238,7 @@ def run_retrieve(
             else tokenizer_for_spec(config.model_spec)
         )
         loaded = config.model_spec.load(init=config.init, seed=config.seed, size_check=size_check)
+    check_requested_lengths(config, loaded.max_length)
     fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
     shared = config.design == "shared"
     calibration = None
