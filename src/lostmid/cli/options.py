@@ -282,6 +282,10 @@ def command(
         seen.add(p.name)
 
     def run(**values: Any) -> None:
+        if values.get("out") is not None:  # the user's --out, never a run's own stage
+            from lostmid.runs.claim import refuse_inside_run
+
+            refuse_inside_run(Path(str(values["out"])), name)
         body(**values)
 
     run.__name__ = name.replace("-", "_")

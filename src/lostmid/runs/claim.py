@@ -113,13 +113,14 @@ def claim_out(
     out = Path(out)  # a file as ``out`` was refused by the caller (RunFolder.open)
     wanted = {"command": command, "config": to_jsonable(config)}
     path = out / CLAIM_FILE
+    refuse_other_owner(out, (command,))
     if not overwrite and _holds_files(out):
         saved = _saved_claim(out, path, command, result, saved_config)
         if saved is not None:
             if saved.get("command") != command:
                 raise UserError(
                     f"--out {out} holds a lostmid {saved.get('command')} run, not {_a(command)} "
-                    "run; choose another --out (or pass --overwrite to replace it)"
+                    "run; choose another --out"
                 )
             difference = first_difference(saved.get("config"), wanted["config"])
             if (
@@ -141,6 +142,75 @@ def claim_out(
     out.mkdir(parents=True, exist_ok=True)
     write_json(path, wanted)
     return False
+
+
+RESULT_FILES = ("theory.json", "measure.json", "compare.json", "score.json", "dynamics.json")
+"""The result files of the commands that write no claim (``resumes="no"`` or ``"state"``):
+their ``metadata.command`` (or schema tag) says which command's run a folder holds."""
+
+
+def run_owner(folder: Path) -> str | None:
+    """The lostmid command whose run ``folder`` holds: its claim's command, a result
+    file's, or the command holding its lock now; None when it holds no run (or says
+    nothing readable)."""
+    from lostmid.files import kind_of
+    from lostmid.runs.lock import owner
+
+    folder = Path(folder)
+    if (folder / CLAIM_FILE).is_file():
+        try:
+            saved = read_json(folder / CLAIM_FILE)
+        except UserError:
+            saved = None
+        if isinstance(saved, dict) and isinstance(saved.get("command"), str):
+            return str(saved["command"])
+    for name in RESULT_FILES:
+        if not (folder / name).is_file():
+            continue
+        try:
+            document = read_json(folder / name)
+        except UserError:
+            continue
+        if isinstance(document, dict):
+            metadata = document.get("metadata")
+            command = metadata.get("command") if isinstance(metadata, dict) else None
+            kind = kind_of(document)
+            found = command if isinstance(command, str) else kind and kind.command
+            if found:
+                return str(found)
+    holder = owner(folder) if (folder / LOCK_FILE).is_file() else None
+    if holder is not None and isinstance(holder.get("command"), str):
+        return str(holder["command"])
+    return None
+
+
+def refuse_other_owner(out: Path, commands: tuple[str, ...]) -> None:
+    """One line when ``out`` holds a run of a command not in ``commands`` (its own name
+    and the kind its results are known by): ``--overwrite`` replaces only a run of the
+    same command, never another command's files. A folder that holds nothing but a
+    claim (a run refused before it computed) binds nobody."""
+    if not _holds_files(Path(out)):
+        return
+    found = run_owner(out)
+    if found is not None and found not in commands:
+        raise UserError(
+            f"--out {out} holds a lostmid {found} run, not {_a(commands[0])} run; "
+            f"choose another --out (--overwrite replaces only {_a(commands[0])} run)"
+        )
+
+
+def refuse_inside_run(out: Path, command: str) -> None:
+    """One line when ``out`` lies inside another run's folder (its ``stages/``, its
+    sections' folders): that run may resume, replace or clear what is there. The
+    folders a run makes for its own stages are opened by the run itself, not here."""
+    path = Path(out).absolute()
+    for folder in path.parents:
+        found = run_owner(folder)
+        if found is not None:
+            raise UserError(
+                f"--out {out} is inside the folder of a lostmid {found} run ({folder}); "
+                f"choose an --out outside it for {_a(command)} run"
+            )
 
 
 def _holds_files(out: Path) -> bool:
