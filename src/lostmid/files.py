@@ -557,6 +557,48 @@ def load_weights(
         ) from None
 
 
+BIN_CHECK_BYTES = 256 << 20
+"""A ``.bin`` weight file in the old (not zip) layout is read whole to check it only up
+to this size; a zip-layout one is checked through a memory map at any size."""
+
+
+def check_weight_files(folder: Path, option: str = "--model") -> None:
+    """One line, in seconds and before any stage starts, when a weight file of a model
+    folder cannot be read as plain weights: a truncated or damaged safetensors file (its
+    header must cover the file), a ``.bin`` that is not a ``weights_only`` torch file (a
+    pickle that would run code is refused, never run). Nothing is loaded into memory."""
+    import zipfile
+
+    from safetensors import SafetensorError, safe_open
+
+    for path in weight_files(Path(folder)):
+        name = f"{option} {folder} ({path.name})"
+        if path.suffix == ".safetensors":
+            try:
+                with safe_open(str(path), "pt") as handle:
+                    handle.keys()
+            except (SafetensorError, OSError, ValueError) as err:
+                raise UserError(
+                    f"{name}: not a readable safetensors file ({_one_line(err)}); it is "
+                    "truncated or damaged: save it again"
+                ) from None
+            continue
+        zipped = zipfile.is_zipfile(path)
+        if not zipped and path.stat().st_size > BIN_CHECK_BYTES:
+            continue  # read whole when the model loads, with the same rule
+        import torch
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.load(path, map_location="cpu", weights_only=True, mmap=zipped)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError) as err:
+            raise UserError(
+                f"{name}: cannot load the weights ({_one_line(err)}); lostmid loads "
+                "safetensors, or .bin with weights_only: save them as safetensors"
+            ) from None
+
+
 def load_auto_tokenizer(
     source: str, *, what: str, trust_remote_code: bool = False
 ) -> Any:  # transformers' PreTrainedTokenizerBase
