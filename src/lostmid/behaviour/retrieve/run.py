@@ -182,6 +182,20 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
     )
 
 
+def _config_positions(config: RetrieveConfig) -> int | None:
+    """The model's maximum positions as its config states them (nothing is loaded);
+    None when it states none (the loaded model's limit is checked again)."""
+    if depth_task(config.task) is None or not (config.length or config.lengths):
+        return None
+    from lostmid.models.budget import shape_of
+    from lostmid.models.load import resolve_config
+
+    spec = config.model_spec
+    positions = shape_of(resolve_config(spec.name, trust_remote_code=spec.trust_remote_code))
+    value = positions.get("positions")
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
 def check_requested_lengths(config: RetrieveConfig, model_max: int | None) -> None:
     """One line, before a haystack is built, when a needle task's ``--length`` or
     ``--lengths`` asks for more tokens than the model (or ``--max-length``) takes: every
@@ -190,8 +204,8 @@ def check_requested_lengths(config: RetrieveConfig, model_max: int | None) -> No
     if depth_task(config.task) is None or config.data is not None:
         return
     asked = [n for n in (config.length, *(config.lengths or ())) if n]
-    limits = [(m, w) for m, w in ((model_max, "the model"), (config.max_length, "--max-length"))]
-    limits = [(m, w) for m, w in limits if m]
+    given = ((model_max, "the model"), (config.max_length, "--max-length"))
+    limits = [(m, w) for m, w in given if m is not None and m > 0]
     if not asked or not limits:
         return
     limit, who = min(limits)
@@ -229,6 +243,7 @@ def run_retrieve(
     out = Path(out)
     if size_check:
         check_retrieve_size(config)
+    check_requested_lengths(config, _config_positions(config))  # before --out is claimed
     folder = _check_out(out, config, overwrite)
     timer = Timer()
     with timer("load"):
