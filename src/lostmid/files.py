@@ -201,6 +201,29 @@ def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+class TooDeepError(ValueError):
+    """JSON nested past what the parser's recursion takes (``json`` raises
+    RecursionError, which no reader expects)."""
+
+
+def loads(text: str) -> Any:
+    """The project's JSON rule, for a reader that handles a failure itself (a cache or a
+    file lostmid wrote, recomputed when damaged): ``json.loads`` with a key twice refused
+    (:class:`DuplicateKeyError`) and nesting too deep (:class:`TooDeepError`); every
+    failure is a ``ValueError``, a number past 4,300 digits included.
+    :func:`parse_json` is this rule with one line naming the file.
+
+    >>> loads("[" * 200_000 + "]" * 200_000)
+    Traceback (most recent call last):
+    ...
+    lostmid.files.TooDeepError: JSON nested too deeply to read
+    """
+    try:
+        return json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+    except RecursionError:
+        raise TooDeepError("JSON nested too deeply to read") from None
+
+
 def _check_file(path: Path, option: str | None, what: str) -> None:
     name = _named(path, option)
     try:
@@ -286,13 +309,13 @@ def parse_json(text: str, where: str, advice: str = "fix the file") -> Any:
     lostmid.errors.UserError: --theory t.json: a number of more than 4,300 digits; fix the file
     """
     try:
-        return json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+        return loads(text)
     except json.JSONDecodeError as err:
         what = f"not valid JSON ({err.msg} at line {err.lineno})"
         raise UserError(f"{where}: {what}; {advice}") from None
     except DuplicateKeyError as err:
         raise UserError(f"{where}: {err} (which one counts is a guess); fix the file") from None
-    except RecursionError:
+    except TooDeepError:
         raise UserError(f"{where}: JSON nested too deeply to read; {advice}") from None
     except ValueError:  # int(): past sys.get_int_max_str_digits()
         raise UserError(f"{where}: a number of more than 4,300 digits; {advice}") from None
