@@ -125,6 +125,7 @@ def other_runs(root: Path) -> dict[str, Path]:
         ("diagnose", (".lostmid.run.json", '{"command": "diagnose", "config": {}}')),
         ("sweep", (".lostmid.run.json", '{"command": "sweep", "config": {}}')),
         ("theory", ("theory.json", '{"schema": "lostmid.theory/1"}')),
+        ("train", ("dynamics.json", '{"schema": "lostmid.train.dynamics/2"}')),
     ):
         folder = root / "runs" / command
         (folder / "checkpoints").mkdir(parents=True, exist_ok=True)
@@ -138,11 +139,15 @@ def folder_cases(root: Path) -> Iterator[Case]:
     runs = other_runs(root)
     train = ["train", "--preset", "micro", "--steps", "2"]
     for command, folder in runs.items():
-        argv = [*train, "--overwrite", "--out", str(folder)]
-        yield f"train --overwrite into a {command} run", argv, {}, "refuse"
-        for inside in ("stages/x", "real-behaviour/x"):
+        if command != "train":
+            argv = [*train, "--overwrite", "--out", str(folder)]
+            yield f"train --overwrite into a {command} run", argv, {}, "refuse"
+        # a run that resumes or clears what is under it: refused; beside one-shot results
+        # (theory.json) another run's folder is fine
+        expect = "run" if command == "theory" else "refuse"
+        for inside in ("stages/x", "real-behaviour/x", "checkpoints/x"):
             argv = ["theory", "--length", "8", "--out", str(folder / inside)]
-            yield f"theory --out inside a {command} run ({inside})", argv, {}, "refuse"
+            yield f"theory --out inside a {command} run ({inside})", argv, {}, expect
 
 
 def strict_cases(root: Path, hostile: dict[str, Path]) -> list[Case]:

@@ -144,9 +144,13 @@ def run_diagnose(
     """Check that the model fits every study of the scale (one line before any compute
     otherwise), say how long it will take, then run it (:func:`lostmid.reproduce.run.
     run_reproduce`); returns its :class:`~lostmid.reproduce.analysis.ReproduceResult`."""
+    from lostmid.reproduce.run import run_opened
+
     try:
-        return _diagnose(config, out=out, overwrite=overwrite, console=console, backend=backend)
-    except UserError as err:
+        inner, device = _check_diagnose(config, out, console)
+        folder = FOLDER.open(out, inner.record(), overwrite=overwrite)
+        return run_opened(inner, folder, out=out, device=device, console=console, backend=backend)
+    except UserError as err:  # the sections' advice, in diagnose's own options
         raise UserError(in_diagnose_terms(str(err), config.scale)) from None
 
 
@@ -186,11 +190,11 @@ def in_diagnose_terms(message: str, scale: str) -> str:
     return text.replace("--checkpoints ", "the study folder ")
 
 
-def _diagnose(
-    config: DiagnoseConfig, *, out: Path, overwrite: bool, console: Any, backend: Any
-) -> Any:
+def _check_diagnose(config: DiagnoseConfig, out: Path, console: Any) -> tuple[Any, str]:
+    """The reproduce configuration diagnose runs and its device, once the model fits
+    every study of the scale; says the model's size and the run's estimate."""
     from lostmid.models.load import check_trained_model
-    from lostmid.reproduce.run import check_run, run_opened
+    from lostmid.reproduce.run import check_run
 
     inner = config.reproduce_config()
     spec = config.model_spec
@@ -210,5 +214,4 @@ def _diagnose(
             f"{config.scale} scale: about {minutes:.0f} min on 2 cores (resumable)",
             sep="\n",
         )
-    folder = FOLDER.open(out, inner.record(), overwrite=overwrite)
-    return run_opened(inner, folder, out=out, device=device, console=console, backend=backend)
+    return inner, device

@@ -149,10 +149,15 @@ RESULT_FILES = ("theory.json", "measure.json", "compare.json", "score.json", "dy
 their ``metadata.command`` (or schema tag) says which command's run a folder holds."""
 
 
-def run_owner(folder: Path) -> str | None:
-    """The lostmid command whose run ``folder`` holds: its claim's command, a result
-    file's, or the command holding its lock now; None when it holds no run (or says
-    nothing readable)."""
+CLEARING_RESULTS = ("dynamics.json", "retrieval.json")
+"""The result files of the runs without a claim that clear folders of their own on
+``--overwrite`` (``train``'s ``checkpoints/``)."""
+
+
+def run_owner(folder: Path, results: tuple[str, ...] = RESULT_FILES) -> str | None:
+    """The lostmid command whose run ``folder`` holds: its claim's command, the command
+    of one of its ``results`` files, or the command holding its lock now; None when it
+    holds no run (or says nothing readable)."""
     from lostmid.files import kind_of
     from lostmid.runs.lock import owner
 
@@ -164,7 +169,7 @@ def run_owner(folder: Path) -> str | None:
             saved = None
         if isinstance(saved, dict) and isinstance(saved.get("command"), str):
             return str(saved["command"])
-    for name in RESULT_FILES:
+    for name in results:
         if not (folder / name).is_file():
             continue
         try:
@@ -200,12 +205,15 @@ def refuse_other_owner(out: Path, commands: tuple[str, ...]) -> None:
 
 
 def refuse_inside_run(out: Path, command: str) -> None:
-    """One line when ``out`` lies inside another run's folder (its ``stages/``, its
-    sections' folders): that run may resume, replace or clear what is there. The
-    folders a run makes for its own stages are opened by the run itself, not here."""
+    """One line when ``out`` lies inside the folder of a run that resumes, replaces or
+    clears what is under it (a claimed run: its ``stages/``, its sections' folders; a
+    training: its ``checkpoints/``; any run computing now). The folders a run makes for
+    its own stages are opened by the run itself, not here. A folder that holds only
+    one-shot results (``theory.json``, ``measure.json``) may hold other runs' folders.
+    """
     path = Path(out).absolute()
     for folder in path.parents:
-        found = run_owner(folder)
+        found = run_owner(folder, CLEARING_RESULTS)
         if found is not None:
             raise UserError(
                 f"--out {out} is inside the folder of a lostmid {found} run ({folder}); "
