@@ -8,7 +8,7 @@ shared by the suite (``test_strict_cases.py``, in-process) and
   JSON's ``true`` and numbers as text in every profile field ``compare`` reads, and a
   profile at the edge of floats;
 * retrieve's design: positions past what ``--pairs`` or the depths can place, a needle
-  length past the model's positions;
+  length past the model's positions, a calibration knob value of 10^9;
 * folders: ``--overwrite`` into another command's run, an ``--out`` inside another run.
 """
 
@@ -115,6 +115,9 @@ def design_cases() -> Iterator[Case]:
             argv = [*tiny, "--task", task, option, "1000000000", "--positions", "1"]
             argv += ["--examples", "1"]
             yield f"retrieve {task} {option} 1e9 (one example)", argv, {}, "refuse"
+    for task in ("kv", "niah"):  # every list-valued size option enters the size check
+        argv = [*tiny, "--task", task, "--calibrate", "--knob-values", "3,1000000000"]
+        yield f"retrieve {task} --calibrate --knob-values 3,1e9", argv, {}, "refuse"
 
 
 def other_runs(root: Path) -> dict[str, Path]:

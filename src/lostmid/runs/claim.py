@@ -27,7 +27,7 @@ lostmid.errors.UserError: ... holds a demo run with another configuration (steps
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -144,20 +144,26 @@ def claim_out(
     return False
 
 
-RESULT_FILES = ("theory.json", "measure.json", "compare.json", "score.json", "dynamics.json")
-"""The result files of the commands that write no claim (``resumes="no"`` or ``"state"``):
-their ``metadata.command`` (or schema tag) says which command's run a folder holds."""
+RESULT_FILES = {
+    "theory.json": "theory",
+    "measure.json": "measure",
+    "compare.json": "compare",
+    "score.json": "score",
+    "dynamics.json": "train",
+}
+"""The result files of the commands that write no claim (``resumes="no"`` or ``"state"``),
+by the command that writes each: a folder holding one holds that command's run."""
 
-
-CLEARING_RESULTS = ("dynamics.json", "retrieval.json")
+CLEARING_RESULTS = {"dynamics.json": "train", "retrieval.json": "train-retrieval"}
 """The result files of the runs without a claim that clear folders of their own on
 ``--overwrite`` (``train``'s ``checkpoints/``)."""
 
 
-def run_owner(folder: Path, results: tuple[str, ...] = RESULT_FILES) -> str | None:
+def run_owner(folder: Path, results: Mapping[str, str] = RESULT_FILES) -> str | None:
     """The lostmid command whose run ``folder`` holds: its claim's command, the command
-    of one of its ``results`` files, or the command holding its lock now; None when it
-    holds no run (or says nothing readable)."""
+    that writes one of its ``results`` files (when the file says so: a file of another
+    kind under that name is a misplaced file, refused by its reader by name), or the
+    command holding its lock now; None when it holds no run."""
     from lostmid.files import kind_of
     from lostmid.runs.lock import owner
 
@@ -169,20 +175,20 @@ def run_owner(folder: Path, results: tuple[str, ...] = RESULT_FILES) -> str | No
             saved = None
         if isinstance(saved, dict) and isinstance(saved.get("command"), str):
             return str(saved["command"])
-    for name in results:
+    for name, command in results.items():
         if not (folder / name).is_file():
             continue
         try:
             document = read_json(folder / name)
         except UserError:
             continue
-        if isinstance(document, dict):
-            metadata = document.get("metadata")
-            command = metadata.get("command") if isinstance(metadata, dict) else None
-            kind = kind_of(document)
-            found = command if isinstance(command, str) else kind and kind.command
-            if found:
-                return str(found)
+        if not isinstance(document, dict):
+            continue
+        metadata = document.get("metadata")
+        said = metadata.get("command") if isinstance(metadata, dict) else None
+        kind = kind_of(document)
+        if said == command or (kind is not None and kind.command == command):
+            return command
     holder = owner(folder) if (folder / LOCK_FILE).is_file() else None
     if holder is not None and isinstance(holder.get("command"), str):
         return str(holder["command"])

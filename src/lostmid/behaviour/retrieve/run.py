@@ -173,6 +173,9 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
         count += int(config.pilot_examples)
     longest = max([config.length or 0, *(n for n in config.resolved_lengths() if n)])
     pilot = f" and --pilot-examples {config.pilot_examples:,}" if config.calibrate else ""
+    if config.calibrate and config.knob_values:  # a knob value is tokens, records or
+        longest = max(longest, max(config.knob_values))  # needles: a token each at least
+        pilot += f" at --knob-values up to {max(config.knob_values):,}"
     check_work(
         f"retrieve --examples {examples:,}{pilot} ({count:,} examples: {positions} positions x "
         f"{cells} length cells" + (f" of up to {longest:,} tokens)" if longest else ")"),
