@@ -25,6 +25,12 @@ concurrent runs, hostile model directories. Prints the tables of docs/RELIABILIT
 8. The third hostile trial's cases (``--parts trial``, not in the default parts): each
    case of the trial that found the default sweep broken, with what it must do (refuse
    in one line, or run): counted ok / traceback / hang / killed / silent / other.
+9. Strict readers, retrieve's design and folder ownership (``--parts strict``, not in
+   the default parts): the generated cases of tests/faults/strict_cases.py (the same
+   damage in every format ``score`` reads, ``true`` and numbers as text in every profile
+   field, positions and lengths past the design, ``--overwrite`` into another command's
+   run, an ``--out`` inside another run), counted as part 8; a refusal must be the only
+   line on stderr.
 7. Every option at a huge value (``--parts generated``, not in the default parts): the
    generated cases of tests/faults/test_huge_options.py (each numeric option of each
    command, and each option holding numbers in text, read from the CLI), counted by
@@ -250,12 +256,17 @@ def _bomb(size: int) -> bytes:
     return b"".join([*parts, deflate.flush()])
 
 
-def trial(root: Path, hostile: dict[str, Path], timeout: float) -> list[dict[str, Any]]:
-    """Every case of :func:`trial_cases` as its own fresh interpreter (the environment
-    changes need one): whether it did what it must, or ended in a traceback, a hang, a
-    signal, or the wrong way (a refusal that should run, a run that should refuse)."""
+def trial(
+    root: Path, hostile: dict[str, Path], timeout: float, make: Callable[..., list] | None = None
+) -> list[dict[str, Any]]:
+    """Every case of :func:`trial_cases` (or ``make(root, hostile)``'s) as its own fresh
+    interpreter (the environment changes need one): whether it did what it must, or
+    ended in a traceback, a hang, a signal, or the wrong way (a refusal that should run,
+    a run that should refuse, a refusal of more than one line on stderr: a numpy
+    warning before it, say)."""
     rows = []
-    for i, (label, argv, env, expect) in enumerate(trial_cases(root / "cases", hostile)):
+    cases = (make or trial_cases)(root / "cases", hostile)
+    for i, (label, argv, env, expect) in enumerate(cases):
         full = argv if "--out" in argv else [*argv, "--out", str(root / f"o{i}")]
         code = "from lostmid.cli import main; main()"
         start = time.perf_counter()
@@ -265,8 +276,9 @@ def trial(root: Path, hostile: dict[str, Path], timeout: float) -> list[dict[str
                 env={**os.environ, **env}, timeout=timeout, check=False, errors="replace",
             )  # fmt: skip
             status, text = done.returncode, done.stdout + done.stderr
+            said = [line for line in done.stderr.splitlines() if line.strip()]
         except subprocess.TimeoutExpired:
-            status, text = None, ""
+            status, text, said = None, "", []
         errors = [line for line in text.splitlines() if line.startswith("error:")]
         if status is None:
             kind = "hang"
@@ -275,9 +287,8 @@ def trial(root: Path, hostile: dict[str, Path], timeout: float) -> list[dict[str
         elif status < 0:
             kind = "killed"
         elif expect == "refuse":
-            kind = (
-                "ok" if status == 2 and len(errors) == 1 else "silent" if status == 0 else "other"
-            )
+            one = len(errors) == 1 and (make is None or len(said) == 1)
+            kind = "ok" if status == 2 and one else "silent" if status == 0 else "other"
         else:
             kind = "ok" if status == 0 else "other"
         line = (errors or text.strip().splitlines()[-1:] or [""])[0][:160]
@@ -673,6 +684,18 @@ def main() -> None:
         kinds = ("ok", "traceback", "hang", "killed", "silent", "other")
         counts = ", ".join(f"{sum(r['kind'] == k for r in rows)} {k}" for k in kinds)
         print(f"\nthe third trial's cases: {len(rows)} tried; {counts}")
+        for r in rows:
+            print(
+                f"  {r['kind']:9} {r['expect']:6} {r['seconds']:5.1f} s  {r['label']}: {r['line']}"
+            )
+    if "strict" in parts:
+        from strict_cases import strict_cases
+
+        hostile = build_hostile(root / "strict-hostile")
+        rows = trial(root / "strict", hostile, args.case_timeout, strict_cases)
+        kinds = ("ok", "traceback", "hang", "killed", "silent", "other")
+        counts = ", ".join(f"{sum(r['kind'] == k for r in rows)} {k}" for k in kinds)
+        print(f"\nstrict readers, retrieve's design, folders: {len(rows)} tried; {counts}")
         for r in rows:
             print(
                 f"  {r['kind']:9} {r['expect']:6} {r['seconds']:5.1f} s  {r['label']}: {r['line']}"

@@ -151,3 +151,43 @@ def test_torch_files_round_trip_and_a_hostile_one_never_runs(tmp_path: Path) -> 
     (tmp_path / "cut.pt").write_bytes((tmp_path / "s.pt").read_bytes()[:100])
     with pytest.raises(UserError, match="cut.pt: not a readable torch file"):
         load_torch(tmp_path / "cut.pt")
+
+
+# -- one JSON rule, also for the files lostmid reads back itself ----------------------------
+
+HOSTILE_JSON = {
+    "a key twice": '{"a": 1, "a": 2}',
+    "200,000 deep": "[" * 200_000 + "]" * 200_000,
+    "5,000 digits": "1" + "0" * 5000,
+    "cut short": '{"a": ',
+}
+
+
+@pytest.mark.parametrize("text", list(HOSTILE_JSON.values()), ids=list(HOSTILE_JSON))
+def test_every_reader_of_its_own_files_treats_hostile_json_as_damaged(
+    tmp_path: Path, text: str
+) -> None:
+    """A cache, a lock or a resumable log lostmid wrote and something else changed: read
+    by the one rule (lostmid.files.loads), each is damaged (recomputed, taken over) and
+    never a RecursionError or a silent pick of one of two keys."""
+    import numpy as np
+
+    from lostmid.behaviour.link.run import read_examples
+    from lostmid.files import loads
+    from lostmid.models.placement import parse_device_map
+    from lostmid.pretrained.cells import read_cell
+    from lostmid.runs.lock import LOCK_FILE, owner
+
+    with pytest.raises(ValueError):
+        loads(text)
+    (tmp_path / LOCK_FILE).write_text(text)
+    assert owner(tmp_path) is None
+    log = tmp_path / "examples.jsonl"
+    log.write_text('{"depth": 0}\n' + text + "\n")
+    assert read_examples(log) == [{"depth": 0}]  # the damaged line dropped, to recompute
+    cell = tmp_path / "cell.npz"
+    np.savez(cell, profiles=np.ones((2, 3)), facts=np.array(text))
+    rows, facts = read_cell(cell)
+    assert rows.shape == (0, 0) and facts == {}
+    with pytest.raises(UserError, match="--device-map"):
+        parse_device_map(text)

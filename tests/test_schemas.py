@@ -98,3 +98,39 @@ def test_a_writer_that_strays_is_warned_and_its_file_kept(tmp_path: Path) -> Non
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an untagged document is not a result: no check
         write_json(tmp_path / "other.json", {"arms": "anything"})
+
+
+def test_each_writer_with_several_cells_agrees_with_its_strict_layout(
+    tmp_path: Path, run_cli, bpe_model_dir: Path
+) -> None:
+    """The kinds cheap enough to write here, each with more than one cell where it can
+    have several (two lengths, two seeds, two units), read back by validate_result in
+    strict mode; writing already warns (an error in the suite) on any mismatch. The
+    other kinds are held the same way by every test that runs their writer."""
+    runs = {
+        "theory": (["theory", "--length", "12", "--layers", "2"], "theory.json"),
+        "measure": (["measure", "--model", "tiny-qwen2", "--length", "8", "--samples", "2"],
+                    "measure.json"),
+        "measure/seed1": (["measure", "--model", "tiny-qwen2", "--length", "8", "--samples",
+                           "2", "--seed", "1"], "measure.json"),  # a second seed, for compare
+        "compare": (["compare", "--measured", str(tmp_path / "measure" / "measure.json"),
+                     "--measured", str(tmp_path / "measure-seed1" / "measure.json")],
+                    "compare.json"),
+        "sweep": (["sweep", "--task", "theory", "--lengths", "8,12"], "sweep.json"),
+        "retrieval": (["retrieve", "--model", str(bpe_model_dir), "--task", "niah",
+                       "--lengths", "500,300", "--depth", "0,100", "--examples", "1",
+                       "--passes", "teacher"], "retrieve.json"),
+    }  # fmt: skip
+    for kind, (argv, name) in runs.items():
+        out = tmp_path / kind.replace("/", "-")
+        code, _, err = run_cli(*argv, "--out", out)
+        assert code == 0, (kind, err)
+        found = sorted(out.rglob(name))
+        assert found, kind
+        for path in found:
+            document = json.loads(path.read_text())
+            validate_result(kind.split("/")[0], document, str(path))
+            if kind == "sweep":
+                assert len(document["units"]) == 2
+            if kind == "retrieval":
+                assert document["lengths"] == [300, 500]

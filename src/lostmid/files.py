@@ -202,6 +202,29 @@ def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+class TooDeepError(ValueError):
+    """JSON nested past what the parser's recursion takes (``json`` raises
+    RecursionError, which no reader expects)."""
+
+
+def loads(text: str) -> Any:
+    """The project's JSON rule, for a reader that handles a failure itself (a cache or a
+    file lostmid wrote, recomputed when damaged): ``json.loads`` with a key twice refused
+    (:class:`DuplicateKeyError`) and nesting too deep (:class:`TooDeepError`); every
+    failure is a ``ValueError``, a number past 4,300 digits included.
+    :func:`parse_json` is this rule with one line naming the file.
+
+    >>> loads("[" * 200_000 + "]" * 200_000)
+    Traceback (most recent call last):
+    ...
+    lostmid.files.TooDeepError: JSON nested too deeply to read
+    """
+    try:
+        return json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+    except RecursionError:
+        raise TooDeepError("JSON nested too deeply to read") from None
+
+
 def _check_file(path: Path, option: str | None, what: str) -> None:
     name = _named(path, option)
     try:
@@ -287,13 +310,13 @@ def parse_json(text: str, where: str, advice: str = "fix the file") -> Any:
     lostmid.errors.UserError: --theory t.json: a number of more than 4,300 digits; fix the file
     """
     try:
-        return json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+        return loads(text)
     except json.JSONDecodeError as err:
         what = f"not valid JSON ({err.msg} at line {err.lineno})"
         raise UserError(f"{where}: {what}; {advice}") from None
     except DuplicateKeyError as err:
         raise UserError(f"{where}: {err} (which one counts is a guess); fix the file") from None
-    except RecursionError:
+    except TooDeepError:
         raise UserError(f"{where}: JSON nested too deeply to read; {advice}") from None
     except ValueError:  # int(): past sys.get_int_max_str_digits()
         raise UserError(f"{where}: a number of more than 4,300 digits; {advice}") from None
@@ -556,6 +579,48 @@ def load_weights(
             "truncated or not plain weights (lostmid loads safetensors, or .bin with "
             "weights_only): save them again, or use --init random"
         ) from None
+
+
+BIN_CHECK_BYTES = 256 << 20
+"""A ``.bin`` weight file in the old (not zip) layout is read whole to check it only up
+to this size; a zip-layout one is checked through a memory map at any size."""
+
+
+def check_weight_files(folder: Path, option: str = "--model") -> None:
+    """One line, in seconds and before any stage starts, when a weight file of a model
+    folder cannot be read as plain weights: a truncated or damaged safetensors file (its
+    header must cover the file), a ``.bin`` that is not a ``weights_only`` torch file (a
+    pickle that would run code is refused, never run). Nothing is loaded into memory."""
+    import zipfile
+
+    from safetensors import SafetensorError, safe_open
+
+    for path in weight_files(Path(folder)):
+        name = f"{option} {folder} ({path.name})"
+        if path.suffix == ".safetensors":
+            try:
+                with safe_open(str(path), "pt") as handle:
+                    handle.keys()
+            except (SafetensorError, OSError, ValueError) as err:
+                raise UserError(
+                    f"{name}: not a readable safetensors file ({_one_line(err)}); it is "
+                    "truncated or damaged: save it again"
+                ) from None
+            continue
+        zipped = zipfile.is_zipfile(path)
+        if not zipped and path.stat().st_size > BIN_CHECK_BYTES:
+            continue  # read whole when the model loads, with the same rule
+        import torch
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.load(path, map_location="cpu", weights_only=True, mmap=zipped)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError) as err:
+            raise UserError(
+                f"{name}: cannot load the weights ({_one_line(err)}); lostmid loads "
+                "safetensors, or .bin with weights_only: save them as safetensors"
+            ) from None
 
 
 def load_auto_tokenizer(

@@ -27,15 +27,42 @@ def json_object(data: Any, where: str, key: str | None = None) -> dict[str, Any]
     return data
 
 
+def is_number(value: Any) -> bool:
+    """A JSON number: an int or a float, never a bool (``true`` is not 1) nor text
+    (``"0.5"`` is not 0.5): the strict rule every record reader follows.
+
+    >>> is_number(2), is_number(0.5), is_number(True), is_number("0.5")
+    (True, True, False, False)
+    """
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _all_numbers(values: Any, nullable: bool) -> bool:
+    """Every leaf of nested lists is a number (:func:`is_number`), or null if allowed."""
+    if isinstance(values, list):
+        return all(_all_numbers(v, nullable) for v in values)
+    return is_number(values) or (nullable and values is None)
+
+
 def json_floats(data: Mapping[str, Any], key: str, where: str) -> np.ndarray:
-    """``data[key]``: a non-empty list of numbers (null read as NaN), as float64."""
+    """``data[key]``: a non-empty list of numbers (null read as NaN), as float64; a bool
+    or a number written as text is refused, not converted.
+
+    >>> json_floats({"x": [1, True]}, "x", "a.json")
+    Traceback (most recent call last):
+    ...
+    lostmid.errors.UserError: a.json: 'x' entry 2 is True, not a number
+    """
     values = data.get(key)
     if not isinstance(values, list) or not values:
         raise UserError(f"{where}: '{key}' must be a non-empty list of numbers")
+    for index, value in enumerate(values, 1):
+        if value is not None and not is_number(value):
+            raise UserError(f"{where}: '{key}' entry {index} is {_short(value)}, not a number")
     try:
         return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
-    except (TypeError, ValueError):
-        raise UserError(f"{where}: '{key}' has an entry that is not a number") from None
+    except OverflowError:  # an integer past float's range (1e308)
+        raise UserError(f"{where}: '{key}' has a number too large for a float") from None
 
 
 def check_profile(values: Any, name: str) -> np.ndarray:
@@ -57,6 +84,12 @@ def check_profile(values: Any, name: str) -> np.ndarray:
         raise UserError(f"{name} has a negative value at position {j}; influence is >= 0")
     if not np.any(array > 0):
         raise UserError(f"{name} is all zeros; there is no profile to compare")
+    with np.errstate(over="ignore"):
+        total = float(np.sum(array))
+    if not math.isfinite(total):  # every later step (shares, fits) would overflow
+        raise UserError(
+            f"{name} is too large to add up (its sum passes 1e308); rescale the profile"
+        )
     return array
 
 
@@ -74,6 +107,8 @@ def json_array(
         return None
     raw = data[key]
     try:
+        if not _all_numbers(raw, undefined):
+            raise TypeError("not numbers")
         if undefined:
             raw = (
                 [[math.nan if v is None else v for v in row] for row in raw]
@@ -81,7 +116,7 @@ def json_array(
                 else [math.nan if v is None else v for v in raw]
             )
         values = np.array(raw, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         values = np.array([])
     finite = np.isfinite(values) | (undefined & np.isnan(values))
     if values.shape != shape or not np.all(finite):

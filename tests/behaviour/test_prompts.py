@@ -135,3 +135,39 @@ def test_context_tokens_cut_the_encoded_prompt_at_the_records(
     assert ex.records[0][0] not in tok.decode(ids[: start - 1])  # no record before it
     if template == "on":
         assert start > len(tok.encode(ex.prompt[: ex.spans[0][0]], special=True))  # the turn
+
+
+# every way a template's own code fails is one line, before any compute
+BROKEN_TEMPLATES = {
+    "ZeroDivisionError": "{{ 1/0 }}",
+    "OverflowError": "{% for i in range(10**9) %}x{% endfor %}",
+    "TypeError": "{{ messages + 1 }}",
+    "UndefinedError": "{{ nothing.at.all }}",
+    "TemplateSyntaxError": "{% for %}",
+    "SecurityError": "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "ValueError": "{{ 'abc'.index('z') }}",
+}
+
+
+@pytest.mark.parametrize("error", list(BROKEN_TEMPLATES))
+def test_a_chat_template_that_fails_any_way_is_one_line_before_compute(
+    chat_model_dir: Path, tmp_path: Path, run_cli: Cli, error: str
+) -> None:
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(chat_model_dir, model)
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    config["chat_template"] = BROKEN_TEMPLATES[error]
+    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    (model / "chat_template.jinja").unlink(missing_ok=True)
+    out = tmp_path / "out"
+    code, _, err = run_cli(
+        "retrieve", "--model", model, "--task", "niah", "--length", "400", "--positions", "2",
+        "--examples", "1", "--out", out,
+    )  # fmt: skip
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert f"its chat template cannot be rendered ({error}" in lines[0], lines[0]
+    assert "use --chat-template off" in lines[0]
+    assert not (out / "stages").exists() and not (out / "retrieve.json").exists()

@@ -147,6 +147,17 @@ def test_a_half_done_grid_resumes_the_missing_cells(
         ({"style": "compact", "query_aware": True}, "--query-aware does not apply to --task kv"),
         ({"gold_index": (0, 10, 10)}, "--gold-index gives 10 more than once; give each"),
         ({"task": "niah", "depth": (50, 0, 50)}, "--depth gives 50 more than once"),
+        # positions past what the design can place are refused, not recorded
+        *[
+            ({"task": task, "pairs": 4, "positions": n}, f"--positions {n}: --pairs 4 gives 4")
+            for task in ("kv", "mqar")
+            for n in (5, 1_000_000_000)
+        ],
+        *[
+            ({"task": task, "positions": n}, f"--positions {n}: a needle task places")
+            for task in ("niah", "niah-multikey")
+            for n in (102, 1_000_000_000)
+        ],
     ],
 )
 def test_config_errors(kwargs: dict, message: str) -> None:
@@ -298,3 +309,18 @@ def test_a_lead_in_extends_the_prompt_and_is_learnt_from_a_pilot(
 def test_a_bad_lead_in_is_one_line(kwargs: dict, message: str) -> None:
     with pytest.raises(UserError, match=message):
         RetrieveConfig(model="tiny-qwen2", **kwargs)
+
+
+@pytest.mark.parametrize("option", ["--lengths", "--length"])
+@pytest.mark.parametrize("length", [257, 1_000_000_000])
+def test_a_needle_longer_than_the_model_is_refused_before_any_haystack(
+    run_cli: Cli, tmp_path: Path, option: str, length: int
+) -> None:
+    """tiny-qwen2 takes 256 positions: one line naming the option, before the haystack of
+    a billion tokens is built (that took minutes)."""
+    args = ["retrieve", "--model", "tiny-qwen2", "--tokenizer", "bytes", "--task", "niah"]
+    one = ["--examples", "1", "--positions", "1"]  # small enough for the size check
+    code, _, err = run_cli(*args, option, str(length), *one, "--out", tmp_path)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{option} {length:,}: longer than the model takes (256 tokens)" in err
+    assert not (tmp_path / "retrieve.json").exists()

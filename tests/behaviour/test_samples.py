@@ -56,14 +56,19 @@ def test_length_cells_are_scored_apart_and_together(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("{not json", "line 1: not JSON"),
+        ("{not json", "line 1: not valid JSON"),
         ('{"acc": 1}', "no 'doc' object"),
         ('{"doc": {"item": 0}, "acc": 1}', "no depth or gold_index"),
         ('{"doc": {"depth": 10}, "acc": 0.5}', r"expected 1 \(correct\) or 0"),
         ('{"doc": {"depth": 10}, "acc": true}', "no number under 'acc'"),
         ('{"doc": {"depth": 10}}', "no number under 'acc'"),
         ('{"doc": {"depth": -3}, "acc": 1}', "is not a position"),
-        ('{"doc": {"depth": 1' + "0" * 5000 + '}, "acc": 1}', "not JSON"),
+        ('{"doc": {"depth": 1' + "0" * 5000 + '}, "acc": 1}', "more than 4,300 digits"),
+        ('{"doc": {"depth": 0, "depth": 90}, "acc": 1}', "key 'depth' twice in one object"),
+        ('{"doc": {"depth": 150}, "acc": 1}', r"depth = 150 is not a depth in % \(0-100\)"),
+        ('{"doc": {"depth": 1000000000000}, "acc": 1}', "is not a depth in %"),
+        ("[" * 200_000 + "]" * 200_000, "nested too deeply"),
+        ('{"doc": {"depth": 10, "item": 1}, "acc": 1, "doc_id": 7}\n' * 2, "the same sample"),
         ("", "no samples"),
     ],
 )
@@ -246,3 +251,69 @@ def test_a_malformed_needle_tester_result_is_one_line(
         read_needle_tester(folder)
     with pytest.raises(UserError, match="no \\*_results.json"):
         read_needle_tester(tmp_path)
+
+
+# -- one rule for every format: what a reader refuses, each format the same --------------
+
+
+def _valid_file(fmt: str, folder: Path) -> Path:
+    accuracy = {0: (3, 4), 50: (1, 4), 100: (3, 4)}
+    if fmt == "ruler":
+        return _ruler(folder / "niah.jsonl", accuracy)
+    return _log(folder / "s.jsonl", accuracy)
+
+
+@pytest.mark.parametrize("fmt", ["lm-eval", "ruler"])
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("twice", "are the same sample"),  # the file concatenated with itself
+        ("duplicate key", "twice in one object"),
+        ("deep", "nested too deeply"),
+        ("depth 150", r"is not a depth in % \(0-100\)"),
+        ("depth 1e12", r"is not a depth in % \(0-100\)"),
+        ("huge digits", "more than 4,300 digits"),
+    ],
+)
+def test_every_format_refuses_the_same_damage_in_one_line(
+    tmp_path: Path, run_cli, fmt: str, damage: str, message: str
+) -> None:
+    path = _valid_file(fmt, tmp_path)
+    text = path.read_text()
+    first = text.splitlines()[0]
+    depth_at = '"depth": 0'
+    damaged = {
+        "twice": text + text,
+        "duplicate key": first.replace(depth_at, '"depth": 0, "depth": 90') + "\n" + text,
+        "deep": text + "[" * 200_000 + "]" * 200_000 + "\n",
+        "depth 150": first.replace(depth_at, '"depth": 150') + "\n",
+        "depth 1e12": first.replace(depth_at, '"depth": 1000000000000') + "\n",
+        "huge digits": first.replace(depth_at, '"depth": 1' + "0" * 5000) + "\n",
+    }[damage]
+    assert depth_at in first and damaged != text
+    path.write_text(damaged)
+    out = tmp_path / "out"
+    code, _, err = run_cli("score", path, "--format", fmt, "--out", out)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert __import__("re").search(message, err), err
+    assert not (out / "score.json").exists()
+    if damage != "twice":  # auto-detection reads the first line by the same rule
+        path.write_text(damaged if damage != "deep" else "[" * 200_000 + "]" * 200_000 + "\n")
+        code, _, err = run_cli("score", path, "--out", out)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_two_length_score_json_is_in_its_published_layout(tmp_path: Path, run_cli) -> None:
+    from lostmid.schemas import validate_result
+
+    path = _log(tmp_path / "s.jsonl", {0: (10, 10), 50: (0, 10), 100: (10, 10)}, 512)
+    _log(path, {0: (5, 10), 50: (5, 10), 100: (5, 10)}, 2048)
+    code, _, err = run_cli("score", path, "--out", tmp_path / "out")  # warnings are errors
+    assert code == 0, err
+    document = json.loads((tmp_path / "out" / "score.json").read_text())
+    assert set(document["by_length"]) == {"512", "2048"}
+    validate_result("score", document, "score.json")
+    document["samples"] = True  # strict: a bool is not a count
+    with pytest.raises(UserError, match="'samples'"):
+        validate_result("score", document, "score.json")

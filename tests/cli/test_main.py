@@ -51,6 +51,9 @@ def test_ctrl_c_is_exit_130_without_a_traceback(
     failing(monkeypatch, KeyboardInterrupt())
     code, out, err = run_cli("theory", "--length", "16", "--out", tmp_path)
     assert code == 130 and "Traceback" not in out + err
+    assert err.strip().splitlines() == [
+        "interrupted; what finished is kept under --out: rerun the same command to resume"
+    ]
 
 
 def test_a_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch, run_cli: RunCli, tmp_path):

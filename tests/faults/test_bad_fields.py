@@ -152,6 +152,14 @@ MEASURED = [
     ("config.mask", [1], "config.mask must be a string"),
     ("influence.3", float("nan"), "influence has non-finite values"),
     ("stderr.3", float("nan"), "stderr must be 16 finite non-negative values"),
+    # strict numbers: JSON's true is not 1, text is not a number, whatever the field
+    *[
+        (f"{field}.3", value, f"'{field}' entry 4 is {value!r}, not a number")
+        for field in ("influence", "stderr")
+        for value in (True, False, "0.5", "1e3")
+    ],
+    ("config.layers", True, "config.layers must be a whole number >= 1, got True"),
+    ("config.length", "16", "config.length must be a whole number >= 2, got '16'"),
 ]
 
 
@@ -287,3 +295,23 @@ def test_a_model_config_that_cannot_be_built_is_one_line(
         "retrieve", "--model", folder, "--tokenizer", "bytes", "--out", tmp_path / "o"
     )
     assert_one_line(code, out, err, str(folder), *words)
+
+
+@pytest.mark.parametrize("value", [1e308, -1e308, 10**400])
+def test_a_profile_at_the_edge_of_floats_is_one_line_without_numpy_warnings(
+    value: float, hostile: dict[str, Path], run_cli: RunCli, tmp_path: Path
+) -> None:
+    import warnings
+
+    good = json.loads(hostile["measure_json"].read_text())
+    bad = tmp_path / "bad_measure.json"
+    edge = {**good, "influence": [value] * len(good["influence"])}
+    edge["stderr"] = [value] * len(good["influence"])
+    bad.write_text(json.dumps(edge))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy RuntimeWarning would fail here
+        code, out, err = run_cli("compare", "--measured", bad, "--out", tmp_path / "out")
+    words = "a negative value" if value < 0 else "too large to add up (its sum passes 1e308)"
+    if isinstance(value, int):
+        words = "'influence' has a number too large for a float"
+    assert_one_line(code, out, err, f"{bad}: ", words)

@@ -194,6 +194,11 @@ def test_what_does_not_fit_is_refused_in_one_line_before_any_compute(
         lines = [ln for ln in err.strip().splitlines() if "de-quantizing" not in ln]
         assert len(lines) == 1 and message in lines[0], err
         assert not (out / "stages").exists()  # nothing ran
+        assert "smaller scale" not in err  # quick is the smallest: advice it can follow
+    assert (
+        "quick is the smallest scale"
+        in run_cli("diagnose", str(gguf), "--scale", "quick", "--out", tmp_path / "x")[2]
+    )
     # a model lostmid reads no layout of (a GPT-J, with weights): the remedies and the
     # link need one; the profile and the accuracy by depth do not
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -325,3 +330,52 @@ def test_a_tokenizer_that_is_not_there_is_refused_before_any_stage(
     )
     assert code == 2 and "no such directory" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def _damaged(folder: Path, how: str) -> None:
+    """Damage a model folder's weights or tokenizer as a user's copy can be."""
+    weights = folder / "model.safetensors"
+    if how == "truncated safetensors":
+        data = weights.read_bytes()
+        weights.write_bytes(data[: len(data) // 2])
+    elif how == "pickle weights":
+        import pickle
+
+        weights.unlink()
+        (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"w": print}))
+    elif how == "no tokenizer":
+        for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            (folder / name).unlink(missing_ok=True)
+    elif how == "template divides by zero":
+        config = json.loads((folder / "tokenizer_config.json").read_text())
+        (folder / "tokenizer_config.json").write_text(
+            json.dumps({**config, "chat_template": "{{ 1/0 }}"})
+        )
+        (folder / "chat_template.jinja").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("truncated safetensors", "not a readable safetensors file"),
+        ("pickle weights", "cannot load the weights"),
+        ("no tokenizer", "has no tokenizer"),
+        ("template divides by zero", "chat template cannot be rendered (ZeroDivisionError"),
+    ],
+)
+def test_a_damaged_model_is_refused_before_any_stage_and_its_fix_is_accepted(
+    run_cli, chat_model_dir: Path, tmp_path: Path, how: str, words: str
+) -> None:
+    """Weights, tokenizer and template are checked before the folder is claimed: one
+    line, nothing written, so the fix the line names is not refused as another run."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(chat_model_dir, model)
+    _damaged(model, how)
+    out = tmp_path / "d"
+    code, _, err = run_cli("diagnose", str(model), "--scale", "quick", "--out", out)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and words in lines[0], err
+    assert "Traceback" not in err and not (out / "stages").exists()
+    assert not (out / ".lostmid.run.json").exists()  # nothing claimed: a fix is no new run

@@ -128,3 +128,55 @@ def test_every_command_runs_in_its_declared_folder(cap, tmp_path: Path) -> None:
 
     folder.holds(probe)(out=tmp_path)
     assert seen[0]["command"] == cap.command
+
+
+# -- a folder belongs to the run that made it -------------------------------------------
+
+OTHER_RUNS = {  # a finished run of another command, as each kind of folder says so
+    "a claim (stages)": lambda out: (out / ".lostmid.run.json").write_text(
+        '{"command": "diagnose", "config": {"scale": "quick"}}'
+    ),
+    "a result file": lambda out: (out / "theory.json").write_text(
+        '{"schema": "lostmid.theory/1", "metadata": {"command": "theory"}}'
+    ),
+}
+
+
+@pytest.mark.parametrize("made_by", list(OTHER_RUNS))
+@pytest.mark.parametrize("folder", [ONCE, STAGES, STATE], ids=["once", "stages", "state"])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_overwrite_replaces_only_a_run_of_the_same_command(
+    tmp_path: Path, made_by: str, folder: RunFolder, overwrite: bool
+) -> None:
+    out = tmp_path / "run"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "study.json").write_text("{}")  # a name the demo writes too
+    OTHER_RUNS[made_by](out)
+    other = "diagnose" if "claim" in made_by else "theory"
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    with pytest.raises(UserError) as refused:
+        folder.open(out, {"steps": 1}, overwrite=overwrite)
+    assert str(refused.value) == (
+        f"--out {out} holds a lostmid {other} run, not a demo run; choose another --out "
+        "(--overwrite replaces only a demo run)"
+    )
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before  # nothing touched
+
+
+def test_an_out_inside_another_run_is_refused_naming_it(tmp_path: Path, run_cli) -> None:
+    from lostmid.runs.lock import lock_out
+
+    run = tmp_path / "diag"
+    run.mkdir()
+    OTHER_RUNS["a claim (stages)"](run)
+    for inside in (run / "stages", run / "real-behaviour" / "x", run / "new"):
+        code, _, err = run_cli("theory", "--length", "8", "--out", inside)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"inside the folder of a lostmid diagnose run ({run})" in err
+        assert not inside.exists() or not any(inside.iterdir())
+    busy = tmp_path / "busy"  # a run that is computing: only its lock says so
+    with lock_out(busy, "sweep"):
+        code, _, err = run_cli("theory", "--length", "8", "--out", busy / "units" / "u")
+    assert code == 2 and "inside the folder of a lostmid sweep run" in err, err
+    code, _, err = run_cli("theory", "--length", "8", "--out", tmp_path / "beside")
+    assert code == 0, err  # beside it, not inside: runs

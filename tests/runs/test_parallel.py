@@ -212,3 +212,37 @@ def test_a_stage_in_a_worker_process_sends_its_own_count_to_the_run(tmp_path: Pa
     text = log.getvalue()
     assert "n0: scoring" in text and "n1: scoring" in text  # each stage's own line
     assert "diagnose:" in text and "retrieve:" not in text
+
+
+def test_ctrl_c_on_worker_processes_is_one_line_and_no_worker_traceback(tmp_path: Path) -> None:
+    """sweep --jobs 2 and diagnose's stages run in worker processes: SIGINT reaches the
+    whole process group; the workers ignore it (no KeyboardInterrupt traceback from
+    them), the driver stops them and says once what is kept."""
+    import subprocess
+    import sys
+
+    script = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from functools import partial
+from pathlib import Path
+import jobs_helpers
+from lostmid.runs.backend import Backend
+from lostmid.runs.jobs import Job
+from lostmid.runs.stages import run_stages
+from lostmid.runs.store import StageStore
+from lostmid.errors import Interrupted
+jobs = [Job(f"j{{x}}", {{"x": x}}, partial(jobs_helpers.interrupt_the_group, x)) for x in range(2)]
+try:
+    run_stages(jobs, StageStore(Path({str(tmp_path)!r})), Backend(jobs=2), label="x")
+except Interrupted:
+    sys.exit(130)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+        start_new_session=True,  # its own process group: the SIGINT stays inside it
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 130, said
+    assert "Traceback" not in said and "KeyboardInterrupt" not in said, said
+    assert " ".join(said.split()).count("interrupted") == 1, said

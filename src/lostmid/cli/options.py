@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -282,7 +283,18 @@ def command(
         seen.add(p.name)
 
     def run(**values: Any) -> None:
-        body(**values)
+        if values.get("out") is not None:  # the user's --out, never a run's own stage
+            from lostmid.runs.claim import refuse_inside_run
+
+            refuse_inside_run(Path(str(values["out"])), name)
+        try:
+            body(**values)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C: one line, once, exit 130
+            from lostmid.errors import INTERRUPTED, Interrupted
+
+            if not isinstance(interrupt, Interrupted):
+                print(INTERRUPTED, file=sys.stderr, flush=True)
+            raise typer.Exit(130) from None
 
     run.__name__ = name.replace("-", "_")
     run.__doc__ = doc

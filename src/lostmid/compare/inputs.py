@@ -54,10 +54,9 @@ def load_theory(path: Path, option: str | None = "--theory") -> TheoryProfile:
     if data.get("influence") is not None:
         influence = json_floats(data, "influence", where)
     elif data.get("log10_influence") is not None:
-        log10 = np.array(
-            [-np.inf if v is None else float(v) for v in data["log10_influence"]], dtype=float
-        )
-        influence = 10.0**log10
+        log10 = json_floats(data, "log10_influence", where)
+        with np.errstate(over="ignore"):  # past 1e308: inf, refused as non-finite below
+            influence = 10.0 ** np.where(np.isnan(log10), -np.inf, log10)
     else:
         raise UserError(f"{path}: no 'influence' or 'log10_influence'; is this a theory.json?")
     influence = validate_profile(influence, f"{path}: influence")

@@ -50,6 +50,7 @@ from lostmid.errors import UserError
 from lostmid.files import read_result, schema_of
 from lostmid.influence.gains import BranchGains
 from lostmid.records import (
+    is_number,
     json_array,
     json_floats,
     json_object,
@@ -366,10 +367,14 @@ def _per_layer(rows: Any, length: int, where: str) -> np.ndarray | None:
     if rows is None:
         return None
     values = None
-    if isinstance(rows, list) and rows and all(isinstance(r, list) for r in rows):
+    if (
+        isinstance(rows, list)
+        and rows
+        and all(isinstance(r, list) and all(map(is_number, r)) for r in rows)
+    ):
         try:
             values = np.array(rows, dtype=np.float64)
-        except (TypeError, ValueError):  # ragged rows, text
+        except (ValueError, OverflowError):  # ragged rows, an int past 1e308
             values = None
     if values is None or values.ndim != 2 or values.shape[1] != length:
         raise UserError(

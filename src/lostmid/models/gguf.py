@@ -38,6 +38,7 @@ from lostmid.files import (
     cache_root,
     disk_full_error,
     is_disk_full,
+    loads,
     quiet_transformers,
     remove_leftovers,
     write_text,
@@ -67,7 +68,7 @@ def _memo_path(path: Path) -> Path:
 def _recall(path: Path) -> dict[str, Any] | None:
     """What an earlier check of this very file found (None if the file changed since)."""
     try:
-        memo = json.loads(_memo_path(path).read_text())
+        memo = loads(_memo_path(path).read_text())
     except (OSError, ValueError):
         return None
     return memo if isinstance(memo, dict) and isinstance(memo.get("sha256"), str) else None
@@ -331,7 +332,7 @@ def _complete(folder: Path, gguf: GGUFFile) -> bool:
     if not facts_path.is_file() or not (folder / "config.json").is_file():
         return False
     try:
-        facts = json.loads(facts_path.read_text())
+        facts = loads(facts_path.read_text())
     except (OSError, ValueError):
         return False
     weights = folder / "model.safetensors"
@@ -421,8 +422,10 @@ def gguf_facts(folder: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        facts = json.loads(path.read_text())
+        facts = loads(path.read_text())
     except (OSError, ValueError):
         return None
+    if not isinstance(facts, dict):
+        return None
     facts.pop("weights_bytes", None)
-    return facts if isinstance(facts, dict) else None
+    return facts

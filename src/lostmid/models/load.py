@@ -294,6 +294,10 @@ def check_trained_model(
         )
     check_model_shape(config, spec)
     check_model_memory(config, spec, dtype)
+    if source == "directory":  # a damaged or pickled weight file: now, not in a stage
+        from lostmid.files import check_weight_files
+
+        check_weight_files(Path(weights), option)
     shape = shape_of(config)
     positions = shape["positions"]
     if positions and positions < length:

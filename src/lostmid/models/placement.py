@@ -9,7 +9,6 @@ flat map for a model and :func:`dispatch` places a built model by it;
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import tempfile
@@ -22,6 +21,7 @@ import torch
 from torch import nn
 
 from lostmid.errors import UserError
+from lostmid.files import DuplicateKeyError, loads
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -51,8 +51,10 @@ def parse_device_map(spec: str | Mapping[str, Any]) -> str | dict[str, int | str
         if spec in DEVICE_MAP_PLANS:
             return spec
         try:
-            parsed = json.loads(spec)
-        except (ValueError, RecursionError):
+            parsed = loads(spec)
+        except DuplicateKeyError as err:
+            raise UserError(f"--device-map names a module twice ({err}); give each once") from None
+        except ValueError:  # malformed, too deep
             raise UserError(
                 f"--device-map {spec[:60]!r} is neither auto, balanced nor JSON; "
                 'give e.g. \'{"model.layers": 0, "lm_head": "cpu"}\''

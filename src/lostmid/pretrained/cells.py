@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from lostmid.files import write_bytes
+from lostmid.files import loads, write_bytes
 from lostmid.models.spec import model_slug
 
 
@@ -33,8 +33,8 @@ def read_cell(path: Path) -> tuple[np.ndarray, dict[str, Any]]:
     try:
         with np.load(path) as data:
             rows = np.asarray(data["profiles"], dtype=np.float64)
-            facts = json.loads(str(data["facts"])) if "facts" in data else {}
-    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+            facts = loads(str(data["facts"])) if "facts" in data else {}
+    except (OSError, ValueError, KeyError):
         return np.zeros((0, 0)), {}  # damaged: recomputed
     return rows, facts if isinstance(facts, dict) else {}
 

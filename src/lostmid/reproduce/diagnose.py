@@ -21,11 +21,13 @@ run when it runs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lostmid.checks import check_choice, check_seed
+from lostmid.errors import UserError
 from lostmid.models.spec import ModelSpec
 from lostmid.reproduce.config import ReproduceConfig
 from lostmid.runs.folder import RunFolder
@@ -147,8 +149,60 @@ def run_diagnose(
     """Check that the model fits every study of the scale (one line before any compute
     otherwise), say how long it will take, then run it (:func:`lostmid.reproduce.run.
     run_reproduce`); returns its :class:`~lostmid.reproduce.analysis.ReproduceResult`."""
+    from lostmid.reproduce.run import run_opened
+
+    try:
+        inner, device = _check_diagnose(config, out, console)
+        folder = FOLDER.open(out, config.model_spec.claim(inner.record()), overwrite=overwrite)
+        return run_opened(
+            inner, folder, out=out, device=device, console=console, backend=backend,
+            label="diagnose",
+        )  # fmt: skip
+    except UserError as err:  # the sections' advice, in diagnose's own options
+        raise UserError(in_diagnose_terms(str(err), config.scale)) from None
+
+
+def in_diagnose_terms(message: str, scale: str) -> str:
+    """A message of the reproduce sections diagnose runs, with advice diagnose can follow:
+    its model is its argument (not ``--trained``), its prompts' length and its study's
+    folder come from ``--scale`` (it has no ``--length`` or ``--checkpoints``), and no
+    scale is smaller than the smallest.
+
+    >>> print(in_diagnose_terms("--trained m: its context is 64 tokens, shorter than the "
+    ...     "128 this scale's studies read; choose a smaller scale", "quick"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    model m: its context is 64 tokens, shorter than the 128 this scale's studies read;
+    quick is the smallest scale: diagnose a model with a longer context
+    """
+    scales = list(DIAGNOSE_SCALES)
+    larger = scales[scales.index(scale) + 1 :] if scale in scales else []
+    longer = (
+        f"choose a larger --scale ({', '.join(larger)})"
+        if larger
+        else "this model's tokenizer needs more tokens than diagnose's prompts hold"
+    )
+    text = message.replace("--trained ", "model ")
+    if scale == scales[0]:
+        text = text.replace(
+            "; choose a smaller scale",
+            f"; {scale} is the smallest scale: diagnose a model with a longer context",
+        )
+    text = re.sub(
+        r"--length (\d+) is too short for", r"this scale's \1 tokens are too short for", text
+    )
+    text = re.sub(r"; use a longer --length( or fewer needles)?", f"; {longer}", text)
+    text = text.replace(
+        "give a folder a study wrote (benchmarks/bench_checkpoints.py --study DIR)",
+        "rerun diagnose with --overwrite to study the model again",
+    )
+    return text.replace("--checkpoints ", "the study folder ")
+
+
+def _check_diagnose(config: DiagnoseConfig, out: Path, console: Any) -> tuple[Any, str]:
+    """The reproduce configuration diagnose runs and its device, once the model fits
+    every study of the scale; says the model's size and the run's estimate."""
     from lostmid.models.load import check_trained_model
-    from lostmid.reproduce.run import check_run, run_opened
+    from lostmid.reproduce.run import check_run
 
     inner = config.reproduce_config()
     spec = config.model_spec
@@ -168,7 +222,4 @@ def run_diagnose(
             f"{config.scale} scale: about {minutes:.0f} min on 2 cores (resumable)",
             sep="\n",
         )
-    folder = FOLDER.open(out, spec.claim(inner.record()), overwrite=overwrite)
-    return run_opened(
-        inner, folder, out=out, device=device, console=console, backend=backend, label="diagnose"
-    )
+    return inner, device

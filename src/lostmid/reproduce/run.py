@@ -164,6 +164,7 @@ def check_run(config: ReproduceConfig, out: Path) -> str:
         from lostmid.behaviour.decoding.tokenizers import load_tokenizer
 
         load_tokenizer(config.tokenizer, config.trust_remote_code)
+    check_trained_prompts(config)
     core.SECTION.check(config)
     for section in registry.SECTIONS:
         section.check(config)  # a folder a section would read, read now
@@ -171,6 +172,18 @@ def check_run(config: ReproduceConfig, out: Path) -> str:
         if stage.check is not None:
             stage.check()
     return device
+
+
+def check_trained_prompts(config: ReproduceConfig) -> None:
+    """Each ``--trained`` model's tokenizer found and its chat template rendered once
+    (:func:`lostmid.behaviour.decoding.prompts.prompt_format`), before the folder is
+    claimed: a model without a tokenizer is fixed by adding ``--tokenizer`` to the same
+    command, which a claimed folder would refuse as another configuration."""
+    from lostmid.behaviour.decoding.prompts import prompt_format
+    from lostmid.behaviour.decoding.tokenizers import tokenizer_for_spec
+
+    for spec in config.trained_specs(()) if config.trained else ():
+        prompt_format(spec.chat_template, tokenizer_for_spec(spec), spec.answer_prefix)
 
 
 def run_opened(

@@ -27,7 +27,7 @@ lostmid.errors.UserError: ... holds a demo run with another configuration (steps
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,13 +113,14 @@ def claim_out(
     out = Path(out)  # a file as ``out`` was refused by the caller (RunFolder.open)
     wanted = {"command": command, "config": to_jsonable(config)}
     path = out / CLAIM_FILE
+    refuse_other_owner(out, (command,))
     if not overwrite and _holds_files(out):
         saved = _saved_claim(out, path, command, result, saved_config)
         if saved is not None:
             if saved.get("command") != command:
                 raise UserError(
                     f"--out {out} holds a lostmid {saved.get('command')} run, not {_a(command)} "
-                    "run; choose another --out (or pass --overwrite to replace it)"
+                    "run; choose another --out"
                 )
             difference = first_difference(saved.get("config"), wanted["config"])
             if (
@@ -141,6 +142,89 @@ def claim_out(
     out.mkdir(parents=True, exist_ok=True)
     write_json(path, wanted)
     return False
+
+
+RESULT_FILES = {
+    "theory.json": "theory",
+    "measure.json": "measure",
+    "compare.json": "compare",
+    "score.json": "score",
+    "dynamics.json": "train",
+}
+"""The result files of the commands that write no claim (``resumes="no"`` or ``"state"``),
+by the command that writes each: a folder holding one holds that command's run."""
+
+CLEARING_RESULTS = {"dynamics.json": "train", "retrieval.json": "train-retrieval"}
+"""The result files of the runs without a claim that clear folders of their own on
+``--overwrite`` (``train``'s ``checkpoints/``)."""
+
+
+def run_owner(folder: Path, results: Mapping[str, str] = RESULT_FILES) -> str | None:
+    """The lostmid command whose run ``folder`` holds: its claim's command, the command
+    that writes one of its ``results`` files (when the file says so: a file of another
+    kind under that name is a misplaced file, refused by its reader by name), or the
+    command holding its lock now; None when it holds no run."""
+    from lostmid.files import kind_of
+    from lostmid.runs.lock import owner
+
+    folder = Path(folder)
+    if (folder / CLAIM_FILE).is_file():
+        try:
+            saved = read_json(folder / CLAIM_FILE)
+        except UserError:
+            saved = None
+        if isinstance(saved, dict) and isinstance(saved.get("command"), str):
+            return str(saved["command"])
+    for name, command in results.items():
+        if not (folder / name).is_file():
+            continue
+        try:
+            document = read_json(folder / name)
+        except UserError:
+            continue
+        if not isinstance(document, dict):
+            continue
+        metadata = document.get("metadata")
+        said = metadata.get("command") if isinstance(metadata, dict) else None
+        kind = kind_of(document)
+        if said == command or (kind is not None and kind.command == command):
+            return command
+    holder = owner(folder) if (folder / LOCK_FILE).is_file() else None
+    if holder is not None and isinstance(holder.get("command"), str):
+        return str(holder["command"])
+    return None
+
+
+def refuse_other_owner(out: Path, commands: tuple[str, ...]) -> None:
+    """One line when ``out`` holds a run of a command not in ``commands`` (its own name
+    and the kind its results are known by): ``--overwrite`` replaces only a run of the
+    same command, never another command's files. A folder that holds nothing but a
+    claim (a run refused before it computed) binds nobody."""
+    if not _holds_files(Path(out)):
+        return
+    found = run_owner(out)
+    if found is not None and found not in commands:
+        raise UserError(
+            f"--out {out} holds a lostmid {found} run, not {_a(commands[0])} run; "
+            f"choose another --out (--overwrite replaces only {_a(commands[0])} run)"
+        )
+
+
+def refuse_inside_run(out: Path, command: str) -> None:
+    """One line when ``out`` lies inside the folder of a run that resumes, replaces or
+    clears what is under it (a claimed run: its ``stages/``, its sections' folders; a
+    training: its ``checkpoints/``; any run computing now). The folders a run makes for
+    its own stages are opened by the run itself, not here. A folder that holds only
+    one-shot results (``theory.json``, ``measure.json``) may hold other runs' folders.
+    """
+    path = Path(out).absolute()
+    for folder in path.parents:
+        found = run_owner(folder, CLEARING_RESULTS)
+        if found is not None:
+            raise UserError(
+                f"--out {out} is inside the folder of a lostmid {found} run ({folder}); "
+                f"choose an --out outside it for {_a(command)} run"
+            )
 
 
 def _holds_files(out: Path) -> bool:

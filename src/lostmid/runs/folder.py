@@ -45,7 +45,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 from lostmid.errors import UserError
 from lostmid.files import check_out_dir
 from lostmid.runinfo import run_metadata
-from lostmid.runs.claim import claim_out
+from lostmid.runs.claim import claim_out, refuse_other_owner
 from lostmid.runs.lock import holds_out, lock_out
 from lostmid.runs.store import StageStore
 
@@ -119,6 +119,8 @@ class RunFolder:
                 ``--resume`` with ``--overwrite`` or with no saved state.
         """
         out = check_out_dir(Path(out))
+        if self.resumes != "stages":  # claim_out checks the claim's command
+            refuse_other_owner(out, (self.command, self.kind or self.command))
         if self.resumes == "stages":
             same = claim_out(
                 out,

@@ -241,12 +241,34 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="lostmid-parent-watch", daemon=True).start()
 
 
+@contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process for the block (in the main thread; elsewhere
+    nothing changes): a worker started inside it ignores Ctrl-C from its first
+    instruction, so only the driver answers it (it stops the workers, says once what is
+    kept and how to resume) and no worker prints a KeyboardInterrupt traceback."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _worker_loop(out: str, retries: int, conn: Any, parent: int | None = None) -> None:
     """The body of a long-lived worker process: it imports the library once and then runs
     the jobs it is sent, one at a time, until it is sent None. Each job is computed and
     saved (the stage store under ``out``), then its outcome is sent back without the
     result (the parent reads that from the store), so the message stays small whatever
     the result's size. The worker ends with ``parent`` (:func:`die_with_parent`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     if parent is not None:
         die_with_parent(parent)
     while True:
@@ -306,7 +328,8 @@ def run_processes(
         process = context.Process(
             target=_worker_loop, args=(str(out), retries, theirs, os.getpid()), daemon=True
         )
-        process.start()
+        with sigint_ignored():  # inherited through exec: quiet from the first import
+            process.start()
         theirs.close()
         return process, mine
 

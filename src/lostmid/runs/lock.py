@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from lostmid.errors import UserError
-from lostmid.files import check_out_dir, disk_full_error, is_disk_full
+from lostmid.files import check_out_dir, disk_full_error, is_disk_full, loads
 
 LOCK_FILE = ".lostmid.lock"
 WAIT_ENV = "LOSTMID_WAIT"
@@ -87,7 +87,7 @@ _HELD: dict[Path, list[int]] = {}
 def owner(out: Path) -> dict[str, Any] | None:
     """What the lock file in ``out`` says about its holder, or None without one."""
     try:
-        data = json.loads((Path(out) / LOCK_FILE).read_text() or "null")
+        data = loads((Path(out) / LOCK_FILE).read_text() or "null")
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -153,7 +153,7 @@ def _try_flock(fd: int) -> bool:
 def _pid_lock_free(fd: int) -> bool:
     """Without ``flock``: free when the file names no live process on this host."""
     try:
-        data = json.loads(os.pread(fd, 1 << 16, 0).decode() or "null")
+        data = loads(os.pread(fd, 1 << 16, 0).decode() or "null")
     except ValueError:
         return True
     if not isinstance(data, dict) or data.get("host") != socket.gethostname():

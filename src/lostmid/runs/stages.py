@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from lostmid.errors import UserError
+from lostmid.errors import Interrupted, UserError
 from lostmid.runs.backend import Backend, available_cpus
 from lostmid.runs.eta import StageClock, StageCosts
 from lostmid.runs.jobs import Job, UnitOutcome, run_jobs, share_the_gpu, threads_set
@@ -124,8 +124,10 @@ def run_stages(
                     progress.advance(bar)
             else:
                 _run_elsewhere(jobs, store, backend, results, progress, bar, costs)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             progress.stop()
+            if isinstance(interrupt, Interrupted):  # an inner run has said it
+                raise
             during = f" during stage {current}" if current else ""
             (console or Console(stderr=True)).print(
                 f"interrupted{during}; {len(results)} finished stages are saved in "
@@ -135,7 +137,7 @@ def run_stages(
                 markup=False,
                 highlight=False,
             )
-            raise
+            raise Interrupted() from None
     return {job.name: results[job.name] for job in jobs}
 
 

@@ -33,15 +33,17 @@ def _tag(kind: str) -> Any:
 
 
 class Strict(BaseModel):
-    """A record whose keys are all declared: an unknown key is refused."""
+    """A record whose keys are all declared: an unknown key is refused. Values are read
+    strictly: no bool as a number, no text as a number (JSON's ``true`` is not 1)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Open(BaseModel):
-    """A record whose declared keys are checked; a capability may add its own."""
+    """A record whose declared keys are checked (strictly, as :class:`Strict`); a
+    capability may add its own."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
 
 
 class Metadata(Open):
@@ -184,6 +186,18 @@ class SweepUnit(Strict):
     traceback: str | None
 
 
+class TheoryParams(Open):
+    """The theory run's parameters (theory.json ``params``)."""
+
+    length: int = Field(description="L: positions in the sequence.")
+    layers: int = Field(description="H: attention layers.")
+    alphas: Numbers = Field(description="(H,) each layer's residual strength a_l.")
+    mask: Any = Field(description="The attention mask, as its spec.")
+    kernel: str
+    target: int = Field(description="The position whose output is differentiated (1..L).")
+    log_domain: bool = Field(description="Whether the row was computed in log space.")
+
+
 # -- the kinds -------------------------------------------------------------------------
 
 
@@ -197,7 +211,7 @@ class TheoryFile(Strict):
     )
     peak_to_valley: Number = Field(description="Peak over valley of the profile (summary).")
     log10_peak_to_valley: Number = Field(description="Its log10.")
-    params: Object = Field(description="length, layers, alphas, mask, kernel, target ...")
+    params: TheoryParams
     summary: ProfileSummaryRecord
     path_weights: Numbers | None = Field(
         description="(H+1,) b_k: the weight of paths with k attention hops (k = 0: residual)."
@@ -440,8 +454,10 @@ class ScoreFile(Strict):
         description="Mean accuracy and the paired gap, primacy and recency contrasts."
     )
     shape: ShapeRecord
-    by_length: list[Object] | None = Field(
-        None, description="The same by context length, where the samples have several."
+    by_length: dict[str, Object] | None = Field(
+        None,
+        description="The same by context length (its tokens, as text), where the samples "
+        "have several.",
     )
     metadata: Metadata
 

@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from lostmid.errors import UserError
+from lostmid.errors import Interrupted, UserError
 from lostmid.files import read_result, schema_of
 from lostmid.report.layout import fit_table
 from lostmid.runinfo import Timer, write_json
@@ -291,12 +291,13 @@ class _Session:
                     )
         except KeyboardInterrupt:
             trainer.save(out / RESUME)
-            if console is not None:
-                console.print(
-                    f"interrupted at step {trainer.step}; state saved in {out / RESUME}: add "
-                    "--resume to the same command to continue"
-                )
-            raise
+            if console is None:
+                raise
+            console.print(
+                f"interrupted at step {trainer.step}; state saved in {out / RESUME}: add "
+                "--resume to the same command to continue"
+            )
+            raise Interrupted() from None  # said: the CLI adds nothing
 
     def checkpoint(self) -> None:
         """Save the model at this step, measure it (when the probe is on), and rewrite

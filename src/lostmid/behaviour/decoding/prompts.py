@@ -196,6 +196,9 @@ def prompt_format(
         raise UserError(f"--chat-template on: {name} has no chat template; use --chat-template off")
     check_choice("--answer-prefix", answer_prefix, ANSWER_PREFIXES)
     applied = has and requested != "off"
+    if applied:  # a template that cannot render is refused now, before any compute
+        assert tokenizer is not None
+        tokenizer.render_chat("lostmid checks that the template renders")
     return PromptFormat(requested, applied, not applied, answer_prefix)
 
 

@@ -139,21 +139,25 @@ class HFTokenizer:
         """The user turn and the generation prompt, through the tokenizer's template.
 
         transformers renders templates in jinja2's sandbox, so a template that reaches
-        for Python internals stops with a SecurityError; that, and any other template
-        error, is one line here.
+        for Python internals stops with a SecurityError; that, and every other way a
+        template's own code fails (a syntax error, ``{{ 1/0 }}``'s ZeroDivisionError,
+        ``range(10**9)``'s OverflowError, a TypeError ...), is one line here.
         """
-        from jinja2.exceptions import TemplateError
-
         try:
             rendered = self.tokenizer.apply_chat_template(
                 [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
             )
-        except TemplateError as err:
+        except Exception as err:  # the template is the file's code: any error is its own
+            first = str(err).splitlines()[0][:120] if str(err).strip() else ""
             raise UserError(
-                f"{self.name}: its chat template cannot be rendered ({type(err).__name__}: "
-                f"{str(err).splitlines()[0][:120] if str(err) else ''}); use --chat-template off"
+                f"{self.name}: its chat template cannot be rendered ({type(err).__name__}"
+                f"{': ' + first if first else ''}); fix the template, or use --chat-template off"
             ) from None
-        return str(rendered)
+        if not isinstance(rendered, str):
+            raise UserError(
+                f"{self.name}: its chat template did not render text; use --chat-template off"
+            )
+        return rendered
 
 
 def write_byte_marker(directory: Path, **facts: Any) -> Path:

@@ -33,7 +33,6 @@ The config and the readers are torch-free.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -104,13 +103,19 @@ class ScoreConfig:
 
 def detect_samples_format(path: Path) -> str:
     """``lm-eval`` (a line with ``doc``) or ``ruler`` (a line with ``pred`` and
-    ``outputs``), from the first non-empty line; else one line saying what is read."""
+    ``outputs``), from the first non-empty line, read by the project's JSON rule
+    (:func:`lostmid.files.parse_json`: a key twice, nesting too deep or a number past
+    4,300 digits is one line naming the line); else one line saying what is read."""
+    from lostmid.files import parse_json
+
     with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
+        for number, line in enumerate(handle, 1):
             if line.strip():
                 try:
-                    first = json.loads(line)
-                except (json.JSONDecodeError, ValueError):
+                    first = parse_json(line, f"--samples {path}, line {number}", _ADVICE)
+                except UserError:
+                    if line.lstrip().startswith("{"):
+                        raise  # JSON of a known kind, unreadable: say why
                     first = None
                 if isinstance(first, dict) and "doc" in first:
                     return "lm-eval"
@@ -123,10 +128,14 @@ def detect_samples_format(path: Path) -> str:
     )
 
 
+_ADVICE = "give the file as the tool wrote it"
+
+
 def _json_lines(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(where, object) of each non-empty line; a line that is not a JSON object is one
-    line naming it."""
-    from lostmid.files import read_text
+    """(where, object) of each non-empty line, each read by the project's JSON rule
+    (:func:`lostmid.files.parse_json`); a line that is not a JSON object is one line
+    naming it."""
+    from lostmid.files import parse_json, read_text
 
     out = []
     lines = read_text(path, option="--samples", what="a JSON-lines file").splitlines()
@@ -134,14 +143,42 @@ def _json_lines(path: Path) -> list[tuple[str, dict[str, Any]]]:
         if not line.strip():
             continue
         where = f"{path}, line {number}"
-        try:
-            value = json.loads(line)
-        except (json.JSONDecodeError, ValueError) as err:
-            raise UserError(f"{where}: not JSON ({str(err)[:120]})") from None
+        value = parse_json(line, where, _ADVICE)
         if not isinstance(value, dict):
             raise UserError(f"{where}: not a JSON object")
         out.append((where, value))
     return out
+
+
+def refuse_repeats(keys: Sequence[Any], path: Path) -> None:
+    """One line when two samples are one (the same id, or the same item at the same
+    length and position): a file concatenated twice would count each sample twice."""
+    seen: dict[Any, int] = {}
+    for number, key in enumerate(keys, 1):
+        if key is None:
+            continue
+        if key in seen:
+            raise UserError(
+                f"--samples {path}: samples {seen[key]} and {number} are the same sample "
+                f"({_sample_name(key)}); give each sample once (one run's file, not joined)"
+            )
+        seen[key] = number
+
+
+def _sample_name(key: tuple[Any, ...]) -> str:
+    name, value, axis, position, length = key
+    at = f" at length {length}" if length is not None else ""
+    return f"{name} {value!r} at {axis} {position}{at}"
+
+
+def _sample_key(row: Mapping[str, Any], name: str, value: Any) -> tuple[Any, ...] | None:
+    """What makes a sample one: the tool's id (``name``: ``doc_id``, ``index``) when it
+    has one, else its item, at its position and length; None when neither is known."""
+    if not isinstance(value, int | str) or isinstance(value, bool):
+        name, value = "item", row["item"]
+    if not isinstance(value, int | str) or isinstance(value, bool):
+        return None
+    return (name, value, row["axis"], row["position"], row["length"])
 
 
 def ruler_correct(pred: str, references: Sequence[str]) -> bool:
@@ -158,7 +195,7 @@ def read_ruler_predictions(path: Path) -> list[dict[str, Any]]:
     """One row per RULER prediction (as :func:`read_lm_eval_samples`), from the position
     fields lostmid's export put in ``others``; anything else is one line naming the line.
 
-    >>> import tempfile
+    >>> import json, tempfile
     >>> path = Path(tempfile.mkdtemp()) / "niah.jsonl"
     >>> line = {"index": 3, "pred": " 7142 and", "outputs": ["7142"],
     ...         "others": {"depth": 50, "item": 3, "length_cell": 1024}}
@@ -166,7 +203,7 @@ def read_ruler_predictions(path: Path) -> list[dict[str, Any]]:
     >>> read_ruler_predictions(path)
     [{'axis': 'depth', 'position': 50, 'length': 1024, 'item': 3, 'correct': True}]
     """
-    rows = []
+    rows, keys = [], []
     for where, sample in _json_lines(path):
         pred, outputs = sample.get("pred"), sample.get("outputs")
         if not isinstance(pred, str):
@@ -197,8 +234,10 @@ def read_ruler_predictions(path: Path) -> list[dict[str, Any]]:
                 "correct": ruler_correct(pred, outputs),
             }
         )
+        keys.append(_sample_key(rows[-1], "index", sample.get("index")))
     if not rows:
         raise UserError(f"{path}: no predictions in the file")
+    refuse_repeats(keys, path)
     return rows
 
 
@@ -211,7 +250,7 @@ def read_needle_tester(path: Path) -> list[dict[str, Any]]:
     ``*_results.json`` or one such file; the item is the context length (and the
     results' ``version``), so depths pair over the lengths tested at both.
 
-    >>> import tempfile
+    >>> import json, tempfile
     >>> folder = Path(tempfile.mkdtemp())
     >>> one = {"context_length": 1000, "depth_percent": 50.0, "model_response": "x",
     ...        "score": 10, "version": 1}
@@ -273,14 +312,14 @@ def read_lm_eval_samples(path: Path, metric: str = "acc") -> list[dict[str, Any]
     ``length`` (the length cell, None when the run had one length), ``item`` and
     ``correct``. Anything else is one line naming the line and what was wrong.
 
-    >>> import tempfile
+    >>> import json, tempfile
     >>> path = Path(tempfile.mkdtemp()) / "s.jsonl"
     >>> doc = {"depth": 50, "gold_index": None, "length_cell": 512, "item": 3}
     >>> _ = path.write_text(json.dumps({"doc": doc, "acc": 1.0}) + "\\n")
     >>> read_lm_eval_samples(path)
     [{'axis': 'depth', 'position': 50, 'length': 512, 'item': 3, 'correct': True}]
     """
-    rows = []
+    rows, keys = [], []
     for where, sample in _json_lines(path):
         doc = sample.get("doc")
         if not isinstance(doc, dict):
@@ -303,6 +342,8 @@ def read_lm_eval_samples(path: Path, metric: str = "acc") -> list[dict[str, Any]
             raise UserError(f"{where}: {metric} = {score!r}; expected 1 (correct) or 0")
         if isinstance(position, bool) or not isinstance(position, int) or position < 0:
             raise UserError(f"{where}: {axis} = {position!r} is not a position")
+        if axis == "depth" and position > 100:
+            raise UserError(f"{where}: depth = {position!r} is not a depth in % (0-100)")
         length = doc.get("length_cell")
         rows.append(
             {
@@ -313,8 +354,10 @@ def read_lm_eval_samples(path: Path, metric: str = "acc") -> list[dict[str, Any]
                 "correct": score == 1,
             }
         )
+        keys.append(_sample_key(rows[-1], "doc_id", sample.get("doc_id")))
     if not rows:
         raise UserError(f"{path}: no samples in the file")
+    refuse_repeats(keys, path)
     if len({r["axis"] for r in rows}) > 1:
         raise UserError(f"{path}: samples of a depth task and an index task mixed; one task a file")
     return rows

@@ -14,7 +14,7 @@ from typing import Any
 from lostmid.behaviour.link.design import PRETRAINED, TWIN, grows
 from lostmid.behaviour.link.example import link_example
 from lostmid.behaviour.link.summary import plot_link, summarise
-from lostmid.files import write_text
+from lostmid.files import loads, write_text
 from lostmid.models.identity import identified
 from lostmid.models.spec import ModelSpec
 from lostmid.runs.folder import RunFolder
@@ -35,8 +35,8 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
     records = []
     for line in lines:
         try:
-            records.append(json.loads(line))
-        except ValueError:  # cut short, or a number past int's digits: recomputed
+            records.append(loads(line))
+        except ValueError:  # cut short, nested too deep, a number past int's digits: recomputed
             continue
     if len(records) != len(lines) or (lines and not path.read_text().endswith("\n")):
         write_text(path, "".join(json.dumps(r) + "\n" for r in records))

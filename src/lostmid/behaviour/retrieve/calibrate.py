@@ -164,9 +164,19 @@ def calibrate_knob(
 
 
 def raise_unfit(knob: str, values: Sequence[int]) -> None:
+    """One line when no knob value fits the model's context; ``--length`` is advised
+    only where it is a separate option that can shrink the prompt (a needle task whose
+    knob is not the length: kv and mqar take no --length).
+
+    >>> raise_unfit("pairs", [3, 5])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lostmid.errors.UserError: ...(3, 5); give smaller --knob-values or a model with a longer context
+    """
     from lostmid.errors import UserError
 
+    shorter = " or a shorter --length" if knob not in ("pairs", "length") else ""
     raise UserError(
         f"--calibrate: no {knob} tried fits the model's context ({', '.join(map(str, values))}); "
-        "give smaller --knob-values or a shorter --length"
+        f"give smaller --knob-values{shorter} or a model with a longer context"
     )

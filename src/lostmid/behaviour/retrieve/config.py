@@ -307,6 +307,11 @@ class RetrieveConfig(LoadsModel):
                 )
             if self.depth is not None:
                 check_depths(self.depth)
+            if self.positions is not None and self.positions > 101:
+                raise UserError(
+                    f"--positions {self.positions}: a needle task places its needle at whole "
+                    "depths 0-100%, 101 at most; give --positions 101 or fewer"
+                )
             if self.length is not None:
                 check_positive("--length", self.length)
             if self.design == "shared":
@@ -326,6 +331,13 @@ class RetrieveConfig(LoadsModel):
                 )
             if self.gold_index is not None and self.lengths is None:
                 check_gold_indices(self.gold_index, self.pairs)
+            fixed_pairs = self.lengths is None and not (self.calibrate and self.knob == "pairs")
+            if self.positions is not None and fixed_pairs and self.positions > self.pairs:
+                raise UserError(
+                    f"--positions {self.positions}: --pairs {self.pairs} gives {self.pairs} "
+                    f"places for the answer; give --positions {self.pairs} or fewer "
+                    "(or more --pairs)"
+                )
         if self.query_aware and not task_of(self.task).supports_query_aware(self):
             takes = [n for n in task_names() if task_of(n).supports_query_aware(self)]
             raise UserError(

@@ -64,7 +64,7 @@ from lostmid.behaviour.retrieve.scoring import (
     score_members,
 )
 from lostmid.behaviour.tasks.example import RetrievalExample
-from lostmid.behaviour.tasks.registry import task_is_text
+from lostmid.behaviour.tasks.registry import depth_task, task_is_text
 from lostmid.errors import UserError
 from lostmid.files import schema_of, write_text
 from lostmid.report.layout import fit_table
@@ -173,6 +173,9 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
         count += int(config.pilot_examples)
     longest = max([config.length or 0, *(n for n in config.resolved_lengths() if n)])
     pilot = f" and --pilot-examples {config.pilot_examples:,}" if config.calibrate else ""
+    if config.calibrate and config.knob_values:  # a knob value is tokens, records or
+        longest = max(longest, max(config.knob_values))  # needles: a token each at least
+        pilot += f" at --knob-values up to {max(config.knob_values):,}"
     check_work(
         f"retrieve --examples {examples:,}{pilot} ({count:,} examples: {positions} positions x "
         f"{cells} length cells" + (f" of up to {longest:,} tokens)" if longest else ")"),
@@ -180,6 +183,41 @@ def check_retrieve_size(config: RetrieveConfig) -> None:
         seconds_each=STEP_FLOOR_S + longest * TOKEN_FLOOR_S,
         need_bytes=count * (EXAMPLE_BYTES + TOKEN_BYTES * longest),
     )
+
+
+def _config_positions(config: RetrieveConfig) -> int | None:
+    """The model's maximum positions as its config states them (nothing is loaded);
+    None when it states none (the loaded model's limit is checked again)."""
+    if depth_task(config.task) is None or not (config.length or config.lengths):
+        return None
+    from lostmid.models.budget import shape_of
+    from lostmid.models.load import resolve_config
+
+    spec = config.model_spec
+    positions = shape_of(resolve_config(spec.name, trust_remote_code=spec.trust_remote_code))
+    value = positions.get("positions")
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+def check_requested_lengths(config: RetrieveConfig, model_max: int | None) -> None:
+    """One line, before a haystack is built, when a needle task's ``--length`` or
+    ``--lengths`` asks for more tokens than the model (or ``--max-length``) takes: every
+    prompt would be refused after minutes of building it (:func:`guard_lengths` checks
+    each prompt once it is made)."""
+    if depth_task(config.task) is None or config.data is not None:
+        return
+    asked = [n for n in (config.length, *(config.lengths or ())) if n]
+    given = ((model_max, "the model"), (config.max_length, "--max-length"))
+    limits = [(m, w) for m, w in given if m is not None and m > 0]
+    if not asked or not limits:
+        return
+    limit, who = min(limits)
+    if max(asked) > limit:
+        option = "--lengths" if config.lengths else "--length"
+        raise UserError(
+            f"{option} {max(asked):,}: longer than {who} takes ({limit:,} tokens); give "
+            f"{option} of at most {limit:,}, or another model"
+        )
 
 
 @FOLDER.holds
@@ -208,6 +246,7 @@ def run_retrieve(
     out = Path(out)
     if size_check:
         check_retrieve_size(config)
+    check_requested_lengths(config, _config_positions(config))  # before --out is claimed
     folder = _check_out(out, config, overwrite)
     timer = Timer()
     with timer("load"):
@@ -217,6 +256,7 @@ def run_retrieve(
             else tokenizer_for_spec(config.model_spec)
         )
         loaded = config.model_spec.load(init=config.init, seed=config.seed, size_check=size_check)
+    check_requested_lengths(config, loaded.max_length)
     fmt = prompt_format(config.chat_template, tokenizer, config.answer_prefix)
     shared = config.design == "shared"
     calibration = None
