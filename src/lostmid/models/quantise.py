@@ -18,6 +18,7 @@ dimensions whose rows hold a whole number of blocks); norms and biases stay as t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -38,21 +39,31 @@ def requantised_tensor(weight: torch.Tensor, block: int = BLOCK) -> torch.Tensor
 
 
 @torch.no_grad()
-def requantise(model: Any, block: int = BLOCK) -> dict[str, float]:
-    """Re-quantise every matrix of ``model`` in place (module docstring); returns the
-    matrices' count and the relative root-mean-square change of their weights."""
+def round_matrices(
+    model: Any, block: int, rounded: Callable[[torch.Tensor], torch.Tensor]
+) -> dict[str, float]:
+    """Replace every matrix of ``model`` (2 or more dimensions, rows a whole number of
+    ``block`` values; a tied tensor once) by ``rounded(matrix)`` in place; norms and
+    biases stay as they are. Returns the matrices' count and the relative root-mean-
+    square change of their weights."""
     changed, squared, total = 0, 0.0, 0.0
     seen: set[int] = set()
     for param in model.parameters():
         if param.ndim < 2 or param.shape[-1] % block or id(param) in seen:
             continue
         seen.add(id(param))  # tied embeddings are one tensor
-        new = requantised_tensor(param.data, block)
-        squared += float(((new - param.data) ** 2).sum())
-        total += float((param.data**2).sum())
+        new = rounded(param.data).to(param.dtype)
+        squared += float(((new.float() - param.data.float()) ** 2).sum())
+        total += float((param.data.float() ** 2).sum())
         param.data.copy_(new)
         changed += 1
     return {"matrices": changed, "relative_rms_change": (squared / total) ** 0.5 if total else 0.0}
+
+
+def requantise(model: Any, block: int = BLOCK) -> dict[str, float]:
+    """Re-quantise every matrix of ``model`` in place (module docstring); returns the
+    matrices' count and the relative root-mean-square change of their weights."""
+    return round_matrices(model, block, lambda w: requantised_tensor(w, block))
 
 
 QUANTISABLE = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
@@ -99,19 +110,10 @@ def quantise_like(model: Any, scheme: str) -> dict[str, Any]:
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, quants
 
     qtype = GGMLQuantizationType[scheme]
-    block = GGML_QUANT_SIZES[qtype][0]
-    changed, squared, total = 0, 0.0, 0.0
-    seen: set[int] = set()
-    for param in model.parameters():
-        if param.ndim < 2 or param.shape[-1] % block or id(param) in seen:
-            continue
-        seen.add(id(param))  # tied embeddings are one tensor
-        data = param.data.detach().to(torch.float32).cpu().numpy()
+
+    def through_gguf(weight: torch.Tensor) -> torch.Tensor:
+        data = weight.detach().to(torch.float32).cpu().numpy()
         new = quants.dequantize(quants.quantize(data, qtype), qtype).astype(np.float32)
-        tensor = torch.from_numpy(new.reshape(data.shape)).to(param.dtype).to(param.device)
-        squared += float(((tensor.float() - param.data.float()) ** 2).sum())
-        total += float((param.data.float() ** 2).sum())
-        param.data.copy_(tensor)
-        changed += 1
-    rms = (squared / total) ** 0.5 if total else 0.0
-    return {"scheme": scheme, "matrices": changed, "relative_rms_change": rms}
+        return torch.from_numpy(new.reshape(data.shape)).to(weight.device)
+
+    return {"scheme": scheme} | round_matrices(model, GGML_QUANT_SIZES[qtype][0], through_gguf)
