@@ -13,6 +13,7 @@ checks missed fails fast here instead of meeting the machine's OOM killer.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,26 @@ BASES: dict[str, list[list[str]]] = {
     "sweep": [["sweep", "--task", "theory", "--lengths", "8", "--seeds", "0"]],
     "score": [["score", "{samples}"]],
     "diagnose": [["diagnose", "{bpe}", "--scale", "quick"]],
+    "series": [
+        [
+            "series",
+            "--models",
+            "{bpe},{bpe2}",
+            "--steps",
+            "0,1",
+            "--length",
+            "16",
+            "--inputs",
+            "2",
+            "--twins",
+            "1",
+            "--probes",
+            "1",
+            "--kinds",
+            "random",
+        ],
+    ],  # fmt: skip
+    "list": [["list", "tasks"]],  # writes nothing, takes no number
 }
 
 
@@ -198,7 +219,9 @@ def inputs(tmp_path_factory: pytest.TempPathFactory, bpe_model_dir: Path) -> dic
         for i in range(3)
     ]
     samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    shutil.copytree(bpe_model_dir, folder / "bpe-later")  # a second checkpoint of one run
     return {
+        "bpe2": str(folder / "bpe-later"),
         "measure": str(folder / "m" / "measure.json"),
         "samples": str(samples),
         "bpe": str(bpe_model_dir),

@@ -150,6 +150,7 @@ RESULT_FILES = {
     "compare.json": "compare",
     "score.json": "score",
     "dynamics.json": "train",
+    "retrieval.json": "train-retrieval",
 }
 """The result files of the commands that write no claim (``resumes="no"`` or ``"state"``),
 by the command that writes each: a folder holding one holds that command's run."""

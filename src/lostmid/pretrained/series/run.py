@@ -71,6 +71,7 @@ def check_series(config: SeriesConfig) -> None:
     for name in config.models:
         check_trained_model(name, config.length, option="--models")
     first = config.models[0]
+    check_series_size(config, resolve_config(first))
     reference = architecture(resolve_config(first))
     for name in config.models[1:]:
         shape = architecture(resolve_config(name))
@@ -82,6 +83,27 @@ def check_series(config: SeriesConfig) -> None:
                 f"--models {name}: not the architecture of {first} ({differ}); a series is "
                 "the checkpoints of one training run"
             )
+
+
+def check_series_size(config: SeriesConfig, model_config: Any) -> None:
+    """Refuse a series that would take over a day or more memory than is free, in one
+    line: every checkpoint and twin measured on every input of every kind, each input a
+    backward pass a probe (a lower bound), the token ids and profiles held in memory."""
+    from lostmid.models.budget import parameter_count
+    from lostmid.runs.budget import check_work, pass_seconds
+
+    layers = int(getattr(model_config, "num_hidden_layers", 1) or 1)
+    parameters = parameter_count(model_config)
+    models = len(config.models) + config.twins
+    profiles = float(models) * len(config.kinds) * config.inputs
+    check_work(
+        f"series --models ({len(config.models)} checkpoints) --twins {config.twins:,} "
+        f"--inputs {config.inputs:,} --probes {config.probes:,} --length {config.length:,}",
+        passes=profiles * config.probes,
+        seconds_each=pass_seconds(layers=layers, parameters=parameters, tokens=config.length),
+        need_bytes=16.0 * config.inputs * config.length * max(len(config.kinds), 1) + 200e6,
+        override=None,
+    )
 
 
 @FOLDER.holds
