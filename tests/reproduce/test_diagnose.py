@@ -87,7 +87,7 @@ def test_diagnose_runs_every_trained_study_on_a_folder_and_reproduce_agrees(
     assert "n = 5 prompts" in html and "on other items" in html
     # the summary leads with the trained-model figures: profile vs twins, accuracy by depth
     summary = html.split('id="summary"')[1].split('id="claims"')[0]
-    assert "Pretrained: each real checkpoint" in summary and "by needle depth" in summary
+    assert "The models as given: each one" in summary and "by needle depth" in summary
     record = json.loads((out / "reproduce.json").read_text())
     assert record["models"] == {}
     assert record["metadata"]["config"]["trained"] == [str(bpe_model_dir)]

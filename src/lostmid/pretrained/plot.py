@@ -37,7 +37,7 @@ def plot_study(folder: Path, config: StudyConfig) -> Any:
                 continue
             mean = pre.mean(axis=0)
             said = INPUT_LABELS[kind]
-            ax.plot(x, mean / mean.sum(), color=colours[kind], lw=1.2, label=f"{said}, pretrained")
+            ax.plot(x, mean / mean.sum(), color=colours[kind], lw=1.2, label=f"{said}, the model")
             twins = [
                 read_rows(profiles_path(folder, name, length, kind, f"twin{s}"))
                 for s in range(config.twins)

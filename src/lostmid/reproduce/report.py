@@ -153,13 +153,14 @@ SUMMARY_FIGURES = (
     ),
     (
         "checkpoints",
-        "Pretrained: each real checkpoint's influence profile (solid) against its "
-        "random-init twins' (dashed), by kind of input (the section below judges them).",
+        "The models as given: each one's influence profile (solid) against its random-init "
+        "twins' (dashed), by kind of input (the section below judges them and says whether "
+        "a model is at initialisation).",
     ),
     (
         "real-behaviour-",
-        "Pretrained: a real checkpoint's greedy accuracy by needle depth (Wilson 95%), the "
-        "difficulty calibrated to it first.",
+        "The models as given: greedy accuracy by needle depth (Wilson 95%), the difficulty "
+        "calibrated to each model first.",
     ),
 )
 """The report's lead figures, at-init and trained side by side: (figure name or prefix,
