@@ -388,6 +388,58 @@ class RemediesFile(Strict):
     alpha: Object | None = Field(None, description="The theory's alpha and its source.")
 
 
+class FactorialRecord(Strict):
+    """``retrieve.json``'s ``factorial``: the gold needle's depth crossed with its rank
+    among the needles on the same items (:mod:`lostmid.behaviour.retrieve.factorial`;
+    the model and its rules: :mod:`lostmid.stats.factorial`). Effects are in accuracy
+    units, each with ``estimate``, ``ci_low``, ``ci_high`` (95%)."""
+
+    metric: str = Field(description="The outcome modelled: generate (greedy) or teacher.")
+    design: Object = Field(
+        description="depths, ranks (first, middle, last), cells [depth, rank] run, left_out "
+        "cells (no room for a distractor before depth 0 or after 100), items, needles, "
+        "gap_tokens (the least filler between two needles, as asked), smallest_gap_placed, "
+        "arrangements (factorial, ends) in words."
+    )
+    cells: list[Object] = Field(
+        description="Each (depth, rank) cell of the factorial: n, correct, accuracy, Wilson "
+        "ci_low, ci_high."
+    )
+    formula: str = Field(description="The model: logit P(correct) by rank, depth, distance.")
+    method: str = Field(description="How it is fitted (GEE, items as clusters) and read.")
+    n: int = Field(description="Examples fitted (the factorial cells).")
+    clusters: int = Field(description="Items: the GEE's clusters.")
+    converged: bool = Field(description="Whether the fit converged (else: infinite intervals).")
+    within_item_correlation: Number = Field(description="The exchangeable correlation fitted.")
+    coefficients: dict[str, Object] = Field(
+        description="Each term's log-odds coefficient with its robust 95% interval."
+    )
+    depth_effect: Object = Field(
+        description="The depth effect adjusted for rank: (P(depth 0) + P(depth 100)) / 2 - "
+        "P(depth 50), each example's rank held; with its verdict (supported, not supported, "
+        "inconclusive)."
+    )
+    rank_effect: Object = Field(
+        description="The rank effect adjusted for depth: (P(first) + P(last)) / 2 - "
+        "P(middle), each example's depth held; with its verdict."
+    )
+    depth_tilt: Object = Field(description="P(depth 100) - P(depth 0), rank held; no verdict.")
+    rank_tilt: Object = Field(description="P(last) - P(first), depth held; no verdict.")
+    rules: dict[str, str] = Field(description="The verdict rules, stated before the data.")
+    distractors_moved: Object | None = Field(
+        description="The gold fixed at the depth nearest 50 with every rank, the distractors "
+        "moved: each rank against another, paired by item (Newcombe)."
+    )
+    gold_moved: Object | None = Field(
+        description="The distractors fixed at both ends, the gold (middle rank) moved: "
+        "accuracy by depth, the end depths against the middle one, paired by item."
+    )
+    errors: list[Object] | None = Field(
+        description="Per arrangement, depth and rank: n and the greedy answers naming the "
+        "gold, an earlier needle, a later one, or none (null without greedy answers)."
+    )
+
+
 class RetrievalFile(Strict):
     """retrieve.json: accuracy by position on a retrieval task (``lostmid retrieve``)."""
 
@@ -436,6 +488,11 @@ class RetrievalFile(Strict):
         None, description="The run as measured, where --calibrate or --lead-in learn changed it."
     )
     lead_in: Object | None = Field(None, description="The lead-in learnt from a pilot.")
+    factorial: FactorialRecord | None = Field(
+        None,
+        description="--needle-order factorial: depth against the gold's rank among the "
+        "needles (absent otherwise).",
+    )
     metadata: Metadata
 
 

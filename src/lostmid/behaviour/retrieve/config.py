@@ -18,12 +18,14 @@ from lostmid.behaviour.tasks.example import (
     default_gold_indices,
 )
 from lostmid.behaviour.tasks.kv import KV_STYLES, UUID_CHARS
+from lostmid.behaviour.tasks.needle_design import DEFAULT_GAP, check_design
 from lostmid.behaviour.tasks.needles import (
     NEEDLE_ORDERS,
     NEEDLE_TYPES,
     VARIANTS,
     check_needles_fit,
     needle_count,
+    resolved_distractors,
 )
 from lostmid.behaviour.tasks.niah import HAYSTACKS
 from lostmid.behaviour.tasks.registry import (
@@ -64,7 +66,12 @@ HELP: dict[str, str] = {
     "needle_type": "niah-* variants: numbers (7 digits) | uuids, the needles' values.",
     "needle_order": "niah-*: scattered (RULER's: the distractors anywhere, so the gold "
     "needle is the first needle at depth 0 and the last at 100) | fixed (the distractors "
-    "around the asked needles, moving with them: only the depth changes).",
+    "around the asked needles, moving with them: only the depth changes) | factorial "
+    "(niah-multikey: the gold's depth crossed with its rank among the needles, first / "
+    "middle / last, on the same items, plus the gold moved between distractors fixed at "
+    "both ends; a model of depth and rank with items as clusters separates the two).",
+    "needle_gap": "--needle-order factorial: filler tokens at least between two needles "
+    f"(never adjacent; default {DEFAULT_GAP}).",
     "answer_prefix": "on: the answer starts in the prompt (RULER's style; after the chat "
     "template's assistant tag when applied) | off: the prompt asks and stops.",
     "lead_in": "Text the model writes between the answer prefix and the answer (a base "
@@ -133,6 +140,7 @@ PANELS = {
     "Task": ("task", "data", "pairs", "key_chars", "style", "query_aware", "vocab", "offset"),
     "Needles (niah-*)": (
         "haystack", "distractors", "values_per_key", "queries", "needle_type", "needle_order",
+        "needle_gap",
     ),
     "Positions and size": ("gold_index", "depth", "positions", "examples", "length", "lengths"),
     "Scoring": ("passes", "scoring", "extra_tokens", "margin"),
@@ -175,6 +183,7 @@ class RetrieveConfig(LoadsModel):
     queries: int = 4
     needle_type: str = "numbers"
     needle_order: str = "scattered"
+    needle_gap: int = DEFAULT_GAP
     answer_prefix: str = "on"
     lead_in: str = ""
     vocab: int = 64
@@ -236,11 +245,36 @@ class RetrieveConfig(LoadsModel):
                 f"--task {self.task}{' with --data' if self.data else ''} has no distractor "
                 "needles to order"
             )
+        if self.needle_order == "factorial":
+            self._check_factorial()
         check_choice("--answer-prefix", self.answer_prefix, ANSWER_PREFIXES)
         check_lead_in(self.lead_in)
         indexed = index_task(self.task)
         if self.lead_in and self.data is None and indexed is not None and not indexed.text:
             raise UserError(f"--lead-in is for text prompts; {self.task}'s are token ids")
+
+    def _check_factorial(self) -> None:
+        """What ``--needle-order factorial`` needs: multi-key with two distractors or more,
+        a gap of a token or more, one length, no calibration, and depths on both sides
+        of the middle (three at least), so that depth and distance to the nearer end
+        are told apart."""
+        check_design(self.task, resolved_distractors(self.task, self.distractors), self.needle_gap)
+        if self.lengths is not None:
+            raise UserError(
+                "--needle-order factorial analyses one length; give --length, not --lengths"
+            )
+        if self.calibrate:
+            raise UserError(
+                "--needle-order factorial does not take --calibrate; choose --distractors "
+                "from a scattered-order calibration"
+            )
+        depths = self.depth or default_depths(self.positions)
+        if len(set(depths)) < 3 or min(depths) >= 50 or max(depths) <= 50:
+            raise UserError(
+                "--needle-order factorial needs three depths or more, one under 50 and one "
+                f"over 50 (depth and distance to the nearer end apart), got "
+                f"{','.join(map(str, sorted(set(depths))))}"
+            )
 
     def _check_counts(self) -> None:
         """Counts that must be positive, the needles a context must hold, the margin."""
@@ -428,6 +462,8 @@ class RetrieveConfig(LoadsModel):
             del data["lead_in"]
         if self.needle_order == "scattered":  # likewise before --needle-order
             del data["needle_order"]
+        if self.needle_order != "factorial":  # and before --needle-gap, which only it reads
+            del data["needle_gap"]
         return data
 
     def resolved_length(self) -> int | None:

@@ -108,8 +108,8 @@ def grid_examples(
             for d in depths:
                 for i in items:
                     size = niah_length if length is None else length
-                    ex = plugin.generate(options, i, d, size, count_tokens)
-                    out.append(replace(ex, length=length))
+                    found = plugin.examples(options, i, d, size, count_tokens)
+                    out.extend(replace(ex, length=length) for ex in found)
             continue
         assert indexed is not None, task
         size = (

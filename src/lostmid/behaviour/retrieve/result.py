@@ -14,6 +14,12 @@ import numpy as np
 
 from lostmid.behaviour.decoding.tokenizers import Tokenizer
 from lostmid.behaviour.retrieve.config import RetrieveConfig
+from lostmid.behaviour.retrieve.factorial import (
+    curve_rows,
+    factorial_lines,
+    factorial_record,
+    is_factorial,
+)
 from lostmid.behaviour.score import (
     PositionScore,
     RetrievalSummary,
@@ -79,6 +85,7 @@ class RetrieveResult:
     prompt: dict[str, Any]
     data: dict[str, Any] | None = None
     calibration: dict[str, Any] | None = None
+    factorial: dict[str, Any] | None = None
 
     @property
     def primary(self) -> ScoreSet:
@@ -110,6 +117,7 @@ class RetrieveResult:
             "examples": self.examples,
             "seconds": self.seconds,
             "config": self.config.record(),
+            **({} if self.factorial is None else {"factorial": self.factorial}),
         }
 
 
@@ -140,6 +148,10 @@ def build_result(
     task = examples[0].task
     axis = "index" if examples[0].gold_index is not None else "depth"
     metrics = [m for m in ("generate", "teacher") if m in passes]
+    factorial = None
+    if is_factorial(rows):  # the cells apart; the curve is the gold moved, its rank held
+        factorial = factorial_record(rows, metrics[0], config.margin, config.needle_gap)
+        rows = curve_rows(rows)
     lengths = list(dict.fromkeys(r["length"] for r in rows))
     for r in rows:
         r["row"] = int(round(r["depth_pct"])) if r["depth_pct"] is not None else r["position"]
@@ -186,6 +198,7 @@ def build_result(
         seconds=timer.seconds["total"],
         rule=rule,
         prompt={},
+        factorial=factorial,
     )
 
 
@@ -293,6 +306,9 @@ def summary_lines(result: RetrieveResult) -> list[str]:
                 f"{m.recency.ci_high:+.3f}]; shape {shape.shape}"
             )
     lines += readout_disagreement(result.scores)
+    if result.factorial is not None:
+        lines[1:1] = ["positions: the gold moved between distractors fixed at both ends"]
+        lines += factorial_lines(result.factorial)
     return lines
 
 

@@ -15,13 +15,19 @@ Writes under ``--out``:
   the rendered prompt of the first example), ``"calibration"`` (``--calibrate``: every
   knob value tried with its Wilson interval, the choice, the one-line outcome; else
   None), ``"design"``, ``"data"``, the model, the tokenizer, ``"config"`` (the run as
-  asked), ``"measured_config"`` (with ``--calibrate``: the knob as chosen) and
-  ``"metadata"``;
+  asked), ``"measured_config"`` (with ``--calibrate``: the knob as chosen),
+  ``"factorial"`` (``--needle-order factorial``: the depth x rank cells, the model of
+  depth and rank with items as clusters, its two adjusted effects with their verdicts,
+  the one-factor contrasts and the error-direction table,
+  :mod:`lostmid.behaviour.retrieve.factorial`; the positions are then those of the gold
+  moved between distractors fixed at both ends) and ``"metadata"``;
 * ``retrieve.cells.csv``: the printed table of cells;
 * ``retrieve.png``: accuracy by position with Wilson intervals, one line per metric (one
   length) or per length (several); ``heatmap.png``: length x depth, accuracy as colour;
 * ``predictions.jsonl``: per example its item, position, depth %, length cell, token
-  count, value, greedy answer, scores;
+  count, value, greedy answer, scores (a factorial needle run: also its arrangement, the
+  gold's rank, every needle's value in context order, the least gap, the gold's depth as
+  placed and the needle the answer names);
 * ``prompt.txt``: the first example's prompt as the tokenizer received it;
 * ``stages/``: each stage's result as it finished: a cell's, every depth of a few items
   (a depth sweep, whose prompts of one item are read from a shared prefix),

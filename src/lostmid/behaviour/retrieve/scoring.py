@@ -24,6 +24,7 @@ from lostmid.behaviour.score import (
     contains_ids,
 )
 from lostmid.behaviour.tasks.example import RetrievalExample
+from lostmid.behaviour.tasks.needle_design import named_needle
 from lostmid.errors import UserError
 
 # fields that do not change a cell's numbers (a rerun that changes only these reuses cells)
@@ -223,5 +224,17 @@ def prediction_rows(
         if "teacher" in passes:
             row["logprob"] = r["logprob"]
             row["teacher_correct"] = r["teacher_correct"]
+        if ex.needles is not None:  # a designed needle prompt: where its needles sat
+            placed = ex.needles
+            row.update(
+                arrangement=placed.arrangement,
+                rank=placed.rank,
+                gold_rank=placed.gold + 1,
+                needles=list(placed.values),
+                gap_min=min(placed.gaps),
+                gold_depth=placed.gold_depth,
+            )
+            if "generate" in passes:
+                row["named"] = named_needle(row["answer"], row["generate_correct"], placed)
         out.append(row)
     return out

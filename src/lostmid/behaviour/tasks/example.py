@@ -42,6 +42,31 @@ _OWN_KEYS = (
 
 
 @dataclass(frozen=True)
+class NeedlePlacement:
+    """Where the needles of one designed needle prompt sit, in context order.
+
+    Attributes:
+        arrangement: ``factorial`` (the gold at a depth, the distractors placed to give
+            it a rank) or ``ends`` (the distractors fixed at both ends of the haystack,
+            the gold moved between them).
+        rank: the gold's rank among the needles: ``first``, ``middle`` or ``last``.
+        values: every needle's value, in the order the needles appear in the context.
+        gold: the gold needle's index in ``values`` (0-indexed).
+        gaps: filler tokens between each pair of neighbouring needles (sentence by
+            sentence, as the depth is counted): ``len(values) - 1`` of them.
+        gold_depth: the share of the filler before the gold needle, in % (the depth as
+            placed, after snapping to a sentence end).
+    """
+
+    arrangement: str
+    rank: str
+    values: tuple[str, ...]
+    gold: int
+    gaps: tuple[int, ...]
+    gold_depth: float
+
+
+@dataclass(frozen=True)
 class RetrievalExample:
     """One retrieval question with its answer and where the answer sits.
 
@@ -80,6 +105,8 @@ class RetrievalExample:
             item are the same records or haystack at different positions.
         source: the record of a ``--data`` file this example came from (gold moved),
             for writing it back in its format.
+        needles: where every needle of a designed needle prompt sits
+            (:class:`NeedlePlacement`: ``--needle-order factorial``), else None.
     """
 
     task: str
@@ -103,6 +130,7 @@ class RetrievalExample:
     item: int = 0
     source: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     context: tuple[int, int] | None = None
+    needles: NeedlePlacement | None = field(default=None, compare=False, repr=False)
 
     @property
     def context_span(self) -> tuple[int, int]:

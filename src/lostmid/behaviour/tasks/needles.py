@@ -26,7 +26,11 @@ first needle, at 100 the last, so a model that answers the first or the last nee
 when unsure makes a U by itself. ``fixed`` separates the two: the distractors sit
 around the asked block, half of them (rounded down) just before it and the rest just
 after, and the group moves as one, so the gold needle holds the same place among the
-needles at every depth and only its depth changes.
+needles at every depth and only its depth changes (but it is never the outermost needle,
+and the needles are adjacent). ``factorial`` (multi-key only) crosses the gold's depth
+with its rank among the needles on the same items, the needles kept apart
+(:mod:`~lostmid.behaviour.tasks.needle_design`, which registers the task with its
+design).
 
 Prompt (RULER's template, the answer prefix after the question):
 
@@ -90,7 +94,7 @@ def check_needles_fit(needles: int, length: int) -> None:
 
 
 NEEDLE_TYPES = ("numbers", "uuids")
-NEEDLE_ORDERS = ("scattered", "fixed")
+NEEDLE_ORDERS = ("scattered", "fixed", "factorial")
 NEEDLE = "One of the special magic {kind} for {key} is: {value}."
 HEAD = (
     "Some special magic {kind} are hidden within the following text. Make sure to "
@@ -207,7 +211,7 @@ def needles_example(
     """
     check_choice("--task", variant, VARIANTS)
     check_choice("--needle-type", needle_type, NEEDLE_TYPES)
-    check_choice("--needle-order", order, NEEDLE_ORDERS)
+    check_choice("--needle-order", order, NEEDLE_ORDERS[:2])  # factorial: needle_design
     check_positive("--length", length)
     check_depths([depth])
     if distractors < 0:

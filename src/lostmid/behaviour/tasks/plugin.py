@@ -24,6 +24,9 @@ TokenCounter = Callable[[str], int]
 # (run options, item, depth %, length in tokens, token counter) -> the example; the options
 # are the run's RetrieveConfig (seed, haystack and the task's own fields)
 Generator = Callable[[Any, int, int, int, TokenCounter], RetrievalExample]
+# the same arguments -> every example of the item at the depth under a design that places
+# one item several ways at a depth, or None where the options ask for no such design
+Designer = Callable[[Any, int, int, int, TokenCounter], list[RetrievalExample] | None]
 
 
 def no_check(options: Any) -> None:
@@ -50,6 +53,9 @@ class DepthTask:
         inference_remedies: ``lostmid remedies`` may run its inference remedies on it
             (query-aware, attention calibration, Ms-PoE need a text prompt with the
             question after the context and a distractor knob).
+        design: the examples of an item at a depth when the options ask for a design
+            that places it several ways there (:data:`Designer`; the needles' factorial
+            design), else None.
     """
 
     name: str
@@ -61,9 +67,21 @@ class DepthTask:
     rule: str = "substring"
     query_aware: bool = True
     inference_remedies: bool = True
+    design: Designer | None = None
 
     axis = "depth"
     """What a position is: a depth in % of the haystack."""
+
+    def examples(
+        self, options: Any, index: int, depth: int, length: int, count: TokenCounter
+    ) -> list[RetrievalExample]:
+        """Every example of item ``index`` at ``depth``: the design's when the options ask
+        for one (:attr:`design`), else the one :attr:`generate` makes."""
+        if self.design is not None:
+            found = self.design(options, index, depth, length, count)
+            if found is not None:
+                return found
+        return [self.generate(options, index, depth, length, count)]
 
     def supports_query_aware(self, options: Any) -> bool:
         """Whether ``--query-aware`` applies with these options."""

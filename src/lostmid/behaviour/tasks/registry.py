@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from lostmid.behaviour.tasks.kv import KV_TASK
 from lostmid.behaviour.tasks.mqar import MQAR_TASK
-from lostmid.behaviour.tasks.needles import NEEDLE_TASKS
+from lostmid.behaviour.tasks.needle_design import DESIGNED_NEEDLE_TASKS
 from lostmid.behaviour.tasks.niah import NIAH_TASK
 from lostmid.behaviour.tasks.plugin import DepthTask, IndexTask
 from lostmid.checks import check_choice
 
 INDEX_TASKS: dict[str, IndexTask] = {t.name: t for t in (KV_TASK, MQAR_TASK)}
-DEPTH_TASKS: dict[str, DepthTask] = {t.name: t for t in (NIAH_TASK, *NEEDLE_TASKS)}
+DEPTH_TASKS: dict[str, DepthTask] = {t.name: t for t in (NIAH_TASK, *DESIGNED_NEEDLE_TASKS)}
 
 
 def task_names() -> tuple[str, ...]:
