@@ -68,3 +68,16 @@ def test_persists_is_read_at_every_peak_with_the_same_u_test() -> None:
     assert words["largest"] == "not reproduced"
     same = _words(_study(twin, twin, 0.05, seed=4), "persists")
     assert set(same.values()) == {"reproduced"}
+
+
+def test_a_profile_that_is_only_noisier_reads_deeper_at_no_peak() -> None:
+    """The null the valley's readout was built against, read at every peak: pretrained
+    inputs lognormal 1.3 nats a position with rare 30x spikes, twins 0.1, the same
+    expected profile. No peak may say the valley deepened (8 inputs, 5 draws)."""
+    twin = u_profile(L)
+    for seed in range(5):
+        rng = np.random.default_rng(100 + seed)
+        pre = noisy_inputs(twin, 8, 1.3, rng, spike_rate=0.002)
+        twins = np.stack([noisy_inputs(twin, 8, 0.1, rng) for _ in range(3)])
+        words = _words(compare_pretraining(pre, twins))
+        assert "reproduced" not in words.values(), (seed, words)
