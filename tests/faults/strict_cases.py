@@ -60,7 +60,9 @@ def score_cases(root: Path) -> Iterator[Case]:
             yield f"score {fmt}: {damage}", ["score", str(path), "--format", fmt], {}, "refuse"
 
 
-def _edited(record: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+def edited(record: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    """A deep copy of ``record`` with the dotted ``field`` (list indices as numbers) set to
+    ``value``."""
     record = copy.deepcopy(record)
     *parents, last = field.split(".")
     target = record
@@ -87,7 +89,7 @@ def profile_cases(root: Path, hostile: dict[str, Path]) -> Iterator[Case]:
     edges = {"1e308": 1e308, "-1e308": -1e308, "10^400": 10**400}
     for i, (kind, record, field, value) in enumerate(edits):
         path = folder / f"{kind}-{i}.json"
-        path.write_text(json.dumps(_edited(record, field, value)))
+        path.write_text(json.dumps(edited(record, field, value)))
         if kind == "measured":
             argv = ["compare", "--measured", str(path)]
         else:

@@ -5,7 +5,6 @@ nothing the user had is changed."""
 
 from __future__ import annotations
 
-import copy
 import errno
 import gzip
 import json
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from hostile import assert_one_line
+from strict_cases import edited
 
 RunCli = Callable[..., tuple[int, str, str]]
 
@@ -127,19 +127,6 @@ def test_a_data_file_for_another_task_is_one_line(
 # -- compare --measured: a string where a number or list belongs ---------------------------
 
 
-def _edit(record: dict, path: str, value: object) -> dict:
-    record = copy.deepcopy(record)
-    *parents, last = path.split(".")
-    target = record
-    for key in parents:
-        target = target[key]
-    if isinstance(target, list):
-        target[int(last)] = value
-    else:
-        target[last] = value
-    return record
-
-
 MEASURED = [
     ("config.layers", "abc", "config.layers must be a whole number >= 1, got 'abc'"),
     ("config.layers", 2.5, "config.layers must be a whole number >= 1, got 2.5"),
@@ -176,7 +163,7 @@ def test_a_measured_field_of_the_wrong_type_names_the_file(
 ) -> None:
     good = json.loads(hostile["measure_json"].read_text())
     bad = tmp_path / "bad_measure.json"
-    bad.write_text(json.dumps(_edit(good, field, value)))
+    bad.write_text(json.dumps(edited(good, field, value)))
     code, out, err = run_cli("compare", "--measured", bad, "--out", tmp_path / "out")
     assert_one_line(code, out, err, f"{bad}: {words}")
 
