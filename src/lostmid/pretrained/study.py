@@ -379,10 +379,22 @@ def _variant_twins(config: StudyConfig) -> list[tuple[str, list[str]]]:
     found = []
     if "twin-inits" in config.controls:
         for value in INIT_RANGE:
-            found.append((f"twins-init{value:g}", [f"init{value:g}-twin{s}" for s in count]))
+            suffix = f"{VARIANTS['twin-inits']}{value:g}"
+            found.append((suffix, [f"init{value:g}-twin{s}" for s in count]))
     if "quantised-twins" in config.controls:
-        found.append(("quantised-twins", [f"qtwin{s}" for s in count]))
+        found.append((VARIANTS["quantised-twins"], [f"qtwin{s}" for s in count]))
     return found
+
+
+def variant_of(cell: str) -> str | None:
+    """The suffix of a cell a control added beside another (``.../twins-init0.02``,
+    ``.../quantised-twins``: :data:`VARIANTS`), None for a cell of its own.
+
+    >>> variant_of("m/L512/records/twins-init0.08"), variant_of("m/L512/records")
+    ('twins-init0.08', None)
+    """
+    last = cell.rsplit("/", 1)[-1]
+    return last if last.startswith(tuple(VARIANTS.values())) else None
 
 
 def study_facts(config: StudyConfig, out: Path) -> dict[str, dict[str, Any]]:

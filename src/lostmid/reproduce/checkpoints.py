@@ -19,12 +19,14 @@ from lostmid.models.load import check_trained_model
 from lostmid.models.spec import ModelSpec
 from lostmid.pretrained.plot import plot_study
 from lostmid.pretrained.study import (
+    VARIANTS,
     StudyConfig,
     check_study_folder,
     read_study_config,
     run_study,
     study_comparisons,
     study_facts,
+    variant_of,
 )
 from lostmid.reproduce.plan import REAL_CHECKPOINT_PRIORITY, PlannedStage, StandardSection
 
@@ -158,7 +160,7 @@ class CheckpointSection:
 
         claims = []
         for cell, c in self.cells.items():
-            if cell.rsplit("/", 1)[-1] in VARIANT_SUFFIXES or _variant(cell):
+            if variant_of(cell) is not None:
                 continue  # read inside its cell's rows
             p = c["pretrained"]
             design = f"{cell}: {c['inputs']} inputs, {c['seeds']} twins, {c['readout']} readout"
@@ -208,10 +210,10 @@ class CheckpointSection:
         """The cells that read the same pretrained profiles against other twins, by what
         the twins are (their initialiser range, quantised as the file)."""
         found = {}
-        for suffix, words in VARIANT_WORDS.items():
-            for key, value in self.cells.items():
-                if key.startswith(f"{cell}/{suffix}"):
-                    found[words(key.rsplit("/", 1)[-1])] = value
+        for key, value in self.cells.items():
+            suffix = variant_of(key)
+            if suffix is not None and key == f"{cell}/{suffix}":
+                found[_twins_words(suffix)] = value
         return found
 
     def _twin_words(self, name: str) -> str:
@@ -361,13 +363,6 @@ class CheckpointsPlugin(StandardSection):
 
 SECTION = CheckpointsPlugin()
 
-VARIANT_WORDS = {
-    "twins-init": lambda suffix: f"twins at std {suffix.removeprefix('twins-init')}",
-    "quantised-twins": lambda suffix: "quantised twins",
-}
-"""The cells a study's controls add beside a cell (:data:`lostmid.pretrained.study.
-VARIANTS`) and how a claim row names each."""
-VARIANT_SUFFIXES = ("quantised-twins",)
 ROBUST_RULE = (
     "read at every peak (the largest of the ends and the bins, the paper's ratio read "
     "literally; the first position; the first bin, primacy without the sink; the last "
@@ -383,8 +378,15 @@ NOT_APPLICABLE_NOTE = (
 )
 
 
-def _variant(cell: str) -> bool:
-    return cell.rsplit("/", 1)[-1].startswith("twins-init")
+def _twins_words(suffix: str) -> str:
+    """How a claim row names the twins of a control's cell (:func:`lostmid.pretrained.
+    study.variant_of`)."""
+    init = VARIANTS["twin-inits"]
+    return (
+        f"twins at std {suffix.removeprefix(init)}"
+        if suffix.startswith(init)
+        else "quantised twins"
+    )
 
 
 def robust_change(
